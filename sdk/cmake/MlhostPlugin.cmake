@@ -1,0 +1,113 @@
+# mlh_add_plugin(): builds an mlhost plugin and writes its manifest beside it.
+#
+#   mlh_add_plugin(<name>
+#     KIND device|algorithm
+#     VERSION <x.y.z>
+#     DESCRIPTION "<one line>"
+#     SOURCES <files...>
+#     [TORCH]                       # links LibTorch; records its version and CUDA support
+#     [TARGET <target name>]        # default: mlhost-plugin-<name>
+#     [OUTPUT_DIRECTORY <dir>])     # default: ${MLH_PLUGIN_OUTPUT_DIR}
+#
+# The library is libmlhost-<name>.so. The manifest
+# <name>.plugin.json records kind, name, version, ABI version, library file, description
+# and build facts. MLH_PLUGIN_NAME and MLH_PLUGIN_VERSION are defined for the sources from
+# the same values, so the library's answer to negotiation matches its manifest.
+# Used for in-tree plugins and, through the installed CMake package, by third parties.
+
+set(_MLH_PLUGIN_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+function(_mlh_abi_version out_major out_minor)
+  get_target_property(_inc mlhost::sdk_headers INTERFACE_INCLUDE_DIRECTORIES)
+  set(_header "")
+  foreach(_dir IN LISTS _inc)
+    string(REGEX REPLACE "^\\$<BUILD_INTERFACE:(.*)>$" "\\1" _dir "${_dir}")
+    if(EXISTS "${_dir}/mlh/mlh_abi.h")
+      set(_header "${_dir}/mlh/mlh_abi.h")
+    endif()
+  endforeach()
+  if(NOT _header)
+    message(FATAL_ERROR "mlh_add_plugin: cannot find mlh/mlh_abi.h in mlhost::sdk_headers")
+  endif()
+  file(STRINGS "${_header}" _major REGEX "^#define MLH_ABI_VERSION_MAJOR [0-9]+")
+  file(STRINGS "${_header}" _minor REGEX "^#define MLH_ABI_VERSION_MINOR [0-9]+")
+  string(REGEX REPLACE ".* ([0-9]+)$" "\\1" _major "${_major}")
+  string(REGEX REPLACE ".* ([0-9]+)$" "\\1" _minor "${_minor}")
+  set(${out_major} ${_major} PARENT_SCOPE)
+  set(${out_minor} ${_minor} PARENT_SCOPE)
+endfunction()
+
+function(mlh_add_plugin name)
+  cmake_parse_arguments(ARG "TORCH" "KIND;VERSION;DESCRIPTION;TARGET;OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
+  if(NOT name MATCHES "^[a-z][a-z0-9_-]*$")
+    message(FATAL_ERROR "mlh_add_plugin: name '${name}' must match [a-z][a-z0-9_-]*")
+  endif()
+  if(NOT ARG_KIND STREQUAL "device" AND NOT ARG_KIND STREQUAL "algorithm")
+    message(FATAL_ERROR "mlh_add_plugin(${name}): KIND must be device or algorithm, got '${ARG_KIND}'")
+  endif()
+  if(NOT ARG_VERSION OR NOT ARG_SOURCES)
+    message(FATAL_ERROR "mlh_add_plugin(${name}): VERSION and SOURCES are required")
+  endif()
+  if(NOT ARG_TARGET)
+    set(ARG_TARGET mlhost-plugin-${name})
+  endif()
+  if(NOT ARG_OUTPUT_DIRECTORY)
+    if(DEFINED MLH_PLUGIN_OUTPUT_DIR)
+      set(ARG_OUTPUT_DIRECTORY ${MLH_PLUGIN_OUTPUT_DIR})
+    else()
+      set(ARG_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+    endif()
+  endif()
+
+  add_library(${ARG_TARGET} MODULE ${ARG_SOURCES})
+  set_target_properties(${ARG_TARGET} PROPERTIES
+    OUTPUT_NAME mlhost-${name}
+    PREFIX lib
+    LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY}
+    CXX_VISIBILITY_PRESET hidden
+    C_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  target_compile_definitions(${ARG_TARGET} PRIVATE
+    MLH_PLUGIN_NAME="${name}" MLH_PLUGIN_VERSION="${ARG_VERSION}")
+  target_link_libraries(${ARG_TARGET} PRIVATE mlhost::sdk_headers)
+  if(NOT APPLE)
+    # A plugin must not leave undefined symbols for the host to satisfy.
+    target_link_options(${ARG_TARGET} PRIVATE "LINKER:--no-undefined")
+  endif()
+
+  set(_torch "null")
+  if(ARG_TORCH)
+    if(NOT TORCH_FOUND AND NOT Torch_FOUND)
+      message(FATAL_ERROR "mlh_add_plugin(${name}): TORCH given but find_package(Torch) was not run")
+    endif()
+    target_link_libraries(${ARG_TARGET} PRIVATE ${TORCH_LIBRARIES})
+    set(_cuda false)
+    if(TORCH_CUDA_LIBRARIES)
+      set(_cuda true)
+    endif()
+    set(_torch "{\"version\": \"${Torch_VERSION}\", \"cuda\": ${_cuda}}")
+  endif()
+
+  _mlh_abi_version(_abi_major _abi_minor)
+  string(REPLACE "\\" "\\\\" _desc "${ARG_DESCRIPTION}")
+  string(REPLACE "\"" "\\\"" _desc "${_desc}")
+  set(_manifest "{
+  \"manifest_version\": 1,
+  \"kind\": \"${ARG_KIND}\",
+  \"name\": \"${name}\",
+  \"version\": \"${ARG_VERSION}\",
+  \"abi\": {\"major\": ${_abi_major}, \"minor\": ${_abi_minor}},
+  \"library\": \"$<TARGET_FILE_NAME:${ARG_TARGET}>\",
+  \"description\": \"${_desc}\",
+  \"build\": {
+    \"system\": \"${CMAKE_SYSTEM_NAME}\",
+    \"arch\": \"${CMAKE_SYSTEM_PROCESSOR}\",
+    \"compiler\": \"${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}\",
+    \"build_type\": \"$<CONFIG>\",
+    \"torch\": ${_torch}
+  }
+}
+")
+  file(GENERATE OUTPUT ${ARG_OUTPUT_DIRECTORY}/${name}.plugin.json CONTENT "${_manifest}")
+  set_property(TARGET ${ARG_TARGET} PROPERTY MLH_PLUGIN_MANIFEST ${ARG_OUTPUT_DIRECTORY}/${name}.plugin.json)
+endfunction()
