@@ -1,0 +1,122 @@
+#include "cli.hpp"
+
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+namespace mlhost {
+
+namespace po = boost::program_options;
+
+namespace {
+
+const char* kUsage =
+    "Usage: host [options]\n"
+    "  host --probe [--json]                    what devices this machine has, and which is chosen\n"
+    "  host --list-plugins [--json]             the plugins found (manifests only, nothing loaded)\n"
+    "  host --describe NAME                     an algorithm's commands, config schema, defaults, presets\n"
+    "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n";
+
+}  // namespace
+
+CliOptions parse_cli(int argc, const char* const* argv) {
+  CliOptions o;
+  std::string device = "auto";
+
+  po::options_description general("General");
+  general.add_options()
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit")
+      ("log-level", po::value(&o.log_level)->default_value("info"),
+       "trace, debug, info, warn, error or off");
+  po::options_description plugins("Plugins and devices");
+  plugins.add_options()
+      ("probe", "probe every device plugin, rank the devices and show the choice")
+      ("json", "with --probe or --list-plugins: print JSON (schema in docs/probe-json.md)")
+      ("list-plugins", "list the plugins found in the search path (no plugin code is loaded)")
+      ("plugin-dir", po::value<std::vector<std::string>>()->composing(),
+       "search this folder for plugins first (repeatable); MLH_PLUGIN_PATH adds more")
+      ("no-default-plugin-dir", "do not search the host's own plugin folder")
+      ("allow-unsafe-plugins", "load plugins from files or folders other users can write to")
+      ("device", po::value(&device)->default_value("auto"), "auto, cpu, cuda, cuda:N, mps")
+      ("no-gpu", "never choose a GPU")
+      ("probe-timeout", po::value(&o.probe_timeout_ms)->default_value(10000),
+       "milliseconds a device plugin may take to probe before it is killed");
+  po::options_description run("Running an algorithm");
+  run.add_options()
+      ("describe", po::value(&o.describe), "describe the algorithm plugin NAME as JSON")
+      ("algorithm", po::value(&o.algorithm), "the algorithm plugin to run")
+      ("command", po::value(&o.command), "what to run (default: the algorithm's first command, e.g. train)")
+      ("config", po::value<std::string>(), "JSON file with config values")
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "key=value config override (repeatable; dotted keys; wins over --config)")
+      ("run-dir", po::value<std::string>(), "folder for this run's outputs (default runs/<algorithm>-<time>)")
+      ("resume", "continue the run in --run-dir from its newest checkpoint");
+  po::options_description all;
+  all.add(general).add(plugins).add(run);
+
+  std::ostringstream help;
+  help << kUsage << "\n" << all;
+  o.help = help.str();
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw CliError(e.what());
+  }
+
+  static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
+  if (std::find(levels.begin(), levels.end(), o.log_level) == levels.end())
+    throw CliError("--log-level '" + o.log_level + "' is not one of trace, debug, info, warn, error, off");
+  if (o.probe_timeout_ms <= 0) throw CliError("--probe-timeout must be a positive number of milliseconds");
+  try {
+    o.device = DeviceRequest::parse(device);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+  o.json = vm.count("json") > 0;
+  o.no_gpu = vm.count("no-gpu") > 0;
+  o.no_default_plugin_dir = vm.count("no-default-plugin-dir") > 0;
+  o.allow_unsafe_plugins = vm.count("allow-unsafe-plugins") > 0;
+  o.resume = vm.count("resume") > 0;
+  if (vm.count("plugin-dir"))
+    for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) {
+      if (d.empty()) throw CliError("--plugin-dir needs a folder");
+      o.plugin_dirs.emplace_back(d);
+    }
+  if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
+  if (vm.count("set")) o.sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("run-dir")) o.run_dir = vm["run-dir"].as<std::string>();
+  if (o.no_gpu && (o.device.kind == "cuda" || o.device.kind == "mps"))
+    throw CliError("--no-gpu contradicts --device " + o.device.str());
+
+  std::vector<std::pair<CliOptions::Action, const char*>> actions;
+  if (vm.count("help")) actions.push_back({CliOptions::Action::kHelp, "--help"});
+  if (vm.count("version")) actions.push_back({CliOptions::Action::kVersion, "--version"});
+  if (vm.count("probe")) actions.push_back({CliOptions::Action::kProbe, "--probe"});
+  if (vm.count("list-plugins")) actions.push_back({CliOptions::Action::kListPlugins, "--list-plugins"});
+  if (vm.count("describe")) actions.push_back({CliOptions::Action::kDescribe, "--describe"});
+  if (vm.count("algorithm")) actions.push_back({CliOptions::Action::kRun, "--algorithm"});
+  if (actions.size() > 1 && actions[0].first != CliOptions::Action::kHelp)
+    throw CliError(std::string(actions[0].second) + " and " + actions[1].second + " cannot be used together");
+  if (actions.empty()) {
+    if (argc > 1)
+      throw CliError("nothing to do: give --probe, --list-plugins, --describe NAME or --algorithm NAME");
+    return o;  // bare `host`: help
+  }
+  o.action = actions[0].first;
+
+  const bool running = o.action == CliOptions::Action::kRun;
+  if (!running) {
+    for (const char* opt : {"command", "config", "set", "run-dir", "resume"})
+      if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm");
+  }
+  if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins)
+    throw CliError("--json only applies with --probe or --list-plugins");
+  if (o.resume && o.run_dir.empty()) throw CliError("--resume needs --run-dir naming the run to continue");
+  return o;
+}
+
+}  // namespace mlhost

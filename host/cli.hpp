@@ -1,0 +1,46 @@
+// The host's command line (Boost.Program_options).
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ranking.hpp"
+
+namespace mlhost {
+
+// A bad command line. main() prints it with a hint and exits with status 2.
+class CliError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CliOptions {
+  enum class Action { kHelp, kVersion, kProbe, kListPlugins, kDescribe, kRun };
+  Action action = Action::kHelp;
+
+  bool json = false;
+  std::vector<std::filesystem::path> plugin_dirs;
+  bool no_default_plugin_dir = false;
+  bool allow_unsafe_plugins = false;
+  DeviceRequest device;
+  bool no_gpu = false;
+  std::string log_level = "info";
+  int probe_timeout_ms = 10000;
+
+  std::string describe;   // --describe NAME
+  std::string algorithm;  // --algorithm NAME
+  std::string command;    // --command NAME; empty: the algorithm's default
+  std::filesystem::path config_file;
+  std::vector<std::string> sets;  // --set key=value, in order
+  std::filesystem::path run_dir;  // empty: runs/<algorithm>-<time>
+  bool resume = false;
+
+  std::string help;  // the --help text
+};
+
+// Parses argv. Throws CliError with a message naming the option or value.
+CliOptions parse_cli(int argc, const char* const* argv);
+
+}  // namespace mlhost

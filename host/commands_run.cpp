@@ -1,0 +1,225 @@
+// --describe and --algorithm: everything from finding the algorithm to the worker's end.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+#include "config.hpp"
+#include "isolated.hpp"
+#include "plan.hpp"
+#include "plugin_loader.hpp"
+#include "run_files.hpp"
+#include "worker.hpp"
+
+namespace mlhost {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Loading an algorithm plugin loads LibTorch (about half a second); this is generous.
+constexpr std::chrono::milliseconds kDescribeTimeout{60000};
+constexpr std::chrono::milliseconds kPrepareTimeout{10000};
+
+const DiscoveredPlugin& find_algorithm(const Discovery& discovery, const std::string& name) {
+  if (const DiscoveredPlugin* p = discovery.find_usable("algorithm", name)) return *p;
+  if (const DiscoveredPlugin* p = discovery.find_any("algorithm", name))
+    throw HostError("algorithm plugin '" + name + "' cannot be loaded: " + *p->refused);
+  std::string known;
+  for (const auto& p : discovery.plugins)
+    if (p.manifest.kind == "algorithm" && p.usable()) known += (known.empty() ? "" : ", ") + p.manifest.name;
+  throw HostError("no algorithm plugin named '" + name + "' (found: " + (known.empty() ? "none" : known) +
+                      "); see 'host --list-plugins'",
+                  2);
+}
+
+json parse_plugin_json(const char* text, const char* field, const std::string& plugin) {
+  json j = json::parse(text ? text : "{}", nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw PluginLoadError("algorithm plugin '" + plugin + "': describe's " + field + " is not a JSON object");
+  return j;
+}
+
+// In a child: load the algorithm plugin and ask it to describe itself.
+json describe_in_child(const PluginManifest& manifest) {
+  LoadedPlugin plugin = load_plugin(manifest);
+  const mlh_algorithm_plugin* table = plugin.algorithm_table();
+  PluginInstance<mlh_algorithm_plugin> instance(table, manifest.name);
+  const mlh_algorithm_description* d = nullptr;
+  mlh_error err = make_error();
+  const mlh_status status = table->describe(instance.get(), &d, &err);
+  if (status != MLH_OK) throw PluginLoadError("describe failed: " + describe_error(status, err));
+  if (!MLH_HAS_FIELD(d, mlh_algorithm_description, presets_json))
+    throw PluginLoadError("describe returned a description smaller than ABI 1.0's");
+  json commands = json::array();
+  for (uint32_t i = 0; i < d->command_count && d->commands; ++i)
+    if (d->commands[i]) commands.push_back(d->commands[i]);
+  if (commands.empty()) throw PluginLoadError("describe listed no commands");
+  return {{"name", manifest.name},
+          {"version", manifest.version},
+          {"summary", d->summary ? d->summary : ""},
+          {"commands", commands},
+          {"config_schema", parse_plugin_json(d->config_schema_json, "config_schema_json", manifest.name)},
+          {"config_defaults", parse_plugin_json(d->config_defaults_json, "config_defaults_json", manifest.name)},
+          {"presets", parse_plugin_json(d->presets_json, "presets_json", manifest.name)}};
+}
+
+// Runs `job` (which returns JSON) in a child; a failure becomes a HostError naming `what`.
+json run_json_job_isolated(const std::string& what, std::function<json()> job, std::chrono::milliseconds timeout) {
+  auto outcomes = run_isolated({[job] {
+                                  try {
+                                    return json{{"ok", job()}}.dump();
+                                  } catch (const std::exception& e) {
+                                    return json{{"error", e.what()}}.dump();
+                                  }
+                                }},
+                               timeout);
+  const IsolatedOutcome& o = outcomes.at(0);
+  if (!o.ok()) throw HostError(what + ": plugin " + o.failure_reason());
+  json answer = json::parse(o.payload, nullptr, false);
+  if (answer.is_discarded()) throw HostError(what + ": unreadable answer from the plugin");
+  if (answer.contains("error")) throw HostError(what + ": " + answer["error"].get<std::string>());
+  return answer.at("ok");
+}
+
+json describe_algorithm(const PluginManifest& manifest) {
+  return run_json_job_isolated("describing algorithm '" + manifest.name + "'",
+                               [manifest] { return describe_in_child(manifest); }, kDescribeTimeout);
+}
+
+// In a child: ask the chosen device's plugin for the environment the plan needs.
+json prepare_environment(const PluginManifest& manifest, int32_t device_index, const json& plan) {
+  const std::string plan_json = plan.dump();
+  return run_json_job_isolated(
+      "preparing device plugin '" + manifest.name + "'",
+      [manifest, device_index, plan_json] {
+        LoadedPlugin plugin = load_plugin(manifest);
+        const mlh_device_plugin* table = plugin.device_table();
+        json env = json::object();
+        if (!table->prepare) return env;  // nothing to set
+        PluginInstance<mlh_device_plugin> instance(table, manifest.name);
+        mlh_prepare_request request{sizeof(mlh_prepare_request), device_index, plan_json.c_str()};
+        const mlh_env_var* vars = nullptr;
+        uint32_t count = 0;
+        mlh_error err = make_error();
+        const mlh_status status = table->prepare(instance.get(), &request, &vars, &count, &err);
+        if (status != MLH_OK) throw PluginLoadError("prepare failed: " + describe_error(status, err));
+        if (count > 0 && !vars) throw PluginLoadError("prepare returned " + std::to_string(count) + " NULL variables");
+        for (uint32_t i = 0; i < count; ++i) {
+          if (!vars[i].name || !*vars[i].name || !vars[i].value || std::strchr(vars[i].name, '='))
+            throw PluginLoadError("prepare returned a malformed variable at position " + std::to_string(i));
+          env[vars[i].name] = vars[i].value;
+        }
+        return env;
+      },
+      kPrepareTimeout);
+}
+
+// Defaults (or the resumed run's config), then --config, then --set; validated.
+json resolve_config(const CliOptions& options, const json& description, const fs::path& run_dir) {
+  const json& schema = description.at("config_schema");
+  json config = description.at("config_defaults");
+  try {
+    if (options.resume) config = load_config_file(run_dir / "config.json");
+    if (!options.config_file.empty()) config = merge_config(config, load_config_file(options.config_file));
+    for (const auto& s : options.sets) apply_set(config, s, schema);
+    validate_config(config, schema);
+  } catch (const ConfigError& e) {
+    throw HostError(e.what(), 2);
+  }
+  return config;
+}
+
+}  // namespace
+
+int command_describe(const CliOptions& options) {
+  const Discovery discovery = discover_plugins(discovery_options(options));
+  std::cout << describe_algorithm(find_algorithm(discovery, options.describe).manifest).dump(2) << "\n";
+  return 0;
+}
+
+int command_run(const CliOptions& options) {
+  const Discovery discovery = discover_plugins(discovery_options(options));
+  const PluginManifest& algorithm = find_algorithm(discovery, options.algorithm).manifest;
+  const json description = describe_algorithm(algorithm);
+
+  const json& commands = description.at("commands");
+  const std::string command = options.command.empty() ? commands.at(0).get<std::string>() : options.command;
+  if (std::find(commands.begin(), commands.end(), command) == commands.end())
+    throw HostError("--command '" + command + "': algorithm '" + algorithm.name + "' has " + commands.dump(), 2);
+
+  const fs::path run_dir = options.run_dir.empty() ? default_run_dir(algorithm.name) : options.run_dir;
+  if (options.resume) {
+    try {
+      prepare_run_dir(run_dir, true);
+    } catch (const std::exception& e) {
+      throw HostError(e.what(), 2);
+    }
+  }
+  const json config = resolve_config(options, description, run_dir);
+
+  ProbeReport probe = run_probe(options);
+  const Device* device = probe.ranking.chosen_device();
+  if (!device) throw HostError("no device to run on: " + probe.ranking.error + " (see 'host --probe')");
+  spdlog::info("device: {} ({}), {}", device->id(), device->name, probe.ranking.devices[*probe.ranking.chosen].reason);
+
+  json plan = make_plan(*device);
+  const DiscoveredPlugin* device_plugin = discovery.find_usable("device", device->plugin);
+  if (!device_plugin) throw HostError("device plugin '" + device->plugin + "' vanished after probing");
+  const json env = prepare_environment(device_plugin->manifest, device->index, plan);
+  plan["environment"] = env;
+
+  if (!options.resume) {
+    try {
+      prepare_run_dir(run_dir, false);
+    } catch (const std::exception& e) {
+      throw HostError(e.what(), 2);
+    }
+  }
+  write_file_atomically(run_dir / "config.json", config.dump(2) + "\n");
+  write_file_atomically(run_dir / "plan.json", plan.dump(2) + "\n");
+  write_file_atomically(run_dir / "probe.json", probe_report_to_json(probe).dump(2) + "\n");
+  spdlog::info("plan: precision {}, threads {} intra-op / {} inter-op; run folder {}", plan["precision"].get<std::string>(),
+               plan["threads"]["intra_op"].get<int>(), plan["threads"]["inter_op"].get<int>(), run_dir.string());
+
+  // The environment must be in place before the worker loads LibTorch.
+  for (const auto& [name, value] : env.items()) ::setenv(name.c_str(), value.get<std::string>().c_str(), 1);
+
+  WorkerSpec spec;
+  spec.algorithm = algorithm;
+  spec.command = command;
+  spec.config_json = config.dump();
+  spec.device_json = device_to_json(*device).dump();
+  spec.torch_device = device->torch_device;
+  spec.plan_json = plan.dump();
+  spec.run_dir = run_dir;
+  spec.resume = options.resume;
+  const WorkerOutcome outcome = supervise_worker(spec);
+
+  if (outcome.signal != 0) {
+    // The worker could not write its summary: record how it ended, keeping what it wrote.
+    json summary = {{"algorithm", algorithm.name}, {"command", command}, {"status", "crashed"},
+                    {"signal", outcome.signal}, {"error", std::string("worker killed by signal ") +
+                                                              std::to_string(outcome.signal) + " (" +
+                                                              strsignal(outcome.signal) + ")"}};
+    write_file_atomically(run_dir / "summary.json", summary.dump(2) + "\n");
+    throw HostError("training worker " + summary["error"].get<std::string>() + "; outputs kept in " +
+                    run_dir.string() + " (log.txt)");
+  }
+  if (outcome.exit_code == kWorkerCancelled) {
+    spdlog::warn("run stopped on request; outputs in {}", run_dir.string());
+    return kWorkerCancelled;
+  }
+  if (outcome.exit_code != kWorkerCompleted)
+    throw HostError("training failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
+                    (run_dir / "summary.json").string());
+  spdlog::info("run completed; outputs in {}", run_dir.string());
+  return 0;
+}
+
+}  // namespace mlhost

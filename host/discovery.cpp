@@ -1,0 +1,140 @@
+#include "discovery.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <sstream>
+#include <system_error>
+
+#include <mlh/mlh_abi.h>
+
+#include "file_checks.hpp"
+
+namespace mlhost {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kManifestSuffix = ".plugin.json";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Applies the permission rule to one path: refuse, or (with --allow-unsafe-plugins) warn.
+void check_permissions(const fs::path& path, bool allow_unsafe, DiscoveredPlugin& plugin) {
+  if (plugin.refused) return;
+  auto problem = check_not_writable_by_others(path);
+  if (!problem) return;
+  if (allow_unsafe)
+    plugin.warnings.push_back(*problem + " (allowed by --allow-unsafe-plugins)");
+  else
+    plugin.refused = *problem + "; fix with 'chmod go-w' or pass --allow-unsafe-plugins";
+}
+
+void scan_dir(const SearchDir& dir, const DiscoveryOptions& options, Discovery& out) {
+  std::error_code ec;
+  if (!fs::is_directory(dir.path, ec)) {
+    out.problems.push_back({dir.path, "plugin folder (" + dir.origin + ") does not exist or is not a folder"});
+    return;
+  }
+  std::vector<fs::path> manifests;
+  for (fs::directory_iterator it(dir.path, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (ends_with(file, kManifestSuffix)) manifests.push_back(it->path());
+  }
+  if (ec) {
+    out.problems.push_back({dir.path, "cannot list plugin folder: " + ec.message()});
+    return;
+  }
+  std::sort(manifests.begin(), manifests.end());  // deterministic order within a folder
+
+  const auto dir_problem = check_not_writable_by_others(dir.path);
+  for (const fs::path& path : manifests) {
+    DiscoveredPlugin plugin;
+    plugin.origin = dir.origin;
+    try {
+      plugin.manifest = read_manifest(path);
+    } catch (const ManifestError& e) {
+      out.problems.push_back({path, e.what()});
+      continue;
+    }
+    const PluginManifest& m = plugin.manifest;
+    const std::string stem = path.filename().string().substr(0, path.filename().string().size() - std::char_traits<char>::length(kManifestSuffix));
+    if (stem != m.name)
+      plugin.refused = "manifest file is named '" + stem + kManifestSuffix + "' but its field 'name' is '" +
+                       m.name + "'";
+    if (!plugin.refused) {
+      if (const DiscoveredPlugin* first = out.find_any(m.kind, m.name))
+        plugin.refused = "duplicate " + m.kind + " plugin name '" + m.name + "': shadowed by '" +
+                         first->manifest.manifest_path.string() + "' (earlier in the search path)";
+    }
+    if (!plugin.refused && m.abi_major != MLH_ABI_VERSION_MAJOR)
+      plugin.refused = "built for ABI " + std::to_string(m.abi_major) + "." + std::to_string(m.abi_minor) +
+                       ", this host speaks ABI " + std::to_string(MLH_ABI_VERSION_MAJOR) + ".x";
+    if (!plugin.refused && !fs::is_regular_file(m.library_path, ec))
+      plugin.refused = "library '" + m.library_path.string() + "' named by the manifest is missing";
+    if (!plugin.refused) {
+      if (auto elf = check_elf_library(m.library_path)) plugin.refused = *elf;
+    }
+    if (!plugin.refused && !m.build_arch.empty() && m.build_arch != host_architecture())
+      plugin.refused = "manifest says built for " + m.build_arch + ", this host is " + host_architecture();
+    if (dir_problem && !plugin.refused) {
+      if (options.allow_unsafe)
+        plugin.warnings.push_back(*dir_problem + " (allowed by --allow-unsafe-plugins)");
+      else
+        plugin.refused = *dir_problem + "; fix with 'chmod go-w' or pass --allow-unsafe-plugins";
+    }
+    check_permissions(path, options.allow_unsafe, plugin);
+    check_permissions(m.library_path, options.allow_unsafe, plugin);
+    out.plugins.push_back(std::move(plugin));
+  }
+}
+
+}  // namespace
+
+const DiscoveredPlugin* Discovery::find_usable(const std::string& kind, const std::string& name) const {
+  for (const auto& p : plugins)
+    if (p.usable() && p.manifest.kind == kind && p.manifest.name == name) return &p;
+  return nullptr;
+}
+
+const DiscoveredPlugin* Discovery::find_any(const std::string& kind, const std::string& name) const {
+  for (const auto& p : plugins)
+    if (p.manifest.kind == kind && p.manifest.name == name) return &p;
+  return nullptr;
+}
+
+fs::path default_plugin_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return (fs::path(buf).parent_path().parent_path() / "lib" / "mlhost" / "plugins").lexically_normal();
+}
+
+std::vector<SearchDir> build_search_path(const DiscoveryOptions& options) {
+  std::vector<SearchDir> dirs;
+  auto add = [&](const fs::path& p, const char* origin) {
+    if (p.empty()) return;
+    fs::path abs = fs::absolute(p).lexically_normal();
+    for (const auto& d : dirs)
+      if (d.path == abs) return;  // a folder given twice is searched once
+    dirs.push_back({abs, origin});
+  };
+  for (const auto& d : options.plugin_dirs) add(d, "--plugin-dir");
+  std::stringstream env(options.env_path);
+  for (std::string item; std::getline(env, item, ':');) add(item, "MLH_PLUGIN_PATH");
+  if (options.use_default_dir) add(options.default_dir, "default");
+  return dirs;
+}
+
+Discovery discover_plugins(const DiscoveryOptions& options) {
+  Discovery out;
+  out.search_path = build_search_path(options);
+  for (const auto& dir : out.search_path) scan_dir(dir, options, out);
+  return out;
+}
+
+}  // namespace mlhost

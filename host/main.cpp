@@ -1,0 +1,40 @@
+// host: finds device and algorithm plugins, probes and ranks the devices, and runs
+// algorithms on the best one.
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  using namespace mlhost;
+  CliOptions options;
+  try {
+    options = parse_cli(argc, argv);
+  } catch (const CliError& e) {
+    std::cerr << "host: error: " << e.what() << "\nTry 'host --help'.\n";
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+
+  try {
+    switch (options.action) {
+      case CliOptions::Action::kHelp: std::cout << options.help; return 0;
+      case CliOptions::Action::kVersion: std::cout << "mlhost " << MLHOST_VERSION << " (plugin ABI "
+                                                   << MLH_ABI_VERSION_MAJOR << "." << MLH_ABI_VERSION_MINOR << ")\n";
+        return 0;
+      case CliOptions::Action::kProbe: return command_probe(options);
+      case CliOptions::Action::kListPlugins: return command_list_plugins(options);
+      case CliOptions::Action::kDescribe: return command_describe(options);
+      case CliOptions::Action::kRun: return command_run(options);
+    }
+  } catch (const HostError& e) {
+    std::cerr << "host: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "host: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

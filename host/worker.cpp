@@ -1,0 +1,220 @@
+#include "worker.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <fstream>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "plugin_loader.hpp"
+#include "run_files.hpp"
+
+namespace mlhost {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile sig_atomic_t g_stop_requested = 0;
+volatile sig_atomic_t g_worker_pid = 0;
+volatile sig_atomic_t g_host_signals = 0;
+
+void on_worker_signal(int) { g_stop_requested = 1; }
+
+// In the host: the first SIGINT/SIGTERM asks the worker to stop, a second one kills it.
+void on_host_signal(int) {
+  ++g_host_signals;
+  if (g_worker_pid > 0) ::kill(g_worker_pid, g_host_signals == 1 ? SIGINT : SIGKILL);
+}
+
+// What the run writes: the plugin's callbacks land here. Callbacks may come from any
+// thread of the plugin, so everything is under one lock.
+class RunSink {
+ public:
+  explicit RunSink(const fs::path& dir)
+      : log_(dir / "log.txt", std::ios::app), jsonl_(dir / "metrics.jsonl", std::ios::app) {
+    const bool new_csv = !fs::exists(dir / "metrics.csv") || fs::file_size(dir / "metrics.csv") == 0;
+    csv_.open(dir / "metrics.csv", std::ios::app);
+    if (new_csv) csv_ << "step,name,value,time\n" << std::flush;
+    if (!log_ || !jsonl_ || !csv_) throw std::runtime_error("cannot write in run folder '" + dir.string() + "'");
+  }
+
+  void log(int32_t level, const char* message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    static const char* names[] = {"trace", "debug", "info", "warn", "error"};
+    const int lv = level < MLH_LOG_TRACE ? MLH_LOG_TRACE : level > MLH_LOG_ERROR ? MLH_LOG_ERROR : level;
+    log_ << "[" << seconds() << "] [" << names[lv] << "] " << (message ? message : "") << "\n" << std::flush;
+    spdlog::log(static_cast<spdlog::level::level_enum>(lv), "{}", message ? message : "");
+  }
+
+  void metric(const char* name, double value, int64_t step) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string n = name ? name : "";
+    const double t = seconds();
+    jsonl_ << json{{"step", step}, {"name", n}, {"value", value}, {"time", t}}.dump() << "\n" << std::flush;
+    csv_ << step << "," << csv_field(n) << "," << value << "," << t << "\n" << std::flush;
+    last_metrics_[n] = value;
+  }
+
+  void progress(int64_t done, int64_t total, const char* unit) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    const bool finished = total > 0 && done >= total;
+    if (!finished && now - last_progress_ < std::chrono::seconds(1)) return;
+    last_progress_ = now;
+    const std::string u = unit ? unit : "";
+    if (total > 0)
+      spdlog::info("progress {}/{} {} ({:.0f}%)", done, total, u, 100.0 * static_cast<double>(done) / total);
+    else
+      spdlog::info("progress {} {}", done, u);
+  }
+
+  void summary(const char* summary_json) {
+    std::lock_guard<std::mutex> lock(mu_);
+    json parsed = json::parse(summary_json ? summary_json : "null", nullptr, false);
+    result_ = parsed.is_discarded() ? json(summary_json ? summary_json : "") : parsed;
+  }
+
+  json result() const { return result_; }
+  json last_metrics() const { return last_metrics_; }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  static std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  }
+
+  std::mutex mu_;
+  std::ofstream log_, jsonl_, csv_;
+  json result_ = nullptr;
+  json last_metrics_ = json::object();
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_progress_{};
+};
+
+extern "C" {
+void cb_log(void* d, int32_t level, const char* m) { static_cast<RunSink*>(d)->log(level, m); }
+void cb_metric(void* d, const char* n, double v, int64_t s) { static_cast<RunSink*>(d)->metric(n, v, s); }
+void cb_progress(void* d, int64_t done, int64_t total, const char* u) {
+  static_cast<RunSink*>(d)->progress(done, total, u);
+}
+int32_t cb_should_stop(void*) { return g_stop_requested ? 1 : 0; }
+void cb_summary(void* d, const char* j) { static_cast<RunSink*>(d)->summary(j); }
+}
+
+}  // namespace
+
+int worker_main(const WorkerSpec& spec) {
+  struct sigaction sa {};
+  sa.sa_handler = on_worker_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  std::unique_ptr<RunSink> sink;
+  json summary = {{"algorithm", spec.algorithm.name}, {"command", spec.command}};
+  int code = kWorkerFailed;
+  try {
+    sink = std::make_unique<RunSink>(spec.run_dir);
+    LoadedPlugin plugin = load_plugin(spec.algorithm);
+    const mlh_algorithm_plugin* table = plugin.algorithm_table();
+    PluginInstance<mlh_algorithm_plugin> instance(table, spec.algorithm.name);
+
+    mlh_host_callbacks callbacks{sizeof(mlh_host_callbacks), sink.get(), cb_log, cb_metric,
+                                 cb_progress, cb_should_stop, cb_summary};
+    const std::string run_dir = spec.run_dir.string();
+    mlh_run_context ctx{};
+    ctx.struct_size = sizeof ctx;
+    ctx.command = spec.command.c_str();
+    ctx.config_json = spec.config_json.c_str();
+    ctx.device_json = spec.device_json.c_str();
+    ctx.torch_device = spec.torch_device.c_str();
+    ctx.plan_json = spec.plan_json.c_str();
+    ctx.run_dir = run_dir.c_str();
+    ctx.resume = spec.resume ? 1 : 0;
+    ctx.rank = 0;
+    ctx.world_size = 1;
+    ctx.local_rank = 0;
+    ctx.host = &callbacks;
+
+    mlh_error err = make_error();
+    const mlh_status status = table->run(instance.get(), &ctx, &err);
+    if (status == MLH_OK) {
+      summary["status"] = "completed";
+      code = kWorkerCompleted;
+    } else if (status == MLH_ERR_CANCELLED) {
+      summary["status"] = "cancelled";
+      summary["error"] = describe_error(status, err);
+      code = kWorkerCancelled;
+    } else {
+      summary["status"] = "failed";
+      summary["error"] = describe_error(status, err);
+    }
+  } catch (const std::exception& e) {
+    summary["status"] = "failed";
+    summary["error"] = e.what();
+  }
+  if (sink) {
+    summary["result"] = sink->result();
+    summary["last_metrics"] = sink->last_metrics();
+    summary["elapsed_seconds"] = sink->seconds();
+  }
+  try {
+    write_file_atomically(spec.run_dir / "summary.json", summary.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+  }
+  if (code == kWorkerFailed && summary.contains("error"))
+    std::fprintf(stderr, "training failed: %s\n", summary["error"].get<std::string>().c_str());
+  std::fflush(nullptr);
+  return code;
+}
+
+WorkerOutcome supervise_worker(const WorkerSpec& spec) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("cannot start the training worker: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own group: a terminal Ctrl-C reaches the host, which passes it on once
+    ::_exit(worker_main(spec));
+  }
+  ::setpgid(pid, pid);
+  g_worker_pid = pid;
+  g_host_signals = 0;
+  struct sigaction sa {}, old_int{}, old_term{};
+  sa.sa_handler = on_host_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  g_worker_pid = 0;
+  ::kill(-pid, SIGKILL);  // anything the plugin left running in the worker's group
+
+  WorkerOutcome out;
+  out.interrupted = g_host_signals > 0;
+  if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
+  return out;
+}
+
+}  // namespace mlhost

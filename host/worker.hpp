@@ -1,0 +1,40 @@
+// The training worker: a child process of the host that loads the algorithm plugin (and
+// with it LibTorch) and runs one command, with the environment the device plugin prepared
+// already in place. The host supervises it and survives whatever happens inside.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "manifest.hpp"
+
+namespace mlhost {
+
+struct WorkerSpec {
+  PluginManifest algorithm;
+  std::string command;
+  std::string config_json, device_json, torch_device, plan_json;
+  std::filesystem::path run_dir;
+  bool resume = false;
+};
+
+// Exit statuses of the worker process.
+constexpr int kWorkerCompleted = 0;
+constexpr int kWorkerFailed = 1;
+constexpr int kWorkerCancelled = 130;
+
+struct WorkerOutcome {
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when a signal ended it
+  bool interrupted = false;  // the user asked the run to stop (Ctrl-C, SIGTERM)
+};
+
+// Runs `spec` in a supervised child process and waits for it. SIGINT/SIGTERM sent to the
+// host are passed to the worker as a request to stop; a second one kills it.
+WorkerOutcome supervise_worker(const WorkerSpec& spec);
+
+// The worker's body (in the child): returns its exit status. Writes log.txt,
+// metrics.jsonl, metrics.csv and summary.json in the run folder.
+int worker_main(const WorkerSpec& spec);
+
+}  // namespace mlhost
