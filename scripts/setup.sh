@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian package mlhost needs to build and test, only those missing.
+# Safe to run again: with everything present it installs nothing and takes a moment.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config                      # toolchain
+  libtorch-dev libgloo-dev                              # LibTorch 1.13 (CPU) with c10d/Gloo
+  libopenblas0-openmp                                   # fast BLAS (the default reference BLAS is ~10x slower)
+  libboost-dev libboost-filesystem-dev libboost-program-options-dev   # Boost.DLL, filesystem, program_options
+  libspdlog-dev nlohmann-json3-dev                      # logging, JSON
+  libgtest-dev libgmock-dev                             # tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+echo "setup: installing ${missing[*]}"
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
