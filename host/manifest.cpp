@@ -24,7 +24,11 @@ const json& require(const json& obj, const char* field, json::value_t type, cons
 }
 
 uint32_t require_version_number(const json& abi, const char* field, const std::filesystem::path& origin) {
-  const json& v = require(abi, field, json::value_t::number_unsigned, "a non-negative integer", origin);
+  auto it = abi.find(field);
+  if (it == abi.end()) fail(origin, std::string("field 'abi.") + field + "' is missing");
+  const json& v = *it;
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
+    fail(origin, std::string("field 'abi.") + field + "' must be a non-negative integer, got " + v.dump());
   uint64_t n = v.get<uint64_t>();
   if (n > 0xFFFFu) fail(origin, std::string("field 'abi.") + field + "' is out of range: " + v.dump());
   return static_cast<uint32_t>(n);

@@ -1,0 +1,74 @@
+#include "manifest.hpp"
+
+#include <gtest/gtest.h>
+
+#include "temp_dir.hpp"
+
+namespace mlhost {
+namespace {
+
+using testing::manifest_text;
+
+std::string parse_error(const std::string& text) {
+  try {
+    parse_manifest(text, "/plugins/x.plugin.json");
+  } catch (const ManifestError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Manifest, ParsesWhatTheSdkWrites) {
+  PluginManifest m = read_manifest(MLH_TEST_CPU_MANIFEST);
+  EXPECT_EQ(m.kind, "device");
+  EXPECT_EQ(m.name, "cpu");
+  EXPECT_EQ(m.abi_major, 1u);
+  EXPECT_EQ(m.library_path, std::filesystem::path(MLH_TEST_CPU_PLUGIN));
+  EXPECT_FALSE(m.torch_version.has_value()) << "device plugins must not link LibTorch";
+  EXPECT_FALSE(m.build_arch.empty());
+}
+
+TEST(Manifest, ReadsTorchBuildFacts) {
+  PluginManifest m = parse_manifest(
+      R"({"manifest_version":1,"kind":"algorithm","name":"a","version":"1","abi":{"major":1,"minor":2},
+          "library":"liba.so","build":{"arch":"x86_64","torch":{"version":"2.4.0","cuda":true}}})",
+      "/p/a.plugin.json");
+  EXPECT_EQ(m.abi_minor, 2u);
+  ASSERT_TRUE(m.torch_version.has_value());
+  EXPECT_EQ(*m.torch_version, "2.4.0");
+  EXPECT_TRUE(m.torch_cuda);
+  EXPECT_EQ(m.library_path, std::filesystem::path("/p/liba.so"));
+}
+
+TEST(Manifest, ErrorsNameTheFileAndField) {
+  EXPECT_NE(parse_error("{not json").find("invalid JSON"), std::string::npos);
+  EXPECT_NE(parse_error("[]").find("JSON object"), std::string::npos);
+  std::string e = parse_error(R"({"manifest_version":1,"kind":"device","version":"1","abi":{"major":1,"minor":0},"library":"l.so"})");
+  EXPECT_NE(e.find("/plugins/x.plugin.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("'name'"), std::string::npos) << e;
+  EXPECT_NE(parse_error(manifest_text("x", "l.so", "gadget")).find("'kind'"), std::string::npos);
+  EXPECT_NE(parse_error(manifest_text("Bad Name", "l.so")).find("'name'"), std::string::npos);
+  EXPECT_NE(parse_error(manifest_text("x", "../evil.so")).find("'library'"), std::string::npos);
+  EXPECT_NE(parse_error(manifest_text("x", "/usr/lib/evil.so")).find("'library'"), std::string::npos);
+  EXPECT_NE(parse_error(R"({"manifest_version":2})").find("manifest_version"), std::string::npos);
+  EXPECT_NE(parse_error(R"({"manifest_version":1,"kind":"device","name":"x","version":"1","abi":{"major":-1,"minor":0},"library":"l.so"})")
+                .find("abi"),
+            std::string::npos);
+}
+
+TEST(Manifest, UnreadableFileIsAnError) {
+  EXPECT_THROW(read_manifest("/nonexistent/x.plugin.json"), ManifestError);
+}
+
+TEST(Manifest, PluginNames) {
+  EXPECT_TRUE(is_valid_plugin_name("cpu"));
+  EXPECT_TRUE(is_valid_plugin_name("my-plugin_2"));
+  EXPECT_FALSE(is_valid_plugin_name(""));
+  EXPECT_FALSE(is_valid_plugin_name("2cpu"));
+  EXPECT_FALSE(is_valid_plugin_name("CPU"));
+  EXPECT_FALSE(is_valid_plugin_name("a/b"));
+  EXPECT_FALSE(is_valid_plugin_name(std::string(65, 'a')));
+}
+
+}  // namespace
+}  // namespace mlhost
