@@ -2,6 +2,7 @@
 // algorithms on the best one.
 #include <iostream>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "commands.hpp"
@@ -15,6 +16,8 @@ int main(int argc, char** argv) {
     std::cerr << "host: error: " << e.what() << "\nTry 'host --help'.\n";
     return 2;
   }
+  // Logs go to stderr: stdout carries reports and JSON that other programs read.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("host"));
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
 
