@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
@@ -13,6 +14,7 @@
 #include "plan.hpp"
 #include "plugin_loader.hpp"
 #include "run_files.hpp"
+#include "telemetry.hpp"
 #include "worker.hpp"
 
 namespace mlhost {
@@ -25,6 +27,7 @@ namespace {
 // Loading an algorithm plugin loads LibTorch (about half a second); this is generous.
 constexpr std::chrono::milliseconds kDescribeTimeout{60000};
 constexpr std::chrono::milliseconds kPrepareTimeout{10000};
+constexpr std::chrono::milliseconds kTelemetryInterval{1000};
 
 const DiscoveredPlugin& find_algorithm(const Discovery& discovery, const std::string& name) {
   if (const DiscoveredPlugin* p = discovery.find_usable("algorithm", name)) return *p;
@@ -110,10 +113,15 @@ json prepare_environment(const PluginManifest& manifest, int32_t device_index, c
         const mlh_status status = table->prepare(instance.get(), &request, &vars, &count, &err);
         if (status != MLH_OK) throw PluginLoadError("prepare failed: " + describe_error(status, err));
         if (count > 0 && !vars) throw PluginLoadError("prepare returned " + std::to_string(count) + " NULL variables");
+        // Variables are vars[0].struct_size apart: a plugin of a later minor may append fields.
+        const uint32_t stride = count > 0 ? vars[0].struct_size : 0;
+        if (count > 0 && !MLH_HAS_FIELD(&vars[0], mlh_env_var, value))
+          throw PluginLoadError("prepare returned variables smaller than ABI 1.0's");
         for (uint32_t i = 0; i < count; ++i) {
-          if (!vars[i].name || !*vars[i].name || !vars[i].value || std::strchr(vars[i].name, '='))
+          const auto* v = reinterpret_cast<const mlh_env_var*>(reinterpret_cast<const char*>(vars) + size_t{i} * stride);
+          if (!v->name || !*v->name || !v->value || std::strchr(v->name, '='))
             throw PluginLoadError("prepare returned a malformed variable at position " + std::to_string(i));
-          env[vars[i].name] = vars[i].value;
+          env[v->name] = v->value;
         }
         return env;
       },
@@ -199,7 +207,12 @@ int command_run(const CliOptions& options) {
   spec.plan_json = plan.dump();
   spec.run_dir = run_dir;
   spec.resume = options.resume;
-  const WorkerOutcome outcome = supervise_worker(spec);
+  std::unique_ptr<TelemetrySampler> telemetry;
+  const WorkerOutcome outcome = supervise_worker(spec, [&](pid_t worker) {
+    telemetry = std::make_unique<TelemetrySampler>(device_plugin->manifest, device->index, worker,
+                                                   run_dir / "telemetry.jsonl", kTelemetryInterval);
+  });
+  telemetry.reset();
 
   if (outcome.signal != 0) {
     // The worker could not write its summary: record how it ended, keeping what it wrote.

@@ -30,7 +30,15 @@ json probe_one_plugin(const PluginManifest& manifest) {
     const mlh_device_record* records = nullptr;
     uint32_t count = 0;
     mlh_error err = make_error();
-    mlh_status status = table->probe(instance.get(), &records, &count, &err);
+    mlh_status status = MLH_OK;
+    try {
+      status = table->probe(instance.get(), &records, &count, &err);
+    } catch (const std::exception& e) {
+      // The ABI forbids this; a plugin written without the helper can still do it.
+      return {{"error", std::string("probe threw a C++ exception across the C ABI (a plugin bug): ") + e.what()}};
+    } catch (...) {
+      return {{"error", "probe threw an exception across the C ABI (a plugin bug)"}};
+    }
     if (status != MLH_OK) return {{"error", "probe failed: " + describe_error(status, err)}};
     json devices = json::array();
     for (const Device& d : devices_from_records(manifest.name, records, count)) devices.push_back(device_to_json(d));

@@ -26,12 +26,6 @@ std::string ms_text(double ms) {
   return buf;
 }
 
-const RankedDevice* ranked(const Ranking& ranking, const Device& d) {
-  for (const auto& r : ranking.devices)
-    if (r.device.plugin == d.plugin && r.device.index == d.index) return &r;
-  return nullptr;
-}
-
 std::string processor_name(const std::vector<PluginProbe>& plugins) {
   for (const auto& p : plugins)
     for (const auto& d : p.devices)

@@ -185,7 +185,7 @@ int worker_main(const WorkerSpec& spec) {
   return code;
 }
 
-WorkerOutcome supervise_worker(const WorkerSpec& spec) {
+WorkerOutcome supervise_worker(const WorkerSpec& spec, const std::function<void(pid_t)>& started) {
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("cannot start the training worker: ") + std::strerror(errno));
@@ -201,6 +201,7 @@ WorkerOutcome supervise_worker(const WorkerSpec& spec) {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
+  if (started) started(pid);
 
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -3,7 +3,10 @@
 // already in place. The host supervises it and survives whatever happens inside.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "manifest.hpp"
@@ -29,9 +32,10 @@ struct WorkerOutcome {
   bool interrupted = false;  // the user asked the run to stop (Ctrl-C, SIGTERM)
 };
 
-// Runs `spec` in a supervised child process and waits for it. SIGINT/SIGTERM sent to the
-// host are passed to the worker as a request to stop; a second one kills it.
-WorkerOutcome supervise_worker(const WorkerSpec& spec);
+// Runs `spec` in a supervised child process and waits for it; `started` is called with the
+// worker's pid once it runs (e.g. to start telemetry). SIGINT/SIGTERM sent to the host are
+// passed to the worker as a request to stop; a second one kills it.
+WorkerOutcome supervise_worker(const WorkerSpec& spec, const std::function<void(pid_t)>& started);
 
 // The worker's body (in the child): returns its exit status. Writes log.txt,
 // metrics.jsonl, metrics.csv and summary.json in the run folder.

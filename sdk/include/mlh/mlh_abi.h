@@ -84,7 +84,8 @@ typedef struct mlh_abi_version {
 /* What the host offers. Valid only during the negotiate call. */
 typedef struct mlh_negotiate_request {
   uint32_t struct_size;
-  const mlh_abi_version* versions; /* the versions the host speaks, best first */
+  const mlh_abi_version* versions; /* the versions the host speaks, best first. mlh_abi_version
+                                      is frozen (never extended), so this array's stride is fixed */
   uint32_t version_count;
   int32_t expected_kind;           /* MLH_PLUGIN_KIND_*: what the host is loading it as */
   const char* host_name;           /* "mlhost" */

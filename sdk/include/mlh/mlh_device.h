@@ -111,11 +111,14 @@ typedef struct mlh_device_plugin {
   /* Frees it. Required. */
   void (*destroy)(mlh_plugin_instance* instance);
   /* Lists devices. Required. *out_records points to *out_count records, owned by the
-   * plugin, valid until the next probe or destroy. Zero devices is a success. */
+   * plugin, valid until the next probe or destroy. Zero devices is a success. Records are
+   * records[0].struct_size bytes apart (all share one struct_size): a reader steps by that,
+   * never by its own sizeof, and rejects a struct_size below the v1.0 size. */
   mlh_status (*probe)(mlh_plugin_instance* instance, const mlh_device_record** out_records,
                       uint32_t* out_count, mlh_error* error);
   /* Environment settings the plan needs before LibTorch starts. Optional (NULL: none).
-   * *out_vars valid until the next prepare or destroy. */
+   * *out_vars valid until the next prepare or destroy; like records, the variables are
+   * out_vars[0].struct_size bytes apart. */
   mlh_status (*prepare)(mlh_plugin_instance* instance, const mlh_prepare_request* request,
                         const mlh_env_var** out_vars, uint32_t* out_count, mlh_error* error);
   /* Samples device `device_index` while process `pid` trains. Optional. */

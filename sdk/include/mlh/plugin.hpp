@@ -149,8 +149,14 @@ namespace detail {
 inline void set_error(mlh_error* error, mlh_status code, const char* message) {
   if (!MLH_HAS_FIELD(error, mlh_error, message)) return;
   error->code = code;
-  std::strncpy(error->message, message ? message : "", MLH_ERROR_MESSAGE_CAPACITY - 1);
-  error->message[MLH_ERROR_MESSAGE_CAPACITY - 1] = '\0';
+  const char* m = message ? message : "";
+  size_t n = std::strlen(m);
+  if (n > MLH_ERROR_MESSAGE_CAPACITY - 1) {
+    n = MLH_ERROR_MESSAGE_CAPACITY - 1;
+    while (n > 0 && (static_cast<unsigned char>(m[n]) & 0xC0) == 0x80) --n;  // keep UTF-8 whole
+  }
+  std::memcpy(error->message, m, n);
+  error->message[n] = '\0';
 }
 
 // Runs f, turning every exception into an error value. Nothing escapes.
@@ -179,15 +185,17 @@ mlh_status guard(mlh_error* error, F&& f) noexcept {
 inline mlh_status negotiate(const mlh_negotiate_request* request, mlh_negotiate_response* response,
                             mlh_error* error, int32_t kind, const char* name, const char* version,
                             const void* table) noexcept {
-  if (!request || !response || !MLH_HAS_FIELD(response, mlh_negotiate_response, table)) {
+  if (!MLH_HAS_FIELD(request, mlh_negotiate_request, version_count) ||
+      !MLH_HAS_FIELD(response, mlh_negotiate_response, table)) {
     set_error(error, MLH_ERR_INVALID_ARGUMENT, "negotiate: missing or too small request/response");
     return MLH_ERR_INVALID_ARGUMENT;
   }
+  const uint32_t our_minor = MLH_ABI_VERSION_MINOR;  // a variable: no -Wtype-limits while it is 0
   for (uint32_t i = 0; request->versions && i < request->version_count; ++i) {
     const mlh_abi_version& offered = request->versions[i];
     if (offered.major != MLH_ABI_VERSION_MAJOR) continue;
     response->abi_major = MLH_ABI_VERSION_MAJOR;
-    response->abi_minor = offered.minor < MLH_ABI_VERSION_MINOR ? offered.minor : MLH_ABI_VERSION_MINOR;
+    response->abi_minor = offered.minor < our_minor ? offered.minor : our_minor;
     response->kind = kind;
     response->name = name;
     response->version = version;
