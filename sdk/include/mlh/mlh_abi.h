@@ -13,6 +13,9 @@
  *  - Strings are NUL-terminated UTF-8 and owned by the side that made them; each
  *    function documents how long returned strings stay valid.
  *  - A function pointer that a plugin has nothing for is NULL; the host never calls NULL.
+ *  - Threads: the host calls the functions of one plugin instance from one thread at a
+ *    time (never concurrently), so a plugin needs no locking for its own state. Host
+ *    callbacks given to a plugin may be called from any thread.
  */
 #ifndef MLH_ABI_H
 #define MLH_ABI_H

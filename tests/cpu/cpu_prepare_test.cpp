@@ -1,0 +1,81 @@
+// prepare: thread settings from the plan.
+#include <gtest/gtest.h>
+
+#include "cpu_prepare.hpp"
+
+namespace {
+
+using mlh::cpu::read_thread_plan;
+
+std::map<std::string, std::string> env_of(const std::string& plan, int recommended) {
+  std::map<std::string, std::string> env;
+  for (const mlh::EnvVar& v : mlh::cpu::thread_environment(read_thread_plan(plan, recommended))) env[v.name] = v.value;
+  return env;
+}
+
+// The error prepare throws for `plan`, as code and message.
+std::pair<mlh_status, std::string> error_of(const std::string& plan) {
+  try {
+    read_thread_plan(plan, 4);
+  } catch (const mlh::Error& e) {
+    return {e.code(), e.what()};
+  }
+  ADD_FAILURE() << "no error for " << plan;
+  return {MLH_OK, ""};
+}
+
+TEST(CpuPrepare, ThreadsFromThePlan) {
+  std::map<std::string, std::string> expected{{"OMP_NUM_THREADS", "6"},
+                                              {"MKL_NUM_THREADS", "6"},
+                                              {"OPENBLAS_NUM_THREADS", "6"},
+                                              {"MLH_INTEROP_THREADS", "2"}};
+  EXPECT_EQ(env_of(R"({"threads": {"intra_op": 6, "inter_op": 2}, "precision": "bf16"})", 4), expected);
+}
+
+TEST(CpuPrepare, MissingThreadsTakeTheRecommendedCountAndOneInterOp) {
+  for (const char* plan : {"{}", R"({"threads": null})", R"({"threads": {}})", R"({"threads": {"intra_op": null}})"}) {
+    std::map<std::string, std::string> env = env_of(plan, 12);
+    EXPECT_EQ(env["OMP_NUM_THREADS"], "12") << plan;
+    EXPECT_EQ(env["MKL_NUM_THREADS"], "12") << plan;
+    EXPECT_EQ(env["OPENBLAS_NUM_THREADS"], "12") << plan;
+    EXPECT_EQ(env["MLH_INTEROP_THREADS"], "1") << plan;
+  }
+  EXPECT_EQ(env_of(R"({"threads": {"inter_op": 3}})", 12)["OMP_NUM_THREADS"], "12");
+}
+
+TEST(CpuPrepare, UnknownRecommendationMeansOneThread) {
+  EXPECT_EQ(env_of("{}", MLH_UNKNOWN)["OMP_NUM_THREADS"], "1");
+}
+
+TEST(CpuPrepare, BadThreadCountsNameTheField) {
+  struct Case {
+    const char* plan;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{R"({"threads": {"intra_op": 0}})", "plan field 'threads.intra_op': expected a positive integer, got 0"},
+           Case{R"({"threads": {"intra_op": -2}})", "plan field 'threads.intra_op': expected a positive integer, got -2"},
+           Case{R"({"threads": {"intra_op": "4"}})",
+                "plan field 'threads.intra_op': expected a positive integer, got \"4\""},
+           Case{R"({"threads": {"intra_op": 2.5}})", "plan field 'threads.intra_op': expected a positive integer, got 2.5"},
+           Case{R"({"threads": {"intra_op": 4294967297}})",
+                "plan field 'threads.intra_op': expected a positive integer, got 4294967297"},
+           Case{R"({"threads": {"intra_op": 2, "inter_op": true}})",
+                "plan field 'threads.inter_op': expected a positive integer, got true"},
+           Case{R"({"threads": 8})", "plan field 'threads': expected an object, got 8"},
+       }) {
+    auto [code, message] = error_of(c.plan);
+    EXPECT_EQ(code, MLH_ERR_INVALID_ARGUMENT) << c.plan;
+    EXPECT_EQ(message, c.message);
+  }
+}
+
+TEST(CpuPrepare, PlanMustBeAJsonObject) {
+  for (const char* plan : {"[1, 2]", "\"threads\"", "null", "{not json", ""}) {
+    auto [code, message] = error_of(plan);
+    EXPECT_EQ(code, MLH_ERR_INVALID_ARGUMENT) << plan;
+    EXPECT_EQ(message.rfind("plan: ", 0), 0u) << message;
+  }
+}
+
+}  // namespace
