@@ -118,7 +118,9 @@ std::vector<SearchDir> build_search_path(const DiscoveryOptions& options) {
   std::vector<SearchDir> dirs;
   auto add = [&](const fs::path& p, const char* origin) {
     if (p.empty()) return;
+    // "dir", "dir/" and "dir/." are one folder: normalise away the trailing separator.
     fs::path abs = fs::absolute(p).lexically_normal();
+    if (!abs.has_filename() && abs.has_relative_path()) abs = abs.parent_path();
     for (const auto& d : dirs)
       if (d.path == abs) return;  // a folder given twice is searched once
     dirs.push_back({abs, origin});

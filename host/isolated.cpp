@@ -6,15 +6,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 
 namespace mlhost {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+volatile sig_atomic_t g_interrupt = 0;
+void on_interrupt(int sig) { g_interrupt = sig; }
+
+// While children run, SIGINT/SIGTERM/SIGHUP interrupt the wait instead of killing the host
+// outright: the host first kills the children (they are in their own process groups and
+// do not get the terminal's Ctrl-C), then dies of the same signal.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupt = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~InterruptGuard() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  int signal() const { return g_interrupt; }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
 
 constexpr size_t kStderrKeep = 4096;    // bytes of the child's stderr kept for the reason
 constexpr size_t kPayloadMax = 64 << 20;  // a payload larger than this is garbage
@@ -41,6 +68,7 @@ void write_all(int fd, const char* data, size_t n) {
 
 [[noreturn]] void child_main(const IsolatedJob& job, int payload_fd, int stderr_fd) {
   ::setpgid(0, 0);  // own process group: the parent can kill whatever the plugin started
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);  // not the parent's handlers
   ::dup2(stderr_fd, STDERR_FILENO);
   ::close(stderr_fd);
   // stdout belongs to the host's report; plugin chatter goes to the captured stderr.
@@ -115,6 +143,7 @@ std::string IsolatedOutcome::failure_reason() const {
 std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, std::chrono::milliseconds timeout) {
   std::vector<IsolatedOutcome> outcomes(jobs.size());
   std::vector<Child> children(jobs.size());
+  std::optional<InterruptGuard> interrupts(std::in_place);
   const auto start = Clock::now();
   std::fflush(nullptr);  // or buffered output would be written twice, by parent and child
 
@@ -157,7 +186,7 @@ std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, 
       if (c.payload_open) fds.push_back({c.payload_fd, POLLIN, 0}), owners.push_back({i, true});
       if (c.stderr_open) fds.push_back({c.stderr_fd, POLLIN, 0}), owners.push_back({i, false});
     }
-    if (fds.empty()) break;
+    if (fds.empty() || interrupts->signal()) break;
     const auto now = Clock::now();
     if (now >= deadline) break;
     const int wait_ms =
@@ -179,7 +208,7 @@ std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, 
     Child& c = children[i];
     IsolatedOutcome& o = outcomes[i];
     if (c.pid < 0) continue;  // kSpawnFailed, set above
-    bool timed_out = c.payload_open || c.stderr_open;
+    bool timed_out = c.payload_open || c.stderr_open || interrupts->signal();
     // Closed pipes usually mean the child is exiting, but a plugin may close them and go on:
     // wait for the exit only until the deadline.
     while (!timed_out) {
@@ -211,6 +240,10 @@ std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, 
       o.status = IsolatedOutcome::Status::kExited;
       o.exit_code = WIFEXITED(c.wait_status) ? WEXITSTATUS(c.wait_status) : -1;
     }
+  }
+  if (const int sig = interrupts->signal()) {
+    interrupts.reset();  // the default action again: die of the signal, as without children
+    ::raise(sig);
   }
   return outcomes;
 }
