@@ -214,6 +214,14 @@ int command_run(const CliOptions& options) {
   });
   telemetry.reset();
 
+  if (outcome.killed_on_request) {
+    // The user stopped the run twice: a cancellation, though the worker could not save.
+    json summary = {{"algorithm", algorithm.name}, {"command", command}, {"status", "cancelled"},
+                    {"error", "killed by a second stop request (Ctrl-C) before it finished stopping"}};
+    write_file_atomically(run_dir / "summary.json", summary.dump(2) + "\n");
+    spdlog::warn("run killed on a second stop request; outputs kept in {}", run_dir.string());
+    return kWorkerCancelled;
+  }
   if (outcome.signal != 0) {
     // The worker could not write its summary: record how it ended, keeping what it wrote.
     json summary = {{"algorithm", algorithm.name}, {"command", command}, {"status", "crashed"},

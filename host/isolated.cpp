@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,6 +70,7 @@ void write_all(int fd, const char* data, size_t n) {
 [[noreturn]] void child_main(const IsolatedJob& job, int payload_fd, int stderr_fd) {
   ::setpgid(0, 0);  // own process group: the parent can kill whatever the plugin started
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);  // not the parent's handlers
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a host killed outright takes its probe children along
   ::dup2(stderr_fd, STDERR_FILENO);
   ::close(stderr_fd);
   // stdout belongs to the host's report; plugin chatter goes to the captured stderr.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,7 @@ TelemetrySampler::TelemetrySampler(const PluginManifest& plugin, int32_t device_
   if (pid_ == 0) {
     ::setpgid(0, 0);  // Ctrl-C at the terminal is for the host, not the sampler
     ::signal(SIGINT, SIG_IGN);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the host
     sampler_main(plugin, device_index, worker, out, interval);
   }
 }

@@ -1,6 +1,7 @@
 #include "worker.hpp"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ volatile sig_atomic_t g_host_signals = 0;
 
 void on_worker_signal(int) { g_stop_requested = 1; }
 
-// In the host: the first SIGINT/SIGTERM asks the worker to stop, a second one kills it.
+// In the host: the first SIGINT/SIGTERM/SIGHUP asks the worker to stop, a second one kills it.
 void on_host_signal(int) {
   ++g_host_signals;
   if (g_worker_pid > 0) ::kill(g_worker_pid, g_host_signals == 1 ? SIGINT : SIGKILL);
@@ -187,20 +188,25 @@ int worker_main(const WorkerSpec& spec) {
 
 WorkerOutcome supervise_worker(const WorkerSpec& spec, const std::function<void(pid_t)>& started) {
   std::fflush(nullptr);
+  const pid_t host = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("cannot start the training worker: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);  // its own group: a terminal Ctrl-C reaches the host, which passes it on once
+    // Nobody would supervise a worker whose host died (kill -9, closed terminal): die too.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != host) ::_exit(kWorkerFailed);
     ::_exit(worker_main(spec));
   }
   ::setpgid(pid, pid);
   g_worker_pid = pid;
   g_host_signals = 0;
-  struct sigaction sa {}, old_int{}, old_term{};
+  struct sigaction sa {}, old_int{}, old_term{}, old_hup{};
   sa.sa_handler = on_host_signal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
+  ::sigaction(SIGHUP, &sa, &old_hup);
   if (started) started(pid);
 
   int status = 0;
@@ -208,11 +214,13 @@ WorkerOutcome supervise_worker(const WorkerSpec& spec, const std::function<void(
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
+  ::sigaction(SIGHUP, &old_hup, nullptr);
   g_worker_pid = 0;
   ::kill(-pid, SIGKILL);  // anything the plugin left running in the worker's group
 
   WorkerOutcome out;
   out.interrupted = g_host_signals > 0;
+  out.killed_on_request = g_host_signals > 1;
   if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
   return out;

@@ -29,12 +29,14 @@ constexpr int kWorkerCancelled = 130;
 struct WorkerOutcome {
   int exit_code = -1;  // when it exited
   int signal = 0;      // when a signal ended it
-  bool interrupted = false;  // the user asked the run to stop (Ctrl-C, SIGTERM)
+  bool interrupted = false;       // the user asked the run to stop (Ctrl-C, SIGTERM, SIGHUP)
+  bool killed_on_request = false;  // ... twice, so the worker was killed
 };
 
 // Runs `spec` in a supervised child process and waits for it; `started` is called with the
-// worker's pid once it runs (e.g. to start telemetry). SIGINT/SIGTERM sent to the host are
-// passed to the worker as a request to stop; a second one kills it.
+// worker's pid once it runs (e.g. to start telemetry). SIGINT/SIGTERM/SIGHUP sent to the
+// host are passed to the worker as a request to stop; a second one kills it. The worker dies
+// with the host.
 WorkerOutcome supervise_worker(const WorkerSpec& spec, const std::function<void(pid_t)>& started);
 
 // The worker's body (in the child): returns its exit status. Writes log.txt,
