@@ -229,7 +229,7 @@ int command_run(const CliOptions& options) {
                                                               std::to_string(outcome.signal) + " (" +
                                                               strsignal(outcome.signal) + ")"}};
     write_file_atomically(run_dir / "summary.json", summary.dump(2) + "\n");
-    throw HostError("training worker " + summary["error"].get<std::string>() + "; outputs kept in " +
+    throw HostError("training " + summary["error"].get<std::string>() + "; outputs kept in " +
                     run_dir.string() + " (log.txt)");
   }
   if (outcome.exit_code == kWorkerCancelled) {

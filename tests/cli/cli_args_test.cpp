@@ -1,0 +1,98 @@
+// Bad command lines: exit status 2 and a message on stderr naming the option or value;
+// help and version.
+#include "cli_harness.hpp"
+
+namespace mlhost::cli_test {
+namespace {
+
+struct BadLine {
+  const char* label;
+  std::vector<std::string> args;
+  std::vector<std::string> stderr_has;  // every one of these must be on stderr
+};
+
+void PrintTo(const BadLine& b, std::ostream* os) { *os << b.label; }
+
+const std::vector<BadLine>& bad_lines() {
+  static const std::vector<BadLine> lines = {
+      {"unknown_option", {"--probe", "--frobnicate"}, {"--frobnicate"}},
+      {"unknown_option_alone", {"--frobnicate"}, {"--frobnicate"}},
+      {"bad_device", {"--probe", "--device", "gpu!"}, {"--device", "gpu!"}},
+      {"bad_device_index", {"--probe", "--device", "cuda:x"}, {"--device", "cuda:x"}},
+      {"bad_log_level", {"--probe", "--log-level", "loud"}, {"--log-level", "loud"}},
+      {"probe_and_algorithm", {"--probe", "--algorithm", "x"}, {"--probe", "--algorithm"}},
+      {"probe_and_list", {"--probe", "--list-plugins"}, {"--probe", "--list-plugins"}},
+      {"set_with_probe", {"--probe", "--set", "steps=1"}, {"--set", "--algorithm"}},
+      {"set_alone", {"--set", "steps=1"}, {"--algorithm"}},
+      {"run_dir_with_probe", {"--probe", "--run-dir", "r"}, {"--run-dir", "--algorithm"}},
+      {"config_with_describe", {"--describe", "toyreg", "--config", "c.json"}, {"--config", "--algorithm"}},
+      {"resume_without_run_dir", {"--algorithm", "toyreg", "--resume"}, {"--resume", "--run-dir"}},
+      {"probe_timeout_zero", {"--probe", "--probe-timeout", "0"}, {"--probe-timeout"}},
+      {"probe_timeout_negative", {"--probe", "--probe-timeout", "-5"}, {"--probe-timeout"}},
+      {"probe_timeout_not_a_number", {"--probe", "--probe-timeout", "soon"}, {"probe-timeout", "soon"}},
+      {"missing_value", {"--probe", "--device"}, {"device"}},
+      {"json_with_describe", {"--describe", "toyreg", "--json"}, {"--json"}},
+      {"no_gpu_contradicts_cuda", {"--probe", "--no-gpu", "--device", "cuda"}, {"--no-gpu", "--device cuda"}},
+      {"empty_plugin_dir", {"--probe", "--plugin-dir", ""}, {"--plugin-dir"}},
+      {"plugin_dir_missing", {"--probe", "--plugin-dir", "/nonexistent/mlhost-plugins"},
+       {"--plugin-dir", "/nonexistent/mlhost-plugins"}},
+      {"plugin_dir_missing_list", {"--list-plugins", "--plugin-dir", "/nonexistent/mlhost-plugins"},
+       {"--plugin-dir", "/nonexistent/mlhost-plugins"}},
+  };
+  return lines;
+}
+
+class BadCommandLineTest : public CliTest, public ::testing::WithParamInterface<BadLine> {};
+
+TEST_P(BadCommandLineTest, ExitsWithStatus2AndNamesTheProblem) {
+  const BadLine& b = GetParam();
+  const Result r = host(b.args);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "host: error:")) << r.describe();
+  for (const std::string& s : b.stderr_has) EXPECT_TRUE(contains(r.err, s)) << "stderr should name " << s << r.describe();
+  EXPECT_TRUE(r.out.empty()) << "nothing on stdout for a bad command line" << r.describe();
+  EXPECT_FALSE(fs::exists(tmp() / "runs")) << "a bad command line created a run folder";
+}
+
+INSTANTIATE_TEST_SUITE_P(Lines, BadCommandLineTest, ::testing::ValuesIn(bad_lines()),
+                         [](const ::testing::TestParamInfo<BadLine>& info) { return std::string(info.param.label); });
+
+using HelpTest = CliTest;
+
+TEST_F(HelpTest, BareHostPrintsHelp) {
+  const Result r = host({});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "Usage: host")) << r.describe();
+  for (const char* opt : {"--probe", "--list-plugins", "--describe", "--algorithm", "--plugin-dir", "--device",
+                          "--no-gpu", "--probe-timeout", "--set", "--run-dir", "--resume"})
+    EXPECT_TRUE(contains(r.out, opt)) << "help does not mention " << opt;
+  EXPECT_TRUE(r.err.empty()) << r.describe();
+}
+
+TEST_F(HelpTest, HelpOption) {
+  for (const char* flag : {"--help", "-h"}) {
+    const Result r = host({flag});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(contains(r.out, "Usage: host")) << r.describe();
+  }
+  // --help wins over anything else on the line.
+  const Result r = host({"--help", "--probe"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "Usage: host")) << r.describe();
+}
+
+TEST_F(HelpTest, VersionPrintsTheVersion) {
+  const Result r = host({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "mlhost " + project_version())) << r.describe();
+  EXPECT_TRUE(contains(r.out, "ABI 1.")) << r.describe();
+}
+
+TEST_F(HelpTest, ProbeTimeoutAcceptsAPositiveNumber) {
+  const Result r = host({"--probe", "--json", "--probe-timeout", "5000", "--log-level", "warn"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(stdout_json(r).is_discarded());
+}
+
+}  // namespace
+}  // namespace mlhost::cli_test

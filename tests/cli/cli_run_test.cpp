@@ -1,0 +1,460 @@
+// The run path with the toyreg algorithm plugin: describe, config resolution, the run
+// folder, the worker's outputs, and how failures, crashes and Ctrl-C end a run.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli_harness.hpp"
+
+namespace mlhost::cli_test {
+namespace {
+
+constexpr Millis kRunTimeout{180000};
+
+class RunTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(have_toyreg()) << "this build has no toyreg plugin (MLH_WITH_TORCH=OFF?)";
+    REQUIRE_CASE("toyreg");
+    toyreg_ = case_dir("toyreg").string();
+    run_dir_ = tmp() / "run";
+  }
+
+  // host --plugin-dir <toyreg> --algorithm toyreg <extra>
+  Result run_toyreg(const std::vector<std::string>& extra, RunOptions o = {}) {
+    std::vector<std::string> args{"--plugin-dir", toyreg_, "--algorithm", "toyreg"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    o.timeout = kRunTimeout;
+    return host(args, o);
+  }
+
+  // host ... --run-dir <run_dir_> <extra>
+  Result train(const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"--run-dir", run_dir_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_toyreg(args);
+  }
+
+  // The values of metric `name` in metrics.jsonl, as (step, value).
+  std::vector<std::pair<int64_t, double>> metric(const std::string& name, const fs::path& dir) {
+    std::vector<std::pair<int64_t, double>> out;
+    for (const json& m : read_jsonl(dir / "metrics.jsonl"))
+      if (m.value("name", "") == name) out.emplace_back(m["step"].get<int64_t>(), m["value"].get<double>());
+    return out;
+  }
+
+  void expect_run_dir_untouched() {
+    std::error_code ec;
+    EXPECT_TRUE(!fs::exists(run_dir_, ec) || fs::is_empty(run_dir_, ec))
+        << "the run folder was created or written: " << run_dir_;
+  }
+
+  static RunOptions slow() {
+    RunOptions o;
+    o.timeout = kRunTimeout;
+    return o;
+  }
+
+  json describe_toyreg() {
+    const Result r = host({"--plugin-dir", toyreg_, "--describe", "toyreg"}, slow());
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    return stdout_json(r);
+  }
+
+  std::string toyreg_;
+  fs::path run_dir_;
+};
+
+TEST_F(RunTest, DescribePrintsCommandsAndSchema) {
+  const json d = describe_toyreg();
+  ASSERT_FALSE(d.is_discarded());
+  EXPECT_EQ(d["name"], "toyreg");
+  EXPECT_EQ(d["commands"], json::array({"train", "eval"}));
+  ASSERT_TRUE(d["config_schema"].is_object()) << d.dump(2);
+  EXPECT_TRUE(d["config_schema"]["properties"].contains("steps")) << d.dump(2);
+  EXPECT_EQ(d["config_defaults"]["steps"], 200);
+  EXPECT_TRUE(d["presets"].contains("quick"));
+}
+
+TEST_F(RunTest, DescribeUnknownAlgorithm) {
+  const Result r = host({"--plugin-dir", toyreg_, "--describe", "nosuch"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "nosuch")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "toyreg")) << "the error should list the algorithms found" << r.describe();
+}
+
+TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
+  const Result r = train({"--set", "steps=100"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+
+  for (const char* f : {"config.json", "plan.json", "probe.json", "log.txt", "metrics.jsonl", "metrics.csv",
+                        "summary.json"})
+    EXPECT_TRUE(fs::is_regular_file(run_dir_ / f)) << f << " missing in the run folder";
+
+  const json summary = file_json(run_dir_ / "summary.json");
+  ASSERT_FALSE(summary.is_discarded());
+  EXPECT_EQ(summary["status"], "completed") << summary.dump(2);
+  EXPECT_EQ(summary["algorithm"], "toyreg");
+  EXPECT_EQ(summary["command"], "train");
+
+  // It learns: the last loss is under 1% of the first.
+  const auto losses = metric("train/loss", run_dir_);
+  ASSERT_EQ(losses.size(), 100u);
+  EXPECT_EQ(losses.front().first, 0);
+  EXPECT_EQ(losses.back().first, 99);
+  EXPECT_LT(losses.back().second, 0.01 * losses.front().second)
+      << "first " << losses.front().second << ", last " << losses.back().second;
+
+  // metrics.csv holds the same rows as metrics.jsonl, under a header.
+  const auto csv = read_lines(run_dir_ / "metrics.csv");
+  ASSERT_FALSE(csv.empty());
+  EXPECT_EQ(csv[0], "step,name,value,time");
+  EXPECT_EQ(csv.size() - 1, read_jsonl(run_dir_ / "metrics.jsonl").size());
+
+  // The thread count LibTorch used is the plan's, set through the CPU plugin's prepare.
+  const json plan = file_json(run_dir_ / "plan.json");
+  ASSERT_FALSE(plan.is_discarded());
+  EXPECT_EQ(plan["device"], "cpu:0");
+  EXPECT_EQ(plan["torch_device"], "cpu");
+  ASSERT_TRUE(plan["threads"]["intra_op"].is_number_integer()) << plan.dump(2);
+  const int intra = plan["threads"]["intra_op"];
+  EXPECT_GE(intra, 1);
+  ASSERT_TRUE(summary["result"].is_object()) << summary.dump(2);
+  EXPECT_EQ(summary["result"]["torch_threads"], intra) << summary.dump(2) << plan.dump(2);
+  ASSERT_TRUE(plan.contains("environment") && plan["environment"].contains("OMP_NUM_THREADS"))
+      << "the CPU plugin's prepare did not set OMP_NUM_THREADS: " << plan.dump(2);
+  EXPECT_EQ(plan["environment"]["OMP_NUM_THREADS"], std::to_string(intra)) << plan.dump(2);
+
+  // config.json: the defaults with steps replaced.
+  const json d = describe_toyreg();
+  ASSERT_FALSE(d.is_discarded());
+  json expected = d["config_defaults"];
+  expected["steps"] = 100;
+  EXPECT_EQ(file_json(run_dir_ / "config.json"), expected);
+
+  const json probe_json = file_json(run_dir_ / "probe.json");
+  EXPECT_EQ(probe_json["chosen"], "cpu:0");
+  EXPECT_TRUE(contains(read_file(run_dir_ / "log.txt"), "final loss")) << read_file(run_dir_ / "log.txt");
+
+  // Evaluate the trained model in the same folder.
+  const Result e = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval"});
+  ASSERT_EQ(e.exit_code, 0) << e.describe();
+  const json eval = file_json(run_dir_ / "summary.json");
+  ASSERT_FALSE(eval.is_discarded());
+  EXPECT_EQ(eval["status"], "completed") << eval.dump(2);
+  EXPECT_EQ(eval["command"], "eval");
+  ASSERT_TRUE(eval["result"]["parameter_error"].is_number()) << eval.dump(2);
+  EXPECT_LT(eval["result"]["parameter_error"].get<double>(), 0.05) << eval.dump(2);
+}
+
+TEST_F(RunTest, ConfigFileAndSetOverrides) {
+  write_file(tmp() / "cfg.json", R"({"steps": 7, "lr": 0.2, "label": "from-file"})");
+  const Result r = train({"--config", (tmp() / "cfg.json").string(), "--set", "label=from-set"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json config = file_json(run_dir_ / "config.json");
+  EXPECT_EQ(config["steps"], 7);
+  EXPECT_EQ(config["lr"], 0.2);
+  EXPECT_EQ(config["label"], "from-set") << "--set wins over --config";
+  const json summary = file_json(run_dir_ / "summary.json");
+  EXPECT_EQ(summary["result"]["label"], "from-set");
+  EXPECT_EQ(metric("train/loss", run_dir_).size(), 7u);
+}
+
+TEST_F(RunTest, RunsOnTheChosenFakeGpu) {
+  REQUIRE_CASE("good-gpu");
+  const Result r = train({"--plugin-dir", case_dir("good-gpu").string(), "--set", "steps=5"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json plan = file_json(run_dir_ / "plan.json");
+  EXPECT_EQ(plan["device"], "fakegpu:0") << plan.dump(2);
+  EXPECT_EQ(plan["device_class"], "discrete gpu");
+  EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "completed");
+}
+
+TEST_F(RunTest, DefaultRunFolderIsUnderRuns) {
+  const Result r = run_toyreg({"--set", "steps=3"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(fs::is_directory(tmp() / "runs")) << r.describe();
+  std::vector<fs::path> runs;
+  for (const auto& e : fs::directory_iterator(tmp() / "runs")) runs.push_back(e.path());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].filename().string().rfind("toyreg-", 0), 0u) << runs[0];
+  EXPECT_EQ(file_json(runs[0] / "summary.json")["status"], "completed");
+}
+
+// --- bad run requests ----------------------------------------------------------------------
+
+TEST_F(RunTest, SetWithWrongTypeNamesTheField) {
+  const Result r = train({"--set", "steps=abc"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "'steps'")) << r.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, SetOutOfRangeNamesTheField) {
+  const Result r = train({"--set", "steps=0"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "'steps'")) << r.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, SetUnknownKeyIsRefused) {
+  const Result r = train({"--set", "nosuch=1"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "'nosuch'")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "unknown")) << r.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, SetWithoutEqualsIsRefused) {
+  const Result r = train({"--set", "steps"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "key=value")) << r.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, MissingConfigFileIsNamed) {
+  const fs::path missing = tmp() / "missing.json";
+  const Result r = train({"--config", missing.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, missing.string())) << r.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, InvalidJsonConfigNamesFileAndLine) {
+  const fs::path bad = tmp() / "bad.json";
+  write_file(bad, "{\n  \"steps\": 10,\n  \"lr\": oops\n}\n");
+  const Result r = train({"--config", bad.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, bad.string())) << r.describe();
+  EXPECT_TRUE(contains(r.err, "line 3")) << r.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, BadConfigCreatesNoDefaultRunFolder) {
+  const Result r = run_toyreg({"--set", "steps=abc"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_FALSE(fs::exists(tmp() / "runs")) << "a refused run created runs/";
+}
+
+TEST_F(RunTest, ExistingRunFolderIsNotOverwritten) {
+  write_file(run_dir_ / "config.json", "{\"steps\": 1}\n");
+  write_file(run_dir_ / "notes.txt", "precious\n");
+  write_file(run_dir_ / "sub" / "deep.txt", "also precious\n");
+  const auto before = snapshot_dir(run_dir_);
+  const Result r = train({"--set", "steps=5"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, run_dir_.string())) << r.describe();
+  EXPECT_TRUE(contains(r.err, "--resume")) << r.describe();
+  EXPECT_EQ(snapshot_dir(run_dir_), before) << "files in the existing run folder changed";
+}
+
+TEST_F(RunTest, ResumeOfAFolderWithoutARun) {
+  const Result missing = run_toyreg({"--resume", "--run-dir", run_dir_.string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.describe();
+  EXPECT_TRUE(contains(missing.err, run_dir_.string())) << missing.describe();
+  expect_run_dir_untouched();
+
+  fs::create_directories(run_dir_);
+  const Result empty = run_toyreg({"--resume", "--run-dir", run_dir_.string()});
+  EXPECT_EQ(empty.exit_code, 2) << empty.describe();
+  EXPECT_TRUE(contains(empty.err, "config.json")) << empty.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, UnknownCommandIsRefused) {
+  const Result r = train({"--command", "nope"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "nope")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "train")) << "the error should list the commands" << r.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, UnknownAlgorithmIsRefused) {
+  const Result r = host({"--plugin-dir", toyreg_, "--algorithm", "nosuch", "--run-dir", run_dir_.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "'nosuch'")) << r.describe();
+  expect_run_dir_untouched();
+}
+
+TEST_F(RunTest, NoUsableDeviceFailsBeforeTheRunFolder) {
+  const Result r = host({"--plugin-dir", toyreg_, "--no-default-plugin-dir", "--algorithm", "toyreg", "--run-dir",
+                         run_dir_.string()},
+                        slow());
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "no device")) << r.describe();
+  expect_run_dir_untouched();
+}
+
+// --- how a run ends ------------------------------------------------------------------------
+
+TEST_F(RunTest, FailingAlgorithmIsReportedAndKeepsItsMetrics) {
+  const Result r = train({"--set", "fail_at_step=5"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "failing on purpose at step 5")) << r.describe();
+  const json summary = file_json(run_dir_ / "summary.json");
+  ASSERT_FALSE(summary.is_discarded());
+  EXPECT_EQ(summary["status"], "failed") << summary.dump(2);
+  EXPECT_TRUE(contains(str(summary["error"]), "failing on purpose at step 5")) << summary.dump(2);
+  const auto losses = metric("train/loss", run_dir_);
+  ASSERT_EQ(losses.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(losses[i].first, i);
+}
+
+TEST_F(RunTest, CrashingWorkerIsReportedAndKeepsItsMetrics) {
+  const Result r = train({"--set", "crash_at_step=30"});
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.signal, 0) << "the host itself must survive the worker's crash" << r.describe();
+  EXPECT_TRUE(contains(r.err, "signal 11")) << r.describe();
+  const json summary = file_json(run_dir_ / "summary.json");
+  ASSERT_FALSE(summary.is_discarded());
+  EXPECT_EQ(summary["status"], "crashed") << summary.dump(2);
+  EXPECT_EQ(summary["signal"], 11) << summary.dump(2);
+  const auto losses = metric("train/loss", run_dir_);
+  ASSERT_EQ(losses.size(), 30u);
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(losses[i].first, i);
+  EXPECT_TRUE(fs::is_regular_file(run_dir_ / "config.json"));
+  EXPECT_TRUE(fs::is_regular_file(run_dir_ / "log.txt"));
+}
+
+TEST_F(RunTest, InterruptCancelsAndResumeContinues) {
+  RunOptions o;
+  o.cwd = tmp();
+  Process p({host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", run_dir_.string(),
+             "--set", "steps=100000", "--set", "step_delay_ms=20", "--set", "checkpoint_every=1000000"},
+            o);
+  // Wait until training is under way (LibTorch loaded, steps being logged).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  size_t losses_seen = 0;
+  while (std::chrono::steady_clock::now() < deadline && p.running()) {
+    losses_seen = metric("train/loss", run_dir_).size();
+    if (losses_seen >= 10) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(losses_seen, 10u) << "training did not start" << p.wait(Millis(0)).describe();
+
+  ASSERT_EQ(::kill(p.pid(), SIGINT), 0);
+  const auto sent = std::chrono::steady_clock::now();
+  const Result r = p.wait(Millis(20000));
+  const double stop_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_EQ(r.exit_code, 130) << r.describe();
+  EXPECT_LT(stop_ms, 5000) << "the run took too long to stop after SIGINT";
+
+  const json summary = file_json(run_dir_ / "summary.json");
+  ASSERT_FALSE(summary.is_discarded()) << r.describe();
+  EXPECT_EQ(summary["status"], "cancelled") << summary.dump(2);
+  ASSERT_TRUE(fs::is_regular_file(run_dir_ / "toyreg_state.json")) << "no state saved on cancel";
+  const json state = file_json(run_dir_ / "toyreg_state.json");
+  ASSERT_TRUE(state["step"].is_number_integer()) << state.dump();
+  const int64_t saved = state["step"];
+  EXPECT_GT(saved, 0);
+  // The state is the step the run stopped at (checkpoint_every is huge, so only the cancel saved it).
+  EXPECT_GE(saved, static_cast<int64_t>(losses_seen));
+  EXPECT_EQ(saved, static_cast<int64_t>(metric("train/loss", run_dir_).size()));
+
+  // Resume with a target a little further on: it continues from the saved step and completes.
+  const int64_t target = saved + 20;
+  const Result resumed = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--set",
+                                     "steps=" + std::to_string(target), "--set", "step_delay_ms=0"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  EXPECT_TRUE(contains(read_file(run_dir_ / "log.txt"), "resumed from step " + std::to_string(saved)))
+      << read_file(run_dir_ / "log.txt");
+  const json done = file_json(run_dir_ / "summary.json");
+  EXPECT_EQ(done["status"], "completed") << done.dump(2);
+  const auto losses = metric("train/loss", run_dir_);
+  ASSERT_FALSE(losses.empty());
+  EXPECT_EQ(losses.back().first, target - 1);
+  EXPECT_EQ(losses.size(), static_cast<size_t>(target)) << "every step logged once across both runs";
+  EXPECT_EQ(file_json(run_dir_ / "config.json")["steps"], target);
+}
+
+// --- the worker and the host's own end --------------------------------------------------------
+
+class WorkerLifetimeTest : public RunTest {
+ protected:
+  // Starts a long, slow run and waits until it trains.
+  std::unique_ptr<Process> start_long_run(int step_delay_ms) {
+    RunOptions o;
+    o.cwd = tmp();
+    auto p = std::make_unique<Process>(
+        std::vector<std::string>{host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir",
+                                 run_dir_.string(), "--set", "steps=100000", "--set",
+                                 "step_delay_ms=" + std::to_string(step_delay_ms)},
+        o);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (std::chrono::steady_clock::now() < deadline && p->running()) {
+      if (metric("train/loss", run_dir_).size() >= 2) return p;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "training did not start" << p->wait(Millis(0)).describe();
+    return nullptr;
+  }
+};
+
+TEST_F(WorkerLifetimeTest, SigtermCancelsLikeCtrlC) {
+  auto p = start_long_run(20);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(::kill(p->pid(), SIGTERM), 0);
+  const Result r = p->wait(Millis(20000));
+  EXPECT_EQ(r.exit_code, 130) << r.describe();
+  EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "cancelled");
+}
+
+TEST_F(WorkerLifetimeTest, SecondCtrlCStopsAtOnceAndIsNotACrash) {
+  // The first Ctrl-C asks the worker to stop at its next step (here 3 s away); the second
+  // kills it. The user stopped the run: that is a cancellation, not a worker crash.
+  auto p = start_long_run(3000);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(::kill(p->pid(), SIGINT), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(::kill(p->pid(), SIGINT), 0);
+  const auto sent = std::chrono::steady_clock::now();
+  const Result r = p->wait(Millis(20000));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_LT(ms, 2000) << "the second Ctrl-C did not stop the run at once" << r.describe();
+  EXPECT_EQ(r.exit_code, 130) << r.describe();
+  const json summary = file_json(run_dir_ / "summary.json");
+  EXPECT_EQ(summary["status"], "cancelled") << summary.dump(2);
+}
+
+TEST_F(WorkerLifetimeTest, WorkerDoesNotOutliveAKilledHost) {
+  // Whatever ends the host (kill -9, a closed terminal), its training worker must not go
+  // on alone: nobody supervises it any more, and it holds the machine's CPUs.
+  auto p = start_long_run(20);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(::kill(p->pid(), SIGKILL), 0);
+  // Look while the host's output pipes are still open (as a terminal would be): closing
+  // them would end a still-running worker by SIGPIPE at its next log line.
+  ASSERT_TRUE(p->wait_exit(Millis(10000)));
+  const std::vector<std::string> left = wait_for_orphans(Millis(5000));
+  EXPECT_TRUE(left.empty()) << "the worker outlived the host: " << ::testing::PrintToString(left);
+  kill_orphans();
+  const Result r = p->wait(Millis(1000));
+  EXPECT_EQ(r.signal, SIGKILL) << r.describe();
+}
+
+TEST_F(WorkerLifetimeTest, WorkerDoesNotOutliveAHungUpHost) {
+  auto p = start_long_run(20);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(::kill(p->pid(), SIGHUP), 0);
+  ASSERT_TRUE(p->wait_exit(Millis(20000))) << "the host ignored SIGHUP";
+  const std::vector<std::string> left = wait_for_orphans(Millis(5000));
+  EXPECT_TRUE(left.empty()) << "the worker outlived the host: " << ::testing::PrintToString(left);
+  kill_orphans();
+  const Result r = p->wait(Millis(1000));
+  EXPECT_FALSE(r.timed_out) << r.describe();
+}
+
+TEST_F(RunTest, RunDirThatIsAFileIsRefused) {
+  write_file(run_dir_, "not a folder\n");
+  const Result r = train({"--set", "steps=3"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, run_dir_.string())) << r.describe();
+  EXPECT_EQ(read_file(run_dir_), "not a folder\n");
+}
+
+}  // namespace
+}  // namespace mlhost::cli_test
