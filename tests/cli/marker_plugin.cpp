@@ -4,6 +4,8 @@
 // which process, plugin code ran. With $MLH_CLI_PROBE_SLEEP_MS set, probe sleeps that long.
 #include <mlh/plugin.hpp>
 
+#include "simple_device.hpp"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -27,19 +29,8 @@ class MarkerDevices : public mlh::DevicePlugin {
   std::vector<mlh::DeviceInfo> probe() override {
     if (const char* ms = std::getenv("MLH_CLI_PROBE_SLEEP_MS"))
       std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
-    mlh::DeviceInfo d;
-    d.device_class = MLH_DEVICE_CLASS_OTHER;  // never outranks the CPU
-    d.index = 0;
-    d.available = true;
-    d.kind = MLH_PLUGIN_NAME;  // "climarker", "clisleep1", ...
-    d.name = "cli marker device";
-    d.vendor = "mlhost tests";
-    d.torch_device = "cpu";
-    d.memory_unified = true;
-    d.compute_units = 1;
-    d.logical_units = 1;
-    d.recommended_threads = 1;
-    return {d};
+    // Class "other": never outranks the CPU. Kind: "climarker", "clisleep1", ...
+    return {mlh::testing::simple_device(MLH_PLUGIN_NAME, "cli marker device", MLH_DEVICE_CLASS_OTHER)};
   }
 };
 
