@@ -15,7 +15,8 @@ const char* kUsage =
     "  host --probe [--json]                    what devices this machine has, and which is chosen\n"
     "  host --list-plugins [--json]             the plugins found (manifests only, nothing loaded)\n"
     "  host --describe NAME                     an algorithm's commands, config schema, defaults, presets\n"
-    "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n";
+    "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n"
+    "  host --print-plan [--algorithm NAME] [--precision P] [--batch-size N] [--hardware-config FILE]\n";
 
 }  // namespace
 
@@ -52,8 +53,18 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "key=value config override (repeatable; dotted keys; wins over --config)")
       ("run-dir", po::value<std::string>(), "folder for this run's outputs (default runs/<algorithm>-<time>)")
       ("resume", "continue the run in --run-dir from its newest checkpoint");
+  std::string precision;
+  int64_t batch_size = 0;
+  po::options_description planning("Planning (docs/plan.md)");
+  planning.add_options()
+      ("precision", po::value(&precision), "auto, fp32, fp16 or bf16 (default: auto, or the settings file)")
+      ("batch-size", po::value(&batch_size), "reference batch size (default: the rules for the device)")
+      ("hardware-config", po::value<std::string>(), "INI settings file (see share/mlhost/hardware.ini); "
+                                                    "default: $MLH_HARDWARE_CONFIG")
+      ("rules", po::value<std::string>(), "JSON file of auto-configuration rules tried before the shipped ones")
+      ("print-plan", "show the plan for the chosen device (and --algorithm), run nothing");
   po::options_description all;
-  all.add(general).add(plugins).add(run);
+  all.add(general).add(plugins).add(run).add(planning);
 
   std::ostringstream help;
   help << kUsage << "\n" << all;
@@ -89,6 +100,18 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
   if (vm.count("set")) o.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("run-dir")) o.run_dir = vm["run-dir"].as<std::string>();
+  if (vm.count("precision")) {
+    if (precision != "auto" && precision != "fp32" && precision != "fp16" && precision != "bf16")
+      throw CliError("--precision '" + precision + "' is not one of auto, fp32, fp16, bf16");
+    o.precision = precision;
+  }
+  if (vm.count("batch-size")) {
+    if (batch_size < 1) throw CliError("--batch-size must be at least 1, got " + std::to_string(batch_size));
+    o.batch_size = batch_size;
+  }
+  if (vm.count("hardware-config")) o.hardware_config = vm["hardware-config"].as<std::string>();
+  if (vm.count("rules")) o.rules_file = vm["rules"].as<std::string>();
+  o.print_plan = vm.count("print-plan") > 0;
   if (o.no_gpu && (o.device.kind == "cuda" || o.device.kind == "mps"))
     throw CliError("--no-gpu contradicts --device " + o.device.str());
 
@@ -98,7 +121,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   if (vm.count("probe")) actions.push_back({CliOptions::Action::kProbe, "--probe"});
   if (vm.count("list-plugins")) actions.push_back({CliOptions::Action::kListPlugins, "--list-plugins"});
   if (vm.count("describe")) actions.push_back({CliOptions::Action::kDescribe, "--describe"});
-  if (vm.count("algorithm")) actions.push_back({CliOptions::Action::kRun, "--algorithm"});
+  if (vm.count("algorithm") && !o.print_plan) actions.push_back({CliOptions::Action::kRun, "--algorithm"});
+  if (o.print_plan) actions.push_back({CliOptions::Action::kPrintPlan, "--print-plan"});
   if (actions.size() > 1 && actions[0].first != CliOptions::Action::kHelp)
     throw CliError(std::string(actions[0].second) + " and " + actions[1].second + " cannot be used together");
   if (actions.empty()) {
@@ -109,10 +133,17 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   o.action = actions[0].first;
 
   const bool running = o.action == CliOptions::Action::kRun;
+  const bool planning_action = running || o.action == CliOptions::Action::kPrintPlan;
   if (!running) {
-    for (const char* opt : {"command", "config", "set", "run-dir", "resume"})
+    for (const char* opt : {"command", "run-dir", "resume"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm");
   }
+  if (!planning_action) {
+    for (const char* opt : {"config", "set", "precision", "batch-size", "hardware-config", "rules"})
+      if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm or --print-plan");
+  }
+  if (o.action == CliOptions::Action::kPrintPlan && o.algorithm.empty() && (vm.count("config") || vm.count("set")))
+    throw CliError("--config and --set need --algorithm (they configure an algorithm)");
   if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins)
     throw CliError("--json only applies with --probe or --list-plugins");
   if (o.resume && o.run_dir.empty()) throw CliError("--resume needs --run-dir naming the run to continue");

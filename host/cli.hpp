@@ -1,7 +1,9 @@
 // The host's command line (Boost.Program_options).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,7 +19,7 @@ class CliError : public std::runtime_error {
 };
 
 struct CliOptions {
-  enum class Action { kHelp, kVersion, kProbe, kListPlugins, kDescribe, kRun };
+  enum class Action { kHelp, kVersion, kProbe, kListPlugins, kDescribe, kRun, kPrintPlan };
   Action action = Action::kHelp;
 
   bool json = false;
@@ -36,6 +38,13 @@ struct CliOptions {
   std::vector<std::string> sets;  // --set key=value, in order
   std::filesystem::path run_dir;  // empty: runs/<algorithm>-<time>
   bool resume = false;
+
+  // Planning.
+  std::optional<std::string> precision;      // --precision
+  std::optional<int64_t> batch_size;         // --batch-size
+  std::filesystem::path hardware_config;     // --hardware-config (or MLH_HARDWARE_CONFIG)
+  std::filesystem::path rules_file;          // --rules
+  bool print_plan = false;                   // --print-plan: show the plan, run nothing
 
   std::string help;  // the --help text
 };

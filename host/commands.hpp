@@ -20,12 +20,18 @@ class HostError : public std::runtime_error {
 
 DiscoveryOptions discovery_options(const CliOptions& options);
 
-// Discovery, probing and ranking: what --probe shows and a run starts from.
-ProbeReport run_probe(const CliOptions& options);
+// Probing and ranking of the devices `discovery` found: what --probe shows and a run
+// starts from. GPUs that none of `algorithms` can drive are unavailable (backends.hpp).
+ProbeReport run_probe(const CliOptions& options, const Discovery& discovery,
+                      const std::vector<PluginManifest>& algorithms);
+
+// The usable algorithm plugins' manifests.
+std::vector<PluginManifest> usable_algorithms(const Discovery& discovery);
 
 int command_probe(const CliOptions& options);
 int command_list_plugins(const CliOptions& options);
 int command_describe(const CliOptions& options);
 int command_run(const CliOptions& options);
+int command_print_plan(const CliOptions& options);
 
 }  // namespace mlhost

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "backends.hpp"
 #include "commands.hpp"
 
 namespace mlhost {
@@ -22,12 +23,21 @@ DiscoveryOptions discovery_options(const CliOptions& options) {
   return d;
 }
 
-ProbeReport run_probe(const CliOptions& options) {
+std::vector<PluginManifest> usable_algorithms(const Discovery& discovery) {
+  std::vector<PluginManifest> out;
+  for (const auto& p : discovery.plugins)
+    if (p.usable() && p.manifest.kind == "algorithm") out.push_back(p.manifest);
+  return out;
+}
+
+ProbeReport run_probe(const CliOptions& options, const Discovery& discovery,
+                      const std::vector<PluginManifest>& algorithms) {
   const auto start = std::chrono::steady_clock::now();
   ProbeReport report;
   report.platform = read_platform_info();
-  report.discovery = discover_plugins(discovery_options(options));
+  report.discovery = discovery;
   report.plugins = probe_device_plugins(report.discovery, std::chrono::milliseconds(options.probe_timeout_ms));
+  require_torch_backends(report.plugins, algorithms);
   report.request = options.device;
   report.no_gpu = options.no_gpu;
   report.ranking = rank_devices(all_devices(report.plugins), options.device, options.no_gpu);
@@ -36,7 +46,8 @@ ProbeReport run_probe(const CliOptions& options) {
 }
 
 int command_probe(const CliOptions& options) {
-  const ProbeReport report = run_probe(options);
+  const Discovery discovery = discover_plugins(discovery_options(options));
+  const ProbeReport report = run_probe(options, discovery, usable_algorithms(discovery));
   if (options.json)
     std::cout << probe_report_to_json(report).dump(2) << "\n";
   else

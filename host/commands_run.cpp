@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -14,6 +15,7 @@
 #include "plan.hpp"
 #include "plugin_loader.hpp"
 #include "run_files.hpp"
+#include "settings.hpp"
 #include "telemetry.hpp"
 #include "worker.hpp"
 
@@ -128,19 +130,104 @@ json prepare_environment(const PluginManifest& manifest, int32_t device_index, c
       kPrepareTimeout);
 }
 
-// Defaults (or the resumed run's config), then --config, then --set; validated.
-json resolve_config(const CliOptions& options, const json& description, const fs::path& run_dir) {
-  const json& schema = description.at("config_schema");
-  json config = description.at("config_defaults");
+// What the user set: the resumed run's config (when resuming), then --config, then --set.
+json user_config(const CliOptions& options, const json& schema, const fs::path& run_dir) {
+  json config = json::object();
   try {
     if (options.resume) config = load_config_file(run_dir / "config.json");
     if (!options.config_file.empty()) config = merge_config(config, load_config_file(options.config_file));
     for (const auto& s : options.sets) apply_set(config, s, schema);
+  } catch (const ConfigError& e) {
+    throw HostError(e.what(), 2);
+  }
+  return config;
+}
+
+// The algorithm's config: its defaults, the plan's preset, what the user set; the plan's
+// batch size fills "batch_size" when the algorithm has one. Validated against its schema.
+json final_config(const json& description, const json& user, const json& plan) {
+  json config = description.at("config_defaults");
+  if (plan["preset"].is_string()) config = merge_config(config, description.at("presets").at(plan["preset"].get<std::string>()));
+  config = merge_config(config, user);
+  const json& schema = description.at("config_schema");
+  if (!plan["batch_size"].is_null() && schema.contains("properties") && schema["properties"].contains("batch_size"))
+    config["batch_size"] = plan["batch_size"];
+  try {
     validate_config(config, schema);
   } catch (const ConfigError& e) {
     throw HostError(e.what(), 2);
   }
   return config;
+}
+
+// Everything a run decides before it starts; --print-plan stops here.
+struct RunSetup {
+  Discovery discovery;
+  std::optional<PluginManifest> algorithm;
+  json description;  // null without an algorithm
+  std::string command;
+  fs::path run_dir;
+  json config;  // null without an algorithm
+  ProbeReport probe;
+  Device device;
+  json plan;
+};
+
+RunSetup setup_run(const CliOptions& options) {
+  RunSetup s;
+  s.discovery = discover_plugins(discovery_options(options));
+  json user = json::object();
+  if (!options.algorithm.empty()) {
+    s.algorithm = find_algorithm(s.discovery, options.algorithm).manifest;
+    s.description = describe_algorithm(*s.algorithm);
+    const json& commands = s.description.at("commands");
+    s.command = options.command.empty() ? commands.at(0).get<std::string>() : options.command;
+    if (std::find(commands.begin(), commands.end(), s.command) == commands.end())
+      throw HostError("--command '" + s.command + "': algorithm '" + s.algorithm->name + "' has " + commands.dump(), 2);
+    s.run_dir = options.run_dir.empty() ? default_run_dir(s.algorithm->name) : options.run_dir;
+    if (options.resume) {
+      try {
+        prepare_run_dir(s.run_dir, true);
+      } catch (const std::exception& e) {
+        throw HostError(e.what(), 2);
+      }
+    }
+    user = user_config(options, s.description.at("config_schema"), s.run_dir);
+  }
+
+  const std::vector<PluginManifest> algorithms =
+      s.algorithm ? std::vector<PluginManifest>{*s.algorithm} : usable_algorithms(s.discovery);
+  s.probe = run_probe(options, s.discovery, algorithms);
+  const Device* device = s.probe.ranking.chosen_device();
+  if (!device) throw HostError("no device to run on: " + s.probe.ranking.error + " (see 'host --probe')");
+  s.device = *device;
+
+  std::optional<HardwareSettings> settings;
+  std::vector<AutoRule> rules;
+  try {
+    fs::path settings_file = options.hardware_config;
+    if (settings_file.empty())
+      if (const char* env = std::getenv("MLH_HARDWARE_CONFIG")) settings_file = env;
+    if (!settings_file.empty()) settings = read_hardware_settings(settings_file);
+    rules = load_rules(default_share_dir() / "autoconfig.json", options.rules_file);
+  } catch (const std::runtime_error& e) {  // SettingsError, RulesError
+    throw HostError(e.what(), 2);
+  }
+  PlanInputs inputs;
+  inputs.device = &s.device;
+  inputs.rules = &rules;
+  inputs.settings = settings ? &*settings : nullptr;
+  inputs.precision = options.precision;
+  inputs.batch_size = options.batch_size;
+  inputs.description = s.algorithm ? &s.description : nullptr;
+  inputs.user_config = &user;
+  try {
+    s.plan = make_plan(inputs);
+  } catch (const PlanError& e) {
+    throw HostError(e.what(), 2);
+  }
+  if (s.algorithm) s.config = final_config(s.description, user, s.plan);
+  return s;
 }
 
 }  // namespace
@@ -151,36 +238,33 @@ int command_describe(const CliOptions& options) {
   return 0;
 }
 
+int command_print_plan(const CliOptions& options) {
+  const RunSetup s = setup_run(options);
+  std::cout << plan_to_text(s.plan);
+  if (s.algorithm) std::cout << "\nConfig of " << s.algorithm->name << " (" << s.command << ")\n" << s.config.dump(2) << "\n";
+  return 0;
+}
+
 int command_run(const CliOptions& options) {
-  const Discovery discovery = discover_plugins(discovery_options(options));
-  const PluginManifest& algorithm = find_algorithm(discovery, options.algorithm).manifest;
-  const json description = describe_algorithm(algorithm);
-
-  const json& commands = description.at("commands");
-  const std::string command = options.command.empty() ? commands.at(0).get<std::string>() : options.command;
-  if (std::find(commands.begin(), commands.end(), command) == commands.end())
-    throw HostError("--command '" + command + "': algorithm '" + algorithm.name + "' has " + commands.dump(), 2);
-
-  const fs::path run_dir = options.run_dir.empty() ? default_run_dir(algorithm.name) : options.run_dir;
-  if (options.resume) {
-    try {
-      prepare_run_dir(run_dir, true);
-    } catch (const std::exception& e) {
-      throw HostError(e.what(), 2);
-    }
-  }
-  const json config = resolve_config(options, description, run_dir);
-
-  ProbeReport probe = run_probe(options);
-  const Device* device = probe.ranking.chosen_device();
-  if (!device) throw HostError("no device to run on: " + probe.ranking.error + " (see 'host --probe')");
+  RunSetup s = setup_run(options);
+  const PluginManifest& algorithm = *s.algorithm;
+  const Device* device = &s.device;
+  const fs::path& run_dir = s.run_dir;
+  const std::string& command = s.command;
+  const json& config = s.config;
+  json& plan = s.plan;
+  const ProbeReport& probe = s.probe;
   spdlog::info("device: {} ({}), {}", device->id(), device->name, probe.ranking.devices[*probe.ranking.chosen].reason);
 
-  json plan = make_plan(*device);
-  const DiscoveredPlugin* device_plugin = discovery.find_usable("device", device->plugin);
+  const DiscoveredPlugin* device_plugin = s.discovery.find_usable("device", device->plugin);
   if (!device_plugin) throw HostError("device plugin '" + device->plugin + "' vanished after probing");
-  const json env = prepare_environment(device_plugin->manifest, device->index, plan);
+  json env = prepare_environment(device_plugin->manifest, device->index, plan);
+  // A plugin that narrows what the worker sees (CUDA_VISIBLE_DEVICES) says which device
+  // string the worker must then use.
+  std::string torch_device = device->torch_device;
+  if (env.contains("MLH_TORCH_DEVICE")) torch_device = env["MLH_TORCH_DEVICE"].get<std::string>();
   plan["environment"] = env;
+  plan["worker_torch_device"] = torch_device;
 
   if (!options.resume) {
     try {
@@ -192,8 +276,7 @@ int command_run(const CliOptions& options) {
   write_file_atomically(run_dir / "config.json", config.dump(2) + "\n");
   write_file_atomically(run_dir / "plan.json", plan.dump(2) + "\n");
   write_file_atomically(run_dir / "probe.json", probe_report_to_json(probe).dump(2) + "\n");
-  spdlog::info("plan: precision {}, threads {} intra-op / {} inter-op; run folder {}", plan["precision"].get<std::string>(),
-               plan["threads"]["intra_op"].get<int>(), plan["threads"]["inter_op"].get<int>(), run_dir.string());
+  spdlog::info("run folder {}\n{}", run_dir.string(), plan_to_text(plan));
 
   // The environment must be in place before the worker loads LibTorch.
   for (const auto& [name, value] : env.items()) ::setenv(name.c_str(), value.get<std::string>().c_str(), 1);
@@ -203,7 +286,7 @@ int command_run(const CliOptions& options) {
   spec.command = command;
   spec.config_json = config.dump();
   spec.device_json = device_to_json(*device).dump();
-  spec.torch_device = device->torch_device;
+  spec.torch_device = torch_device;
   spec.plan_json = plan.dump();
   spec.run_dir = run_dir;
   spec.resume = options.resume;

@@ -106,13 +106,17 @@ const DiscoveredPlugin* Discovery::find_any(const std::string& kind, const std::
   return nullptr;
 }
 
-fs::path default_plugin_dir() {
+fs::path install_root() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return {};
   buf[n] = '\0';
-  return (fs::path(buf).parent_path().parent_path() / "lib" / "mlhost" / "plugins").lexically_normal();
+  return fs::path(buf).parent_path().parent_path().lexically_normal();
 }
+
+fs::path default_plugin_dir() { return install_root() / "lib" / "mlhost" / "plugins"; }
+
+fs::path default_share_dir() { return install_root() / "share" / "mlhost"; }
 
 std::vector<SearchDir> build_search_path(const DiscoveryOptions& options) {
   std::vector<SearchDir> dirs;

@@ -49,8 +49,12 @@ struct Discovery {
   const DiscoveredPlugin* find_any(const std::string& kind, const std::string& name) const;
 };
 
-// The folder the host's own plugins live in: <dir of the executable>/../lib/mlhost/plugins.
+// The prefix the host runs from: the folder above its executable's (build/ or /usr/local).
+std::filesystem::path install_root();
+// The folder the host's own plugins live in: <prefix>/lib/mlhost/plugins.
 std::filesystem::path default_plugin_dir();
+// The host's data files (rules, default settings): <prefix>/share/mlhost.
+std::filesystem::path default_share_dir();
 
 // Search order: --plugin-dir entries, then MLH_PLUGIN_PATH entries, then the default
 // folder. The first plugin of a given kind and name wins; later ones are reported as

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       case CliOptions::Action::kListPlugins: return command_list_plugins(options);
       case CliOptions::Action::kDescribe: return command_describe(options);
       case CliOptions::Action::kRun: return command_run(options);
+      case CliOptions::Action::kPrintPlan: return command_print_plan(options);
     }
   } catch (const HostError& e) {
     std::cerr << "host: error: " << e.what() << "\n";

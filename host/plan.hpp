@@ -1,16 +1,41 @@
-// The execution plan: how a run uses the chosen device. This first version fixes the
-// device, precision and thread counts; the data-driven auto-configuration (batch size,
-// memory, presets) extends it.
+// The execution plan: how a run uses the chosen device. Each value comes, in order of
+// precedence, from the command line, the user's config (for the algorithm's own fields),
+// the hardware settings file, the automatic rules, the device plugin's recommendation, or
+// a default; plan["sources"] says which for every value (docs/plan.md).
 #pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "autoconfig.hpp"
 #include "device.hpp"
+#include "settings.hpp"
 
 namespace mlhost {
 
-// Fields (docs/plan.md): device, torch_device, device_class, precision,
-// threads.intra_op, threads.inter_op, and "reasons": why each value was chosen.
-nlohmann::json make_plan(const Device& device);
+// A plan that cannot be made (e.g. a precision the device cannot run). Names the value.
+class PlanError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PlanInputs {
+  const Device* device = nullptr;
+  const std::vector<AutoRule>* rules = nullptr;  // may be empty
+  const HardwareSettings* settings = nullptr;    // may be null
+  std::optional<std::string> precision;          // --precision (auto counts as unset)
+  std::optional<int64_t> batch_size;             // --batch-size
+  const nlohmann::json* description = nullptr;   // the algorithm's describe() output, or null
+  const nlohmann::json* user_config = nullptr;   // what the user set (--config, --set), or null
+};
+
+nlohmann::json make_plan(const PlanInputs& in);
+
+// A readable table of the plan: value and where it came from, one line each.
+std::string plan_to_text(const nlohmann::json& plan);
 
 }  // namespace mlhost

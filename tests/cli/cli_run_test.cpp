@@ -129,12 +129,18 @@ TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
       << "the CPU plugin's prepare did not set OMP_NUM_THREADS: " << plan.dump(2);
   EXPECT_EQ(plan["environment"]["OMP_NUM_THREADS"], std::to_string(intra)) << plan.dump(2);
 
-  // config.json: the defaults with steps replaced.
+  // config.json: the defaults, under the plan's preset (the CPU rule says "reduced"), with
+  // the plan's batch size (the CPU rule says 256) and steps from --set.
   const json d = describe_toyreg();
   ASSERT_FALSE(d.is_discarded());
+  EXPECT_EQ(plan["preset"], "reduced") << plan.dump(2);
+  EXPECT_EQ(plan["batch_size"], 256) << plan.dump(2);
   json expected = d["config_defaults"];
+  expected.update(d["presets"]["reduced"]);
   expected["steps"] = 100;
+  expected["batch_size"] = 256;
   EXPECT_EQ(file_json(run_dir_ / "config.json"), expected);
+  EXPECT_EQ(summary["result"]["batch_size"], 256) << summary.dump(2);
 
   const json probe_json = file_json(run_dir_ / "probe.json");
   EXPECT_EQ(probe_json["chosen"], "cpu:0");

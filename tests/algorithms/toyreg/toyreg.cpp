@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -24,6 +25,7 @@ const char* kSchema = R"({
     "steps": {"type": "integer", "minimum": 1, "description": "gradient steps"},
     "lr": {"type": "number", "exclusiveMinimum": 0, "maximum": 10},
     "samples": {"type": "integer", "minimum": 2},
+    "batch_size": {"type": "integer", "minimum": 1, "description": "samples per gradient step"},
     "seed": {"type": "integer"},
     "checkpoint_every": {"type": "integer", "minimum": 1},
     "step_delay_ms": {"type": "integer", "minimum": 0},
@@ -33,7 +35,7 @@ const char* kSchema = R"({
   }
 })";
 
-const char* kDefaults = R"({"steps": 200, "lr": 0.1, "samples": 256, "seed": 0, "checkpoint_every": 50,
+const char* kDefaults = R"({"steps": 200, "lr": 0.1, "samples": 256, "batch_size": 64, "seed": 0, "checkpoint_every": 50,
   "step_delay_ms": 0, "fail_at_step": -1, "crash_at_step": -1, "label": "toy"})";
 
 class ToyRegression : public mlh::AlgorithmPlugin {
@@ -44,7 +46,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     d.commands = {"train", "eval"};
     d.config_schema_json = kSchema;
     d.config_defaults_json = kDefaults;
-    d.presets_json = R"({"quick": {"steps": 20}})";
+    d.presets_json = R"({"full": {"samples": 1024}, "reduced": {"samples": 256}, "quick": {"steps": 20}})";
     return d;
   }
 
@@ -55,6 +57,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
 
     const int64_t steps = cfg.at("steps"), every = cfg.at("checkpoint_every");
     const double lr = cfg.at("lr");
+    const int64_t batch = cfg.at("batch_size");
     at::manual_seed(cfg.at("seed").get<int64_t>());
     const at::Tensor x = at::rand({cfg.at("samples").get<int64_t>(), 1}) * 2 - 1;
     const at::Tensor y = x * 3 - 2 + at::randn_like(x) * 0.01;
@@ -77,9 +80,12 @@ class ToyRegression : public mlh::AlgorithmPlugin {
       if (step == cfg.at("fail_at_step").get<int64_t>())
         throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "failing on purpose at step " + std::to_string(step));
       if (step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
-      const at::Tensor err = x * w + b - y;
+      // A random minibatch of batch_size samples (the host's plan sets batch_size).
+      const at::Tensor pick = at::randperm(x.size(0)).narrow(0, 0, std::min<int64_t>(batch, x.size(0)));
+      const at::Tensor xb = x.index_select(0, pick), yb = y.index_select(0, pick);
+      const at::Tensor err = xb * w + b - yb;
       loss = err.pow(2).mean().item<double>();
-      w -= lr * (2 * (err * x).mean().item<double>());
+      w -= lr * (2 * (err * xb).mean().item<double>());
       b -= lr * (2 * err.mean().item<double>());
       ctx.metric("train/loss", loss, step);
       ctx.progress(step + 1, steps, "steps");
@@ -92,7 +98,8 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     }
     ctx.info("final loss " + std::to_string(loss) + ", w " + std::to_string(w) + ", b " + std::to_string(b));
     ctx.summary(json{{"final_loss", loss}, {"w", w}, {"b", b}, {"steps", steps},
-                     {"torch_threads", at::get_num_threads()}, {"label", cfg.at("label")}}
+                     {"torch_threads", at::get_num_threads()}, {"label", cfg.at("label")},
+                     {"batch_size", batch}, {"samples", cfg.at("samples")}}
                     .dump());
   }
 
