@@ -79,8 +79,9 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
-// The line (1-based) where `key` is set inside `section` ("" for the top), for messages.
-int line_of(const std::string& text, const std::string& section, const std::string& key) {
+// The line (1-based) where `key` is set for the `nth` time (from 0) inside `section` (""
+// for the top), for messages.
+int line_of(const std::string& text, const std::string& section, const std::string& key, int nth) {
   std::istringstream in(text);
   std::string line, current;
   for (int n = 1; std::getline(in, line); ++n) {
@@ -90,7 +91,7 @@ int line_of(const std::string& text, const std::string& section, const std::stri
       continue;
     }
     const auto eq = t.find('=');
-    if (current == section && eq != std::string::npos && trim(t.substr(0, eq)) == key) return n;
+    if (current == section && eq != std::string::npos && trim(t.substr(0, eq)) == key && nth-- == 0) return n;
   }
   return 0;
 }
@@ -136,12 +137,13 @@ HardwareSettings read_hardware_settings(const std::filesystem::path& file) {
   HardwareSettings settings;
   settings.file = file;
   static const std::regex section_name("^[a-z][a-z0-9_]*$");
+  std::map<std::string, int> seen;  // how often each full key came up so far
   for (const po::option& o : parsed.options) {
     const std::string full = o.string_key;
     const auto dot = full.rfind('.');
     const std::string section = dot == std::string::npos ? "" : full.substr(0, dot);
     const std::string key = dot == std::string::npos ? full : full.substr(dot + 1);
-    const int line = line_of(text, section, key);
+    const int line = line_of(text, section, key, seen[full]++);
     const std::string where = "hardware settings file '" + file.string() + "', line " + std::to_string(line);
     const std::string origin = file.string() + ":" + std::to_string(line);
     if (!section.empty() && !std::regex_match(section, section_name))

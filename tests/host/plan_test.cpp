@@ -1,0 +1,212 @@
+#include "plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "temp_dir.hpp"
+
+namespace mlhost {
+namespace {
+
+using nlohmann::json;
+constexpr int64_t GiB = 1ll << 30;
+
+Device gpu(const std::string& name, int64_t memory, int cc_major, int cc_minor) {
+  Device d;
+  d.plugin = d.kind = "cuda";
+  d.name = name;
+  d.torch_device = "cuda:0";
+  d.device_class = MLH_DEVICE_CLASS_DISCRETE_GPU;
+  d.available = true;
+  d.memory_total_bytes = memory;
+  d.capability_major = cc_major;
+  d.capability_minor = cc_minor;
+  d.precisions = MLH_PRECISION_FP32 | MLH_PRECISION_FP16 | MLH_PRECISION_FP64;
+  d.fast_precisions = MLH_PRECISION_FP32 | MLH_PRECISION_FP16;
+  if (cc_major >= 8) {
+    d.precisions |= MLH_PRECISION_BF16 | MLH_PRECISION_TF32;
+    d.fast_precisions |= MLH_PRECISION_BF16 | MLH_PRECISION_TF32;
+  }
+  return d;
+}
+
+Device mps(int64_t memory) {
+  Device d;
+  d.plugin = d.kind = "mps";
+  d.name = "Apple M1";
+  d.torch_device = "mps";
+  d.device_class = MLH_DEVICE_CLASS_UNIFIED_GPU;
+  d.memory_total_bytes = memory;
+  d.precisions = MLH_PRECISION_FP32 | MLH_PRECISION_FP16;
+  d.fast_precisions = MLH_PRECISION_FP32;
+  d.limitations = MLH_LIMIT_NO_DISTRIBUTED | MLH_LIMIT_NO_FP16_AUTOCAST | MLH_LIMIT_NO_GRAPH_COMPILE;
+  return d;
+}
+
+Device cpu() {
+  Device d;
+  d.plugin = d.kind = "cpu";
+  d.name = "AMD EPYC";
+  d.torch_device = "cpu";
+  d.device_class = MLH_DEVICE_CLASS_CPU;
+  d.memory_total_bytes = 24 * GiB;
+  d.precisions = MLH_PRECISION_FP32 | MLH_PRECISION_BF16 | MLH_PRECISION_FP64;
+  d.fast_precisions = MLH_PRECISION_FP32 | MLH_PRECISION_BF16 | MLH_PRECISION_FP64;
+  d.recommended_threads = 2;
+  return d;
+}
+
+class PlanTest : public ::testing::Test {
+ protected:
+  json plan(const Device& d, std::function<void(PlanInputs&)> tweak = nullptr) {
+    PlanInputs in;
+    in.device = &d;
+    in.rules = &rules_;
+    if (tweak) tweak(in);
+    return make_plan(in);
+  }
+  std::string error(const Device& d, std::function<void(PlanInputs&)> tweak) {
+    try {
+      plan(d, tweak);
+    } catch (const PlanError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::vector<AutoRule> rules_ = read_rules(MLH_TEST_SHARE_DIR "/autoconfig.json");
+};
+
+TEST_F(PlanTest, EachStandInDeviceGetsTheTableRow) {
+  struct Row {
+    Device device;
+    int64_t batch;
+    bool checkpointing;
+    std::string preset, precision;
+  };
+  const std::vector<Row> rows = {
+      {gpu("NVIDIA A100-SXM4-40GB", 40 * GiB, 8, 0), 2048, false, "full", "bf16"},
+      {gpu("NVIDIA GeForce RTX 3090", 24 * GiB, 8, 6), 1536, false, "full", "bf16"},
+      {gpu("Tesla V100-SXM2-16GB", 16160ll << 20, 7, 0), 1024, false, "full", "fp16"},
+      {gpu("NVIDIA GeForce RTX 3060", 12 * GiB, 8, 6), 512, true, "full", "bf16"},
+      {mps(32 * GiB), 512, false, "full", "fp32"},
+      {mps(16 * GiB), 256, true, "reduced", "fp32"},
+      {cpu(), 256, false, "reduced", "fp32"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.device.name);
+    const json p = plan(r.device);
+    EXPECT_EQ(p["batch_size"], r.batch);
+    EXPECT_EQ(p["gradient_checkpointing"], r.checkpointing);
+    EXPECT_EQ(p["preset"], r.preset);
+    EXPECT_EQ(p["precision"], r.precision);
+    EXPECT_EQ(p["sources"]["batch_size"].get<std::string>().rfind("rule: " + r.device.kind, 0), 0u)
+        << p["sources"].dump(2);
+    EXPECT_NE(p["sources"]["precision"].get<std::string>().find("auto"), std::string::npos);
+  }
+}
+
+TEST_F(PlanTest, DeviceFactsShapeTheDefaults) {
+  const json a100 = plan(gpu("A100", 40 * GiB, 8, 0));
+  EXPECT_EQ(a100["tf32_matmul"], true);
+  EXPECT_EQ(a100["pinned_memory"], true);
+  EXPECT_GE(a100["dataloader_workers"].get<int>(), 1);
+  const json c = plan(cpu());
+  EXPECT_EQ(c["tf32_matmul"], false);
+  EXPECT_EQ(c["pinned_memory"], false);
+  EXPECT_EQ(c["dataloader_workers"], 0);
+  EXPECT_EQ(c["threads"]["intra_op"], 2);
+  EXPECT_EQ(c["threads"]["inter_op"], 1);
+  EXPECT_EQ(c["memory_fraction"], nullptr);
+}
+
+TEST_F(PlanTest, CommandLineBeatsSettingsBeatsRules) {
+  testing::TempDir t;
+  testing::write_text(t / "hw.ini", "batch_size = 100\nprecision = fp32\n[cuda]\ngradient_checkpointing = true\n"
+                                    "memory_fraction = 0.5\nintra_op_threads = 3\n");
+  const HardwareSettings settings = read_hardware_settings(t / "hw.ini");
+  const Device a100 = gpu("A100", 40 * GiB, 8, 0);
+
+  json p = plan(a100, [&](PlanInputs& in) { in.settings = &settings; });
+  EXPECT_EQ(p["batch_size"], 100);
+  EXPECT_EQ(p["sources"]["batch_size"], "settings file " + (t / "hw.ini").string() + ":1");
+  EXPECT_EQ(p["precision"], "fp32");
+  EXPECT_EQ(p["gradient_checkpointing"], true);
+  EXPECT_EQ(p["memory_fraction"], 0.5);
+  EXPECT_EQ(p["threads"]["intra_op"], 3);
+  EXPECT_EQ(p["preset"], "full") << "the rule still fills what the file leaves";
+
+  p = plan(a100, [&](PlanInputs& in) {
+    in.settings = &settings;
+    in.batch_size = 64;
+    in.precision = "fp16";
+  });
+  EXPECT_EQ(p["batch_size"], 64);
+  EXPECT_EQ(p["sources"]["batch_size"], "command line --batch-size");
+  EXPECT_EQ(p["precision"], "fp16");
+  EXPECT_EQ(p["sources"]["precision"], "command line --precision");
+
+  // "auto" on the command line leaves the choice to the file.
+  p = plan(a100, [&](PlanInputs& in) {
+    in.settings = &settings;
+    in.precision = "auto";
+  });
+  EXPECT_EQ(p["precision"], "fp32");
+}
+
+TEST_F(PlanTest, TheAlgorithmsOwnConfigAndPresetsCount) {
+  const json description = json::parse(R"({
+    "config_schema": {"type": "object", "properties": {"batch_size": {"type": "integer"}}},
+    "config_defaults": {"batch_size": 32},
+    "presets": {"full": {}, "reduced": {}, "tiny": {}}})");
+  const json user = {{"batch_size", 48}};
+  json p = plan(cpu(), [&](PlanInputs& in) {
+    in.description = &description;
+    in.user_config = &user;
+  });
+  EXPECT_EQ(p["batch_size"], 48);
+  EXPECT_EQ(p["sources"]["batch_size"], "config (batch_size)");
+
+  const json tiny = {{"preset", "tiny"}};
+  p = plan(cpu(), [&](PlanInputs& in) {
+    in.description = &description;
+    in.user_config = &tiny;
+  });
+  EXPECT_EQ(p["preset"], "tiny");
+
+  const json bogus = {{"preset", "huge"}};
+  EXPECT_NE(error(cpu(), [&](PlanInputs& in) {
+              in.description = &description;
+              in.user_config = &bogus;
+            }).find("preset 'huge' (config (preset)) is not one of the algorithm's presets (full, reduced, tiny)"),
+            std::string::npos);
+
+  const json no_presets = json::parse(R"({"config_schema": {}, "config_defaults": {}, "presets": {}})");
+  p = plan(cpu(), [&](PlanInputs& in) { in.description = &no_presets; });
+  EXPECT_EQ(p["preset"], nullptr);
+  EXPECT_EQ(p["sources"]["preset"], "the algorithm has no preset 'reduced'");
+}
+
+TEST_F(PlanTest, ImpossibleChoicesAreErrorsNamingTheValue) {
+  EXPECT_EQ(error(cpu(), [](PlanInputs& in) { in.precision = "fp16"; }),
+            "precision fp16 (command line --precision) is not supported on cpu:0 (supports fp32, bf16, fp64)");
+  EXPECT_NE(error(mps(16 * GiB), [](PlanInputs& in) { in.precision = "fp16"; }).find("fp16 autocast"),
+            std::string::npos);
+  EXPECT_NE(error(gpu("V100", 16 * GiB, 7, 0), [](PlanInputs& in) { in.precision = "bf16"; }).find("not supported"),
+            std::string::npos);
+  testing::TempDir t;
+  testing::write_text(t / "hw.ini", "memory_fraction = 0.5\n");
+  const HardwareSettings settings = read_hardware_settings(t / "hw.ini");
+  EXPECT_NE(error(cpu(), [&](PlanInputs& in) { in.settings = &settings; }).find("memory_fraction"), std::string::npos);
+}
+
+TEST_F(PlanTest, TextShowsEveryValueWithItsSource) {
+  const std::string text = plan_to_text(plan(gpu("NVIDIA A100-SXM4-40GB", 40 * GiB, 8, 0)));
+  for (const char* part : {"Plan for cuda:0 (NVIDIA A100-SXM4-40GB, 40.0 GiB)", "batch size", "2048",
+                           "rule: cuda, >= 40 GB (autoconfig.json rule 1)", "precision", "bf16", "model preset",
+                           "full", "threads", "TF32 matmul"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+}
+
+}  // namespace
+}  // namespace mlhost
