@@ -79,3 +79,17 @@ TEST(CpuPrepare, PlanMustBeAJsonObject) {
 }
 
 }  // namespace
+
+TEST(CpuPrepare, OpenMpBindingAndWaitPolicyFromThePlan) {
+  std::map<std::string, std::string> env =
+      env_of(R"({"omp_proc_bind": "close", "omp_wait_policy": "passive", "threads": {"intra_op": 2}})", 4);
+  EXPECT_EQ(env["OMP_PROC_BIND"], "close");
+  EXPECT_EQ(env["OMP_WAIT_POLICY"], "passive");
+  env = env_of(R"({"omp_proc_bind": null, "omp_wait_policy": null})", 4);
+  EXPECT_EQ(env.count("OMP_PROC_BIND"), 0u) << "null leaves it to the OpenMP runtime";
+  EXPECT_EQ(env.count("OMP_WAIT_POLICY"), 0u);
+  EXPECT_EQ(error_of(R"({"omp_proc_bind": "tight"})").second,
+            "plan field 'omp_proc_bind': expected one of false, true, close, spread, master or null, got \"tight\"");
+  EXPECT_EQ(error_of(R"({"omp_wait_policy": 3})").second,
+            "plan field 'omp_wait_policy': expected one of active, passive or null, got 3");
+}
