@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -31,6 +32,24 @@ std::string processor_name(const std::vector<PluginProbe>& plugins) {
     for (const auto& d : p.devices)
       if (d.device_class == MLH_DEVICE_CLASS_CPU && p.name == "cpu") return d.name;
   return "";
+}
+
+bool is_gpu(const Device& d) {
+  return d.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU || d.device_class == MLH_DEVICE_CLASS_UNIFIED_GPU;
+}
+
+// "CUDA (NVIDIA GPU): available - NVIDIA A100-SXM4-40GB, compute capability 8.0, 40.0 GiB"
+// or "MPS (Apple GPU): not available - MPS needs macOS 12.3+ on Apple Silicon".
+std::string device_headline(const Device& d) {
+  std::string kind = d.kind;
+  for (char& c : kind) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string what = is_gpu(d) ? "GPU" : d.device_class == MLH_DEVICE_CLASS_CPU ? "CPU" : "device";
+  std::string line = kind + " (" + (d.vendor.empty() ? "" : d.vendor + " ") + what + "): ";
+  if (!d.available) return line + "not available - " + d.unavailable_reason;
+  line += "available - " + d.name;
+  if (d.capability_major != MLH_UNKNOWN)
+    line += ", compute capability " + std::to_string(d.capability_major) + "." + std::to_string(d.capability_minor);
+  return line + ", " + format_bytes(d.memory_total_bytes);
 }
 
 }  // namespace
@@ -112,8 +131,8 @@ std::string probe_report_to_text(const ProbeReport& r) {
     if (!p.reason.empty()) o << "      " << p.reason << "\n";
     for (const auto& w : p.warnings) o << "      warning: " << w << "\n";
     for (const auto& d : p.devices) {
-      o << "    " << d.id() << "  " << d.name << "  [" << (d.available ? "available" : "unavailable") << "]\n";
-      if (!d.available) o << "        why: " << d.unavailable_reason << "\n";
+      o << "    " << d.id() << "  " << device_headline(d) << "\n";
+      if (!d.available) continue;  // its figures would be placeholders
       o << "        class " << device_class_name(d.device_class) << ", torch device '" << d.torch_device << "'";
       if (d.compute_units != MLH_UNKNOWN) o << ", " << d.compute_units << " compute units";
       if (d.logical_units != MLH_UNKNOWN) o << " / " << d.logical_units << " logical";
