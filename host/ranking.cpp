@@ -12,9 +12,10 @@ bool is_gpu(const Device& d) {
   return d.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU || d.device_class == MLH_DEVICE_CLASS_UNIFIED_GPU;
 }
 
-int capability(const Device& d) {
-  return d.capability_major == MLH_UNKNOWN ? -1 : d.capability_major * 100 + d.capability_minor;
-}
+// The architecture generation: the compute capability's major version. Minor versions
+// within a generation are not a measure of power (an RTX 3060 is 8.6, an A100 8.0), so
+// they are left to memory and compute units.
+int capability(const Device& d) { return d.capability_major == MLH_UNKNOWN ? -1 : d.capability_major; }
 
 std::string capability_text(const Device& d) {
   return capability(d) < 0 ? "unknown"
@@ -30,7 +31,8 @@ std::string why_below(const Device& a, const Device& best) {
     return std::string("lower device class (") + device_class_name(a.device_class) + ")" + than + " (" +
            device_class_name(best.device_class) + ")";
   if (capability(a) != capability(best))
-    return "lower compute capability (" + capability_text(a) + ")" + than + " (" + capability_text(best) + ")";
+    return "older architecture (compute capability " + capability_text(a) + ")" + than + " (" + capability_text(best) +
+           ")";
   if (a.memory_total_bytes != best.memory_total_bytes)
     return "less memory (" + format_bytes(a.memory_total_bytes) + ")" + than + " (" +
            format_bytes(best.memory_total_bytes) + ")";

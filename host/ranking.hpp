@@ -4,7 +4,7 @@
 //   1. a device the user asked for with --device (kind, or kind:index) is the only candidate;
 //      --no-gpu removes GPUs; unavailable devices are never candidates;
 //   2. device class: discrete GPU > unified-memory GPU > CPU > other;
-//   3. compute capability (GPUs that report one), higher first;
+//   3. architecture generation (the compute capability's major version), newer first;
 //   4. total memory, more first;
 //   5. compute units (SMs, physical cores), more first;
 //   6. the plugin's score hint, higher first (only a tie-break);

@@ -71,8 +71,15 @@ function(mlh_add_plugin name)
     MLH_PLUGIN_NAME="${name}" MLH_PLUGIN_VERSION="${ARG_VERSION}")
   target_link_libraries(${ARG_TARGET} PRIVATE mlhost::sdk_headers)
   if(NOT APPLE)
-    # A plugin must not leave undefined symbols for the host to satisfy.
-    target_link_options(${ARG_TARGET} PRIVATE "LINKER:--no-undefined")
+    # A plugin must not leave undefined symbols for the host to satisfy, and exports only
+    # its entry symbol: no template instantiations or library internals leak out to clash
+    # with another plugin's.
+    set(_version_script ${CMAKE_CURRENT_BINARY_DIR}/mlhost-plugin-exports.map)
+    if(NOT EXISTS ${_version_script})
+      file(WRITE ${_version_script} "{ global: mlh_plugin_negotiate; local: *; };\n")
+    endif()
+    target_link_options(${ARG_TARGET} PRIVATE "LINKER:--no-undefined" "LINKER:--version-script=${_version_script}")
+    set_property(TARGET ${ARG_TARGET} APPEND PROPERTY LINK_DEPENDS ${_version_script})
   endif()
 
   set(_torch "null")

@@ -153,9 +153,9 @@ TEST_F(ListTest, PluginDirWinsOverPluginPath) {
     EXPECT_TRUE(contains(str((*loser)["refused"]), "shadowed")) << loser->dump(2);
     EXPECT_TRUE(contains(str((*loser)["refused"]), (a / "cpu.plugin.json").string())) << loser->dump(2);
   }
-  // The listing keeps search order.
+  // The listing keeps search order (a, b, then the default folder's cpu, cuda, mps).
   const std::vector<std::string> names = plugin_names_in(list);
-  ASSERT_EQ(names.size(), 3u) << list.dump(2);
+  ASSERT_GE(names.size(), 3u) << list.dump(2);
   EXPECT_EQ(fs::path(str(list["plugins"][0]["library"])).parent_path(), a);
   EXPECT_EQ(fs::path(str(list["plugins"][1]["library"])).parent_path(), b);
 }

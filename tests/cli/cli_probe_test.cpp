@@ -174,11 +174,17 @@ TEST_F(ProbeTest, JsonReportDescribesThisMachine) {
   EXPECT_EQ(fs::path(str((*cpu_plugin)["library"])).parent_path().lexically_normal(), default_plugin_dir());
   EXPECT_EQ(strings((*cpu_plugin)["devices"]), std::vector<std::string>{"cpu:0"});
 
-  for (const char* name : {"cuda", "mps"}) {
+  // cuda and mps load on this machine (no NVIDIA driver, not a Mac) and each reports one
+  // unavailable device that says why.
+  for (const auto& [name, why] : {std::pair<const char*, const char*>{"cuda", "libcuda.so.1"}, {"mps", "macOS 12.3"}}) {
     const json* p = find_plugin(report, name);
     ASSERT_NE(p, nullptr) << "no entry for the standard plugin " << name;
-    EXPECT_EQ((*p)["status"], "not installed") << p->dump(2);
-    EXPECT_TRUE(contains(str((*p)["reason"]), name)) << p->dump(2);
+    EXPECT_EQ((*p)["status"], "ok") << p->dump(2);
+    const json* d = find_device(report, std::string(name) + ":0");
+    ASSERT_NE(d, nullptr) << report.dump(2);
+    EXPECT_EQ((*d)["available"], false) << d->dump(2);
+    EXPECT_EQ((*d)["rank"], nullptr) << d->dump(2);
+    EXPECT_TRUE(contains(str((*d)["unavailable_reason"]), why)) << d->dump(2);
   }
 
   const json* cpu = find_device(report, "cpu:0");
@@ -232,7 +238,26 @@ TEST_F(ProbeTest, TextReportNamesTheChosenDevice) {
   EXPECT_TRUE(contains(r.out, "Chosen: cpu:0")) << r.describe();
   EXPECT_TRUE(contains(r.out, "Device plugins")) << r.describe();
   EXPECT_TRUE(contains(r.out, "<- chosen")) << r.describe();
-  EXPECT_TRUE(contains(r.out, "not installed")) << r.describe();  // cuda, mps
+  EXPECT_TRUE(contains(r.out, "CUDA (NVIDIA GPU): not available - no NVIDIA driver")) << r.describe();
+  EXPECT_TRUE(contains(r.out, "MPS (Apple GPU): not available - MPS needs macOS 12.3+ on Apple Silicon")) << r.describe();
+}
+
+TEST_F(ProbeTest, StandardPluginsNotFoundAreReportedAsNotInstalled) {
+  // Only the CPU plugin, in a folder of its own: cuda and mps are "not installed".
+  copy_plugin_dir(default_plugin_dir(), tmp() / "cpu-only");
+  for (const char* f : {"cuda.plugin.json", "libmlhost-cuda.so", "mps.plugin.json", "libmlhost-mps.so"})
+    fs::remove(tmp() / "cpu-only" / f);
+  const json report = probe({"--no-default-plugin-dir", "--plugin-dir", (tmp() / "cpu-only").string()});
+  ASSERT_FALSE(report.is_discarded());
+  EXPECT_EQ(report["chosen"], "cpu:0") << report.dump(2);
+  for (const char* name : {"cuda", "mps"}) {
+    const json* p = find_plugin(report, name);
+    ASSERT_NE(p, nullptr) << "no entry for the standard plugin " << name;
+    EXPECT_EQ((*p)["status"], "not installed") << p->dump(2);
+    EXPECT_TRUE(contains(str((*p)["reason"]), name)) << p->dump(2);
+  }
+  const Result r = host({"--probe", "--no-default-plugin-dir", "--plugin-dir", (tmp() / "cpu-only").string()});
+  EXPECT_TRUE(contains(r.out, "not installed")) << r.describe();
 }
 
 TEST_F(ProbeTest, ProbeDoesNotDependOnTheWorkingFolder) {

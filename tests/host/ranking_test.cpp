@@ -50,11 +50,17 @@ TEST(Ranking, DeviceClassComesFirst) {
   EXPECT_NE(entry(r, "mps:0").reason.find("unified memory gpu"), std::string::npos);
 }
 
-TEST(Ranking, ThenCapabilityThenMemoryThenUnits) {
-  // The 3060 (8.6) has the higher capability though less memory than the A100 (8.0).
-  Ranking r = rank_devices({a100(0), rtx3060(1)}, {}, false);
+TEST(Ranking, ThenArchitectureThenMemoryThenUnits) {
+  // Same generation (8.x): the A100 wins on memory; the 3060's higher minor does not count.
+  Ranking r = rank_devices({rtx3060(0), a100(1)}, {}, false);
   EXPECT_EQ(r.chosen_device()->id(), "cuda:1");
-  EXPECT_NE(entry(r, "cuda:0").reason.find("lower compute capability (8.0)"), std::string::npos)
+  EXPECT_NE(entry(r, "cuda:0").reason.find("less memory (12.0 GiB)"), std::string::npos) << entry(r, "cuda:0").reason;
+
+  // A newer generation wins before memory: an H100-class 9.0 with less memory over the A100.
+  Device hopper = make("cuda", "cuda", 2, MLH_DEVICE_CLASS_DISCRETE_GPU, 24, 132, 9, 0);
+  r = rank_devices({a100(0), hopper}, {}, false);
+  EXPECT_EQ(r.chosen_device()->id(), "cuda:2");
+  EXPECT_NE(entry(r, "cuda:0").reason.find("older architecture (compute capability 8.0)"), std::string::npos)
       << entry(r, "cuda:0").reason;
 
   Device small = a100(1);

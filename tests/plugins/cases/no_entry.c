@@ -1,5 +1,6 @@
 /* no-entry: a valid shared library with a manifest that does not export the entry symbol
- * mlh_plugin_negotiate. It exports a misspelled one instead, as a real mistake would. */
+ * mlh_plugin_negotiate: its function is misspelled, as a real mistake would be (and so, like
+ * everything but the entry symbol, kept local by mlh_add_plugin's export list). */
 #include <mlh/mlh.h>
 
 MLH_EXPORT mlh_status mlh_plugin_negociate(const mlh_negotiate_request* request,
