@@ -13,7 +13,8 @@ using nlohmann::json;
 
 int64_t nominal_memory_gib(int64_t bytes) {
   if (bytes < 0) return -1;
-  return static_cast<int64_t>(std::llround(static_cast<double>(bytes) / (1024.0 * 1024 * 1024)));
+  // Rounded up: drivers report less than the nominal size (reserved memory), never more.
+  return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / (1024.0 * 1024 * 1024) - 1e-9));
 }
 
 bool AutoRule::matches(const Device& d) const {

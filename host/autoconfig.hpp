@@ -32,7 +32,8 @@ struct AutoRule {
   std::string describe() const;  // "cuda, 16-24 GB"
 };
 
-// The device's memory in whole GiB, as sold ("40 GB" A100 = 40; a V100's 15.8 GiB = 16).
+// The device's memory in whole GiB, as sold: rounded up, since drivers report less than the
+// nominal size ("40 GB" A100 reporting 39.4 GiB = 40; a V100's 15.8 GiB = 16).
 int64_t nominal_memory_gib(int64_t bytes);
 
 // Reads a rules file: {"rules": [...]} plus, for a user file, "mode": "extend" | "replace".

@@ -55,4 +55,81 @@ TEST(CudaInHost, WithoutADriverCuda0IsUnavailableWithTheReason) {
   EXPECT_NE(report.at("chosen"), "cuda:0");
 }
 
+json probe_json(const std::string& extra = "") { return json::parse(host_output("--probe --json " + extra)); }
+
+// `host --print-plan` for a fixture machine: the plan table's text.
+std::string plan_text(const std::string& extra = "") { return host_output("--print-plan " + extra); }
+
+TEST(CudaInHost, EachStandInGpuGetsItsRowOfTheRulesTable) {
+  struct Row {
+    const char* fixture;
+    const char* batch;
+    const char* checkpointing;
+    const char* precision;
+    const char* rule;
+  };
+  for (const Row& r : {Row{"a100", "2048", "off", "bf16", "rule: cuda, >= 40 GB"},
+                       Row{"v100", "1024", "off", "fp16", "rule: cuda, 16-24 GB"},
+                       Row{"rtx3060", "512", "on", "bf16", "rule: cuda, < 16 GB"}}) {
+    SCOPED_TRACE(r.fixture);
+    FakeMachine machine(r.fixture);
+    const std::string text = plan_text();
+    EXPECT_NE(text.find("Plan for cuda:0"), std::string::npos) << text;
+    auto line = [&](const std::string& label) {
+      const auto at = text.find(label);
+      return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+    };
+    EXPECT_NE(line("batch size").find(r.batch), std::string::npos) << text;
+    EXPECT_NE(line("batch size").find(r.rule), std::string::npos) << text;
+    EXPECT_NE(line("gradient checkpointing").find(r.checkpointing), std::string::npos) << text;
+    EXPECT_NE(line("precision").find(r.precision), std::string::npos) << text;
+    EXPECT_NE(line("model preset").find("full"), std::string::npos) << text;
+    EXPECT_NE(line("pinned memory").find("on"), std::string::npos) << text;
+  }
+}
+
+TEST(CudaInHost, UserSettingsWinOverTheGpuRule) {
+  FakeMachine machine("a100");
+  const std::string text = plan_text("--batch-size 96 --precision fp16");
+  EXPECT_NE(text.find("command line --batch-size"), std::string::npos) << text;
+  EXPECT_NE(text.find("command line --precision"), std::string::npos) << text;
+}
+
+TEST(CudaInHost, TwoGpusRankTheBetterFirstAndDeviceOverridePicksTheOther) {
+  FakeMachine machine("two_gpus");  // cuda:0 an A100 40GB, cuda:1 an RTX 3060 12GB
+  json report = probe_json();
+  EXPECT_EQ(report.at("chosen"), "cuda:0") << report.dump(2);
+  const json* other = device(report, "cuda:1");
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->at("rank"), 2);
+  EXPECT_NE(other->at("reason").get<std::string>().find("less memory"), std::string::npos) << other->dump(2);
+
+  report = probe_json("--device cuda:1");
+  EXPECT_EQ(report.at("chosen"), "cuda:1") << report.dump(2);
+  EXPECT_NE(plan_text("--device cuda:1").find("NVIDIA GeForce RTX 3060"), std::string::npos);
+}
+
+TEST(CudaInHost, CudaVisibleDevicesIsHonored) {
+  FakeMachine machine("two_gpus", std::string("1"));
+  const json report = probe_json();
+  const json* only = device(report, "cuda:0");
+  ASSERT_NE(only, nullptr) << report.dump(2);
+  EXPECT_EQ(only->at("name"), "NVIDIA GeForce RTX 3060") << "index 1 becomes cuda:0";
+  EXPECT_EQ(device(report, "cuda:1"), nullptr) << report.dump(2);
+}
+
+TEST(CudaInHost, GpusNeedAnAlgorithmWithACudaLibTorch) {
+  // toyreg is built against Debian's CPU-only LibTorch: with it in the search path, the
+  // stand-in A100 cannot be driven, and the CPU is chosen, with the reason given.
+  FakeMachine machine("a100");
+  const json report = probe_json(std::string("--plugin-dir ") + MLH_TOYREG_DIR);
+  const json* gpu = device(report, "cuda:0");
+  ASSERT_NE(gpu, nullptr) << report.dump(2);
+  EXPECT_EQ(gpu->at("available"), false);
+  EXPECT_NE(gpu->at("unavailable_reason").get<std::string>().find("no algorithm plugin has a CUDA-enabled LibTorch"),
+            std::string::npos)
+      << gpu->dump(2);
+  EXPECT_EQ(report.at("chosen"), "cpu:0");
+}
+
 }  // namespace

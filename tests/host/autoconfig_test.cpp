@@ -56,8 +56,10 @@ TEST(AutoConfig, ShippedRulesGiveTheDocumentedTable) {
   EXPECT_EQ(match_rule(rules, device("cuda", gpu, 20 * GiB))->origin, "autoconfig.json rule 3");
 }
 
-TEST(AutoConfig, NominalMemoryRoundsToWholeGib) {
+TEST(AutoConfig, NominalMemoryRoundsUpToWholeGib) {
   EXPECT_EQ(nominal_memory_gib(40 * GiB), 40);
+  EXPECT_EQ(nominal_memory_gib(42298834944), 40);  // A100 40GB as the driver reports it
+  EXPECT_EQ(nominal_memory_gib(12622168064), 12);  // RTX 3060 12GB
   EXPECT_EQ(nominal_memory_gib(16160ll << 20), 16);  // V100 16GB
   EXPECT_EQ(nominal_memory_gib(-1), -1);
 }
