@@ -1,58 +1,18 @@
 #include "cpu_prepare.hpp"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
+
+#include <mlh/plan_reader.hpp>
 
 namespace mlh::cpu {
-namespace {
-
-using nlohmann::json;
-
-// Long values are cut so that the message stays readable in a log line.
-std::string shown(const json& value) {
-  std::string text = value.dump();
-  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-}
-
-[[noreturn]] void bad_field(const std::string& field, const std::string& expected, const json& got) {
-  throw Error(MLH_ERR_INVALID_ARGUMENT, "plan field '" + field + "': expected " + expected + ", got " + shown(got));
-}
-
-int thread_count(const json& threads, const char* key, int fallback) {
-  auto it = threads.find(key);
-  if (it == threads.end() || it->is_null()) return fallback;
-  // A JSON 4.0 is a float to nlohmann, so only true integers pass; the bound keeps
-  // the count an int.
-  bool positive_int = (it->is_number_unsigned() && it->get<uint64_t>() >= 1 && it->get<uint64_t>() <= INT32_MAX) ||
-                      (it->is_number_integer() && it->get<int64_t>() >= 1 && it->get<int64_t>() <= INT32_MAX);
-  if (!positive_int) bad_field(std::string("threads.") + key, "a positive integer", *it);
-  return it->get<int>();
-}
-
-std::string one_of(const json& plan, const char* key, const std::vector<std::string>& allowed) {
-  auto it = plan.find(key);
-  if (it == plan.end() || it->is_null()) return "";
-  if (it->is_string())
-    for (const auto& a : allowed)
-      if (it->get<std::string>() == a) return a;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  bad_field(key, "one of " + list + " or null", *it);
-}
-
-}  // namespace
 
 ThreadPlan read_thread_plan(const std::string& plan_json, int recommended_intra_op) {
-  json plan = json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
-  if (plan.is_discarded()) throw Error(MLH_ERR_INVALID_ARGUMENT, "plan: not valid JSON: " + shown(plan_json));
-  if (!plan.is_object()) throw Error(MLH_ERR_INVALID_ARGUMENT, "plan: expected a JSON object, got " + shown(plan));
+  const PlanReader plan(plan_json);
   ThreadPlan result{std::max(1, recommended_intra_op), 1, "", ""};
-  result.omp_proc_bind = one_of(plan, "omp_proc_bind", {"false", "true", "close", "spread", "master"});
-  result.omp_wait_policy = one_of(plan, "omp_wait_policy", {"active", "passive"});
-  auto threads = plan.find("threads");
-  if (threads == plan.end() || threads->is_null()) return result;
-  if (!threads->is_object()) bad_field("threads", "an object", *threads);
-  result.intra_op = thread_count(*threads, "intra_op", result.intra_op);
-  result.inter_op = thread_count(*threads, "inter_op", result.inter_op);
+  if (auto n = plan.positive_integer("threads.intra_op")) result.intra_op = static_cast<int>(*n);
+  if (auto n = plan.positive_integer("threads.inter_op")) result.inter_op = static_cast<int>(*n);
+  result.omp_proc_bind = plan.one_of("omp_proc_bind", {"false", "true", "close", "spread", "master"}).value_or("");
+  result.omp_wait_policy = plan.one_of("omp_wait_policy", {"active", "passive"}).value_or("");
   return result;
 }
 
