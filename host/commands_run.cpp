@@ -147,7 +147,14 @@ json user_config(const CliOptions& options, const json& schema, const fs::path& 
 // batch size fills "batch_size" when the algorithm has one. Validated against its schema.
 json final_config(const json& description, const json& user, const json& plan) {
   json config = description.at("config_defaults");
-  if (plan["preset"].is_string()) config = merge_config(config, description.at("presets").at(plan["preset"].get<std::string>()));
+  if (plan["preset"].is_string()) {
+    json preset = description.at("presets").at(plan["preset"].get<std::string>());
+    for (auto it = preset.begin(); it != preset.end();) {  // "$..." keys describe the preset, they are not config
+      if (it.key().rfind('$', 0) == 0) it = preset.erase(it);
+      else ++it;
+    }
+    config = merge_config(config, preset);
+  }
   config = merge_config(config, user);
   const json& schema = description.at("config_schema");
   if (!plan["batch_size"].is_null() && schema.contains("properties") && schema["properties"].contains("batch_size"))

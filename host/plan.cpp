@@ -145,6 +145,9 @@ void plan_rule_values(PlanBuilder& b) {
     b.set("preset", preset ? json(*preset) : json(nullptr), preset ? preset_source : "default");
   } else if (preset && presets->contains(*preset)) {
     b.set("preset", *preset, preset_source);
+    // A preset may say how large its model is ("$parameters"), for the printed plan.
+    const json& chosen = (*presets)[*preset];
+    if (chosen.is_object() && chosen.contains("$parameters")) b.plan_["parameters"] = chosen["$parameters"];
   } else if (preset && preset_source.rfind("rule", 0) != 0) {
     std::string known;
     for (const auto& [name, unused] : presets->items()) known += (known.empty() ? "" : ", ") + name;
@@ -249,7 +252,9 @@ std::string plan_to_text(const json& plan) {
   row("batch size", show(plan["batch_size"]), "batch_size");
   row("gradient checkpointing", show(plan["gradient_checkpointing"]), "gradient_checkpointing");
   row("precision", show(plan["precision"]), "precision");
-  row("model preset", show(plan["preset"]), "preset");
+  std::string preset = show(plan["preset"]);
+  if (plan.contains("parameters")) preset += " (" + show(plan["parameters"]) + " parameters)";
+  row("model preset", preset, "preset");
   row("threads", show(plan["threads"]["intra_op"]) + " intra / " + show(plan["threads"]["inter_op"]) + " inter", "threads");
   row("memory fraction", show(plan["memory_fraction"]), "memory_fraction");
   row("empty cache every", show(plan["empty_cache_steps"]), "empty_cache_steps");

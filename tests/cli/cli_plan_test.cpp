@@ -31,6 +31,7 @@ TEST_F(PlanCliTest, PrintPlanWithAnAlgorithmShowsItsConfig) {
   const Result r = host(plus(toyreg(), {"--batch-size", "32", "--set", "steps=7"}));
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(contains(r.out, "command line --batch-size")) << r.describe();
+  EXPECT_TRUE(contains(r.out, "reduced (2 parameters)")) << r.describe();
   const auto brace = r.out.find('{');
   ASSERT_NE(brace, std::string::npos) << r.describe();
   const json config = json::parse(r.out.substr(brace), nullptr, false);
@@ -38,6 +39,7 @@ TEST_F(PlanCliTest, PrintPlanWithAnAlgorithmShowsItsConfig) {
   EXPECT_EQ(config["batch_size"], 32);
   EXPECT_EQ(config["steps"], 7);
   EXPECT_EQ(config["samples"], 256) << "the CPU rule's preset 'reduced' applies";
+  EXPECT_FALSE(config.contains("$parameters")) << "preset metadata is not config";
   EXPECT_TRUE(fs::is_empty(tmp()));
 }
 

@@ -46,7 +46,9 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     d.commands = {"train", "eval"};
     d.config_schema_json = kSchema;
     d.config_defaults_json = kDefaults;
-    d.presets_json = R"({"full": {"samples": 1024}, "reduced": {"samples": 256}, "quick": {"steps": 20}})";
+    // The model is w and b whatever the preset; "$parameters" is what the host prints.
+    d.presets_json = R"({"full": {"samples": 1024, "$parameters": 2}, "reduced": {"samples": 256, "$parameters": 2},
+                         "quick": {"steps": 20}})";
     return d;
   }
 
