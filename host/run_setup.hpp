@@ -1,0 +1,36 @@
+// Everything a run decides before it starts: the algorithm and its description, the
+// command, the run folder, the device, the plan and the config. --print-plan stops here.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "device.hpp"
+#include "discovery.hpp"
+#include "report.hpp"
+
+namespace mlhost {
+
+struct RunSetup {
+  Discovery discovery;
+  std::optional<PluginManifest> algorithm;
+  nlohmann::json description;  // null without an algorithm
+  std::string command;
+  std::filesystem::path run_dir;
+  nlohmann::json config;  // null without an algorithm
+  ProbeReport probe;
+  Device device;
+  nlohmann::json plan;
+};
+
+// Throws HostError (exit status 2 for bad input) naming the option, file or value.
+RunSetup setup_run(const CliOptions& options);
+
+// The loadable algorithm plugin `name`, or a HostError that says why not.
+const DiscoveredPlugin& find_algorithm(const Discovery& discovery, const std::string& name);
+
+}  // namespace mlhost
