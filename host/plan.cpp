@@ -189,6 +189,10 @@ void plan_memory_and_data(PlanBuilder& b) {
   if (auto s = b.setting("memory_fraction")) {
     if (!is_gpu(d)) throw PlanError("memory_fraction (settings file " + s->origin + ") applies to GPUs, not " + d.id());
     b.set("memory_fraction", std::stod(s->value), "settings file " + s->origin);
+    // Under a memory cap, PyTorch's CUDA allocator should give cached blocks back before it
+    // reaches the cap rather than fail: its garbage_collection_threshold does that.
+    if (cuda_like)
+      b.set("memory", {{"garbage_collection_threshold", 0.8}}, "default: reclaim cached memory under memory_fraction");
   } else {
     b.set("memory_fraction", nullptr, "default: no limit");
   }

@@ -118,6 +118,7 @@ TEST_F(PlanTest, DeviceFactsShapeTheDefaults) {
   EXPECT_EQ(c["threads"]["intra_op"], 2);
   EXPECT_EQ(c["threads"]["inter_op"], 1);
   EXPECT_EQ(c["memory_fraction"], nullptr);
+  EXPECT_FALSE(a100.contains("memory")) << "no allocator settings without a memory cap";
 }
 
 TEST_F(PlanTest, CommandLineBeatsSettingsBeatsRules) {
@@ -133,6 +134,7 @@ TEST_F(PlanTest, CommandLineBeatsSettingsBeatsRules) {
   EXPECT_EQ(p["precision"], "fp32");
   EXPECT_EQ(p["gradient_checkpointing"], true);
   EXPECT_EQ(p["memory_fraction"], 0.5);
+  EXPECT_EQ(p["memory"]["garbage_collection_threshold"], 0.8) << "the CUDA allocator reclaims under a cap";
   EXPECT_EQ(p["threads"]["intra_op"], 3);
   EXPECT_EQ(p["preset"], "full") << "the rule still fills what the file leaves";
 
