@@ -6,18 +6,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <fstream>
-#include <mutex>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "plugin_loader.hpp"
 #include "run_files.hpp"
+#include "run_sink.hpp"
 
 namespace mlhost {
 
@@ -37,76 +35,6 @@ void on_host_signal(int) {
   ++g_host_signals;
   if (g_worker_pid > 0) ::kill(g_worker_pid, g_host_signals == 1 ? SIGINT : SIGKILL);
 }
-
-// What the run writes: the plugin's callbacks land here. Callbacks may come from any
-// thread of the plugin, so everything is under one lock.
-class RunSink {
- public:
-  explicit RunSink(const fs::path& dir)
-      : log_(dir / "log.txt", std::ios::app), jsonl_(dir / "metrics.jsonl", std::ios::app) {
-    const bool new_csv = !fs::exists(dir / "metrics.csv") || fs::file_size(dir / "metrics.csv") == 0;
-    csv_.open(dir / "metrics.csv", std::ios::app);
-    if (new_csv) csv_ << "step,name,value,time\n" << std::flush;
-    if (!log_ || !jsonl_ || !csv_) throw std::runtime_error("cannot write in run folder '" + dir.string() + "'");
-  }
-
-  void log(int32_t level, const char* message) {
-    std::lock_guard<std::mutex> lock(mu_);
-    static const char* names[] = {"trace", "debug", "info", "warn", "error"};
-    const int lv = level < MLH_LOG_TRACE ? MLH_LOG_TRACE : level > MLH_LOG_ERROR ? MLH_LOG_ERROR : level;
-    log_ << "[" << seconds() << "] [" << names[lv] << "] " << (message ? message : "") << "\n" << std::flush;
-    spdlog::log(static_cast<spdlog::level::level_enum>(lv), "{}", message ? message : "");
-  }
-
-  void metric(const char* name, double value, int64_t step) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const std::string n = name ? name : "";
-    const double t = seconds();
-    jsonl_ << json{{"step", step}, {"name", n}, {"value", value}, {"time", t}}.dump() << "\n" << std::flush;
-    csv_ << step << "," << csv_field(n) << "," << value << "," << t << "\n" << std::flush;
-    last_metrics_[n] = value;
-  }
-
-  void progress(int64_t done, int64_t total, const char* unit) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto now = std::chrono::steady_clock::now();
-    const bool finished = total > 0 && done >= total;
-    if (!finished && now - last_progress_ < std::chrono::seconds(1)) return;
-    last_progress_ = now;
-    const std::string u = unit ? unit : "";
-    if (total > 0)
-      spdlog::info("progress {}/{} {} ({:.0f}%)", done, total, u, 100.0 * static_cast<double>(done) / total);
-    else
-      spdlog::info("progress {} {}", done, u);
-  }
-
-  void summary(const char* summary_json) {
-    std::lock_guard<std::mutex> lock(mu_);
-    json parsed = json::parse(summary_json ? summary_json : "null", nullptr, false);
-    result_ = parsed.is_discarded() ? json(summary_json ? summary_json : "") : parsed;
-  }
-
-  json result() const { return result_; }
-  json last_metrics() const { return last_metrics_; }
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  static std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  }
-
-  std::mutex mu_;
-  std::ofstream log_, jsonl_, csv_;
-  json result_ = nullptr;
-  json last_metrics_ = json::object();
-  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_progress_{};
-};
 
 extern "C" {
 void cb_log(void* d, int32_t level, const char* m) { static_cast<RunSink*>(d)->log(level, m); }

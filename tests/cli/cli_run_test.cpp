@@ -95,6 +95,11 @@ TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
                         "summary.json"})
     EXPECT_TRUE(fs::is_regular_file(run_dir_ / f)) << f << " missing in the run folder";
 
+  // TensorBoard events beside the JSONL and CSV metrics (their format: tests/host/tensorboard_test).
+  size_t event_files = 0;
+  for (const auto& e : fs::directory_iterator(run_dir_ / "tensorboard"))
+    event_files += e.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && fs::file_size(e.path()) > 1000;
+  EXPECT_EQ(event_files, 1u);
   const json summary = file_json(run_dir_ / "summary.json");
   ASSERT_FALSE(summary.is_discarded());
   EXPECT_EQ(summary["status"], "completed") << summary.dump(2);
