@@ -16,6 +16,7 @@ const char* kUsage =
     "  host --list-plugins [--json]             the plugins found (manifests only, nothing loaded)\n"
     "  host --describe NAME                     an algorithm's commands, config schema, defaults, presets\n"
     "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n"
+    "  host --algorithm NAME --benchmark [--json]  the algorithm's benchmarks on the chosen device\n"
     "  host --print-plan [--algorithm NAME] [--precision P] [--batch-size N] [--hardware-config FILE]\n";
 
 }  // namespace
@@ -52,7 +53,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("set", po::value<std::vector<std::string>>()->composing(),
        "key=value config override (repeatable; dotted keys; wins over --config)")
       ("run-dir", po::value<std::string>(), "folder for this run's outputs (default runs/<algorithm>-<time>)")
-      ("resume", "continue the run in --run-dir from its newest checkpoint");
+      ("resume", "continue the run in --run-dir from its newest checkpoint")
+      ("benchmark", "run the algorithm's benchmark command on the chosen device and print a table (--json: JSON)");
   std::string precision;
   int64_t batch_size = 0;
   po::options_description planning("Planning (docs/plan.md)");
@@ -92,6 +94,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   o.no_default_plugin_dir = vm.count("no-default-plugin-dir") > 0;
   o.allow_unsafe_plugins = vm.count("allow-unsafe-plugins") > 0;
   o.resume = vm.count("resume") > 0;
+  o.benchmark = vm.count("benchmark") > 0;
   if (vm.count("plugin-dir"))
     for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) {
       if (d.empty()) throw CliError("--plugin-dir needs a folder");
@@ -135,7 +138,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   const bool running = o.action == CliOptions::Action::kRun;
   const bool planning_action = running || o.action == CliOptions::Action::kPrintPlan;
   if (!running) {
-    for (const char* opt : {"command", "run-dir", "resume"})
+    for (const char* opt : {"command", "run-dir", "resume", "benchmark"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm");
   }
   if (!planning_action) {
@@ -144,8 +147,13 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   }
   if (o.action == CliOptions::Action::kPrintPlan && o.algorithm.empty() && (vm.count("config") || vm.count("set")))
     throw CliError("--config and --set need --algorithm (they configure an algorithm)");
-  if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins)
-    throw CliError("--json only applies with --probe or --list-plugins");
+  if (o.benchmark) {
+    if (!o.command.empty() && o.command != "benchmark")
+      throw CliError("--benchmark runs the 'benchmark' command; it cannot be combined with --command " + o.command);
+    o.command = "benchmark";
+  }
+  if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins && !o.benchmark)
+    throw CliError("--json only applies with --probe, --list-plugins or --benchmark");
   if (o.resume && o.run_dir.empty()) throw CliError("--resume needs --run-dir naming the run to continue");
   return o;
 }

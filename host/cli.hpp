@@ -38,6 +38,7 @@ struct CliOptions {
   std::vector<std::string> sets;  // --set key=value, in order
   std::filesystem::path run_dir;  // empty: runs/<algorithm>-<time>
   bool resume = false;
+  bool benchmark = false;  // --benchmark: run the algorithm's benchmark command, print a table
 
   // Planning.
   std::optional<std::string> precision;      // --precision

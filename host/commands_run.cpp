@@ -1,10 +1,12 @@
 // --describe, --print-plan and --algorithm: from the set-up to the worker's end.
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include <spdlog/spdlog.h>
 
+#include "benchmark_report.hpp"
 #include "commands.hpp"
 #include "plan.hpp"
 #include "plugin_calls.hpp"
@@ -112,6 +114,16 @@ int command_run(const CliOptions& options) {
     throw HostError("training failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
                     (run_dir / "summary.json").string());
   spdlog::info("run completed; outputs in {}", run_dir.string());
+  if (options.benchmark) {
+    std::ifstream in(run_dir / "summary.json");
+    const json summary = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const json result = summary.is_object() ? summary.value("result", json()) : json();
+    try {
+      std::cout << (options.json ? benchmark_json(result, plan).dump(2) + "\n" : benchmark_table(result, plan));
+    } catch (const std::runtime_error& e) {
+      throw HostError(e.what());
+    }
+  }
   return 0;
 }
 

@@ -1,0 +1,51 @@
+#include "benchmark_report.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace mlhost {
+
+using nlohmann::json;
+
+namespace {
+
+const json& results_of(const json& summary_result) {
+  if (!summary_result.is_object() || !summary_result.contains("benchmarks") || !summary_result["benchmarks"].is_array())
+    throw std::runtime_error("the algorithm's benchmark command reported no \"benchmarks\" in its summary");
+  return summary_result["benchmarks"];
+}
+
+double number(const json& r, const char* key) { return r.contains(key) && r[key].is_number() ? r[key].get<double>() : 0; }
+
+}  // namespace
+
+json benchmark_json(const json& summary_result, const json& plan) {
+  return {{"device", plan.value("device", "")},
+          {"device_name", plan.value("device_name", "")},
+          {"precision", plan.value("precision", "")},
+          {"threads", plan.value("threads", json::object())},
+          {"benchmarks", results_of(summary_result)}};
+}
+
+std::string benchmark_table(const json& summary_result, const json& plan) {
+  const json& results = results_of(summary_result);
+  std::string out = "Benchmarks on " + plan.value("device", std::string("?")) + " (" +
+                    plan.value("device_name", std::string("?")) + "), precision " +
+                    plan.value("precision", std::string("?")) + "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-32s %8s %10s %10s %10s %16s\n", "benchmark", "iters", "median ms", "p10 ms",
+                "p90 ms", "throughput");
+  out += line;
+  for (const json& r : results) {
+    const std::string unit = r.value("unit", std::string("items")) + "/s";
+    char throughput[64];
+    std::snprintf(throughput, sizeof throughput, "%.1f %s", number(r, "throughput"), unit.c_str());
+    std::snprintf(line, sizeof line, "  %-32s %8lld %10.3f %10.3f %10.3f %16s\n", r.value("name", std::string("?")).c_str(),
+                  static_cast<long long>(number(r, "iterations")), number(r, "median_ms"), number(r, "p10_ms"),
+                  number(r, "p90_ms"), throughput);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace mlhost
