@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <mlh/crc32c.hpp>
 
@@ -18,8 +19,14 @@ namespace {
 TEST(Crc32c, KnownAnswers) {
   EXPECT_EQ(mlh::crc32c("123456789", 9), 0xE3069283u);  // the standard check value
   EXPECT_EQ(mlh::crc32c("", 0), 0u);
-  // Continuing a checksum equals checksumming the whole.
-  EXPECT_EQ(mlh::crc32c("6789", 4, mlh::crc32c("12345", 5)), 0xE3069283u);
+  const std::vector<unsigned char> zeros(32, 0), ones(32, 0xFF);
+  EXPECT_EQ(mlh::crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);  // RFC 3720 B.4
+  EXPECT_EQ(mlh::crc32c(ones.data(), ones.size()), 0x62A8AB43u);
+  // Continuing a checksum equals checksumming the whole, wherever the cut is.
+  const std::string text = "The quick brown fox jumps over the lazy dog";
+  for (size_t cut = 0; cut <= text.size(); ++cut)
+    EXPECT_EQ(mlh::crc32c(text.data() + cut, text.size() - cut, mlh::crc32c(text.data(), cut)),
+              mlh::crc32c(text.data(), text.size()));
 }
 
 // A minimal protocol-buffer reader for the fields we write.

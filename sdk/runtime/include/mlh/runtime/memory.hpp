@@ -1,0 +1,72 @@
+// Memory statistics and hygiene for a training loop: what the process and the device hold,
+// recorded at an interval; the device cache released every plan.empty_cache_steps steps;
+// one warning when free device memory runs low, before an out-of-memory error ends the run.
+//
+//   mlh::rt::MemoryMonitorOptions options;
+//   options.empty_cache_steps = plan.empty_cache_steps;
+//   mlh::rt::MemoryMonitor memory(device, ctx, options);
+//   for (...) { train_step(batch); memory.step(); }
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include <c10/core/Device.h>
+
+#include <mlh/plugin.hpp>
+#include <mlh/runtime/throughput.hpp>  // MetricSink, WarnSink, Clock
+
+namespace mlh::rt {
+
+struct MemoryStats {
+  // The CUDA caching allocator's view of the device, for a CUDA device only.
+  std::optional<int64_t> allocated;  // bytes held by tensors
+  std::optional<int64_t> reserved;   // bytes held by the allocator, tensors and cache
+  std::optional<int64_t> peak;       // most bytes held by tensors at once
+  int64_t rss = 0;                   // the process's resident host memory, bytes
+};
+
+MemoryStats memory_stats(at::Device device);
+
+// Free memory as a fraction of the total: for CUDA the device's, for the CPU the host's
+// (MemAvailable of MemTotal); nullopt where unknown (other devices, no /proc).
+std::optional<double> free_memory_fraction(at::Device device);
+
+// Returns the CUDA caching allocator's unused blocks to the driver; nothing elsewhere.
+void empty_device_cache(at::Device device);
+
+struct MemoryMonitorOptions {
+  double interval_s = 10.0;           // between metric emissions and free-memory checks
+  int64_t empty_cache_steps = 0;      // the plan's empty_cache_steps; 0: never
+  double low_memory_fraction = 0.10;  // warn when the free fraction falls below this
+  Clock clock = steady_seconds;
+  // Injectable for tests; empty: free_memory_fraction(device) and empty_device_cache(device).
+  std::function<std::optional<double>()> free_fraction;
+  std::function<void()> empty_cache;
+};
+
+class MemoryMonitor {
+ public:
+  // Emits "memory/rss_bytes" for a CPU device, "memory/allocated_bytes",
+  // "memory/reserved_bytes" and "memory/peak_bytes" for a CUDA device.
+  MemoryMonitor(at::Device device, MetricSink metric, WarnSink warn, MemoryMonitorOptions options = {});
+  MemoryMonitor(at::Device device, const mlh::RunContext& ctx, MemoryMonitorOptions options = {});
+
+  // One training step just finished. `step` labels the metrics; by default the number of
+  // steps counted so far.
+  void step(std::optional<int64_t> step = std::nullopt);
+
+ private:
+  void record(int64_t step);
+
+  at::Device device_;
+  MetricSink metric_;
+  WarnSink warn_;
+  MemoryMonitorOptions options_;
+  double last_record_;
+  int64_t steps_ = 0;
+  bool warned_ = false;
+};
+
+}  // namespace mlh::rt

@@ -1,0 +1,118 @@
+#include "mlh/runtime/apply_plan.hpp"
+
+#include <cstdlib>
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <torch/nn/module.h>
+
+#include "mlh/plan_reader.hpp"
+#include "mlh/runtime/compat.hpp"
+#include "mlh/runtime/seed.hpp"
+
+#if MLH_TORCH_HAS_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+namespace mlh::rt {
+
+namespace {
+
+c10::Device parse_device(const std::string& field, const std::string& text) {
+  try {
+    return c10::Device(text);
+  } catch (const c10::Error&) {
+    PlanReader::fail(field, "a LibTorch device such as cpu or cuda:0", text);
+  }
+}
+
+// Seeds are full 64-bit values, beyond PlanReader's int range.
+std::optional<uint64_t> parse_seed(const PlanReader& reader) {
+  const PlanReader::json* v = reader.find("seed");
+  if (!v) return std::nullopt;
+  if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0))
+    PlanReader::fail("seed", "a non-negative integer", *v);
+  return v->get<uint64_t>();
+}
+
+}  // namespace
+
+RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
+  const PlanReader reader(plan_json);
+  RuntimePlan plan;
+  for (const char* field : {"worker_torch_device", "torch_device"}) {
+    const PlanReader::json* v = reader.find(field);
+    if (!v) continue;
+    if (!v->is_string()) PlanReader::fail(field, "a device string", *v);
+    plan.torch_device = v->get<std::string>();
+    plan.device = parse_device(field, plan.torch_device);
+    break;
+  }
+  if (auto v = reader.one_of("precision", {"fp32", "fp16", "bf16"})) plan.precision = parse_precision(*v);
+  plan.batch_size = reader.positive_integer("batch_size");
+  plan.gradient_checkpointing = reader.boolean("gradient_checkpointing").value_or(false);
+  if (const PlanReader::json* v = reader.find("preset")) {
+    if (!v->is_string()) PlanReader::fail("preset", "a preset name", *v);
+    plan.preset = v->get<std::string>();
+  }
+  if (auto v = reader.positive_integer("threads.intra_op")) plan.intra_op_threads = static_cast<int>(*v);
+  if (auto v = reader.positive_integer("threads.inter_op")) plan.inter_op_threads = static_cast<int>(*v);
+  plan.memory_fraction = reader.number("memory_fraction", [](double f) { return f > 0 && f <= 1; }, "a number in (0, 1]");
+  plan.empty_cache_steps = reader.integer("empty_cache_steps", 0, "a non-negative integer").value_or(0);
+  plan.pinned_memory = reader.boolean("pinned_memory").value_or(false);
+  plan.prefetch_factor = reader.positive_integer("prefetch_factor").value_or(2);
+  plan.dataloader_workers = reader.integer("dataloader_workers", 0, "a non-negative integer").value_or(0);
+  plan.cudnn_benchmark = reader.boolean("cudnn_benchmark").value_or(false);
+  plan.tf32_matmul = reader.boolean("tf32_matmul").value_or(false);
+  plan.deterministic = reader.boolean("deterministic").value_or(false);
+  plan.seed = parse_seed(reader);
+  return plan;
+}
+
+void apply_plan(const RuntimePlan& plan) {
+  const bool cuda = plan.device.is_cuda();
+#if !MLH_TORCH_HAS_CUDA
+  if (cuda)
+    throw Error(MLH_ERR_INVALID_ARGUMENT,
+                "plan field 'torch_device': " + plan.torch_device + " needs a LibTorch built with CUDA");
+#endif
+
+  if (plan.intra_op_threads) at::set_num_threads(*plan.intra_op_threads);
+  if (plan.inter_op_threads && at::get_num_interop_threads() != *plan.inter_op_threads) {
+    try {
+      at::set_num_interop_threads(*plan.inter_op_threads);
+    } catch (const c10::Error&) {
+      TORCH_WARN("inter-op threads stay at ", at::get_num_interop_threads(), " (plan: ", *plan.inter_op_threads,
+                 "): they can only be set once per process, before inter-op work starts");
+    }
+  }
+
+  at::Context& context = at::globalContext();
+  context.setDeterministicAlgorithms(plan.deterministic, /*warn_only=*/false);
+  context.setDeterministicCuDNN(plan.deterministic);
+  context.setBenchmarkCuDNN(plan.cudnn_benchmark && !plan.deterministic);
+  context.setAllowTF32CuBLAS(plan.tf32_matmul);
+  context.setAllowTF32CuDNN(plan.tf32_matmul);
+  // cuBLAS reads it when it creates its first handle, which has not happened yet at this point.
+  if (cuda && plan.deterministic) setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+
+#if MLH_TORCH_HAS_CUDA
+  if (cuda && plan.memory_fraction) {
+    const c10::DeviceIndex index = plan.device.has_index() ? plan.device.index() : c10::cuda::current_device();
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(*plan.memory_fraction, index);
+  }
+#endif
+
+  if (plan.seed) seed_everything(*plan.seed);
+}
+
+void to_channels_last(torch::nn::Module& module) {
+  at::NoGradGuard no_grad;
+  for (auto& param : module.parameters())
+    if (param.dim() == 4) param.set_data(param.contiguous(at::MemoryFormat::ChannelsLast));
+  for (auto& buffer : module.buffers())
+    if (buffer.dim() == 4) buffer.set_data(buffer.contiguous(at::MemoryFormat::ChannelsLast));
+}
+
+}  // namespace mlh::rt

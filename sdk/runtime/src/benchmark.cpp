@@ -1,0 +1,89 @@
+// Benchmark harness (see benchmark.hpp).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include <torch/cuda.h>
+
+#include <mlh/runtime/benchmark.hpp>
+
+namespace mlh::rt {
+namespace {
+
+void synchronize(at::Device device) {
+  // Kernels launch asynchronously: without this a CUDA iteration would time only the launch.
+  if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+}
+
+// Linear interpolation between the closest ranks (NumPy's default), `sorted` not empty.
+double percentile(const std::vector<double>& sorted, double p) {
+  const double rank = p * static_cast<double>(sorted.size() - 1);
+  const size_t below = static_cast<size_t>(std::floor(rank));
+  const size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (rank - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+}
+
+}  // namespace
+
+nlohmann::json BenchmarkResult::to_json() const {
+  return {{"name", name},           {"iterations", iterations},
+          {"median_ms", median_ms}, {"p10_ms", p10_ms},
+          {"p90_ms", p90_ms},       {"mean_ms", mean_ms},
+          {"stddev_ms", stddev_ms}, {"items_per_iteration", items_per_iteration},
+          {"throughput", throughput}, {"unit", unit}};
+}
+
+BenchmarkResult run_benchmark(const std::string& name, const std::function<void()>& body,
+                              const BenchmarkOptions& options) {
+  if (options.warmup_iterations < 0 || options.min_iterations < 1 ||
+      options.max_iterations < options.min_iterations) {
+    throw std::invalid_argument("benchmark " + name +
+                                ": needs warmup >= 0 and 1 <= min_iterations <= max_iterations");
+  }
+  using clock = std::chrono::steady_clock;
+  for (int64_t i = 0; i < options.warmup_iterations; ++i) {
+    body();
+    synchronize(options.device);
+  }
+
+  std::vector<double> times_ms;
+  const clock::time_point start = clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  while (static_cast<int64_t>(times_ms.size()) < options.max_iterations &&
+         (static_cast<int64_t>(times_ms.size()) < options.min_iterations ||
+          elapsed_s() < options.min_seconds)) {
+    const clock::time_point t0 = clock::now();
+    body();
+    synchronize(options.device);
+    times_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  }
+
+  BenchmarkResult result;
+  result.name = name;
+  result.iterations = static_cast<int64_t>(times_ms.size());
+  result.items_per_iteration = options.items_per_iteration;
+  result.unit = options.unit;
+  const double n = static_cast<double>(times_ms.size());
+  result.mean_ms = std::accumulate(times_ms.begin(), times_ms.end(), 0.0) / n;
+  double squares = 0;
+  for (double t : times_ms) squares += (t - result.mean_ms) * (t - result.mean_ms);
+  result.stddev_ms = times_ms.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;  // sample
+  std::sort(times_ms.begin(), times_ms.end());
+  result.median_ms = percentile(times_ms, 0.5);
+  result.p10_ms = percentile(times_ms, 0.1);
+  result.p90_ms = percentile(times_ms, 0.9);
+  // The median resists outliers (a page fault, another process); a body too fast for the
+  // clock to resolve has no meaningful rate, and JSON has no infinity.
+  result.throughput = result.median_ms > 0 ? options.items_per_iteration / (result.median_ms / 1000.0) : 0.0;
+  return result;
+}
+
+nlohmann::json benchmarks_summary(const std::vector<BenchmarkResult>& results) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const BenchmarkResult& r : results) list.push_back(r.to_json());
+  return {{"benchmarks", list}};
+}
+
+}  // namespace mlh::rt

@@ -1,0 +1,164 @@
+#include "mlh/runtime/grad_checkpoint.hpp"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "mlh/plugin.hpp"
+#include "mlh/runtime/compat.hpp"
+
+namespace mlh::rt {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The random and autocast state of the forward pass, re-established for the recomputation.
+// The autograd engine runs backward on its own threads, whose thread-local autocast state
+// is not the forward's, so it has to be carried over explicitly.
+struct ForwardState : torch::CustomClassHolder {
+  CheckpointFnN fn;
+  at::Tensor cpu_rng;
+  std::optional<c10::Device> cuda_device;  // the first CUDA input's device
+  at::Tensor cuda_rng;
+  bool autocast_cpu = false, autocast_cuda = false;
+  c10::ScalarType autocast_cpu_dtype = c10::ScalarType::Undefined, autocast_cuda_dtype = c10::ScalarType::Undefined;
+};
+
+at::Tensor rng_state(at::Generator gen) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_rng_state(at::Generator gen, const at::Tensor& state) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+// Sets the saved RNG and autocast state for its lifetime and puts the current one back after,
+// so that the recomputation does not disturb the random streams the rest of backward sees.
+class ForwardStateScope {
+ public:
+  explicit ForwardStateScope(const ForwardState& saved) : saved_(saved) {
+    cpu_rng_ = rng_state(at::detail::getDefaultCPUGenerator());
+    set_rng_state(at::detail::getDefaultCPUGenerator(), saved.cpu_rng);
+    if (saved.cuda_device) {
+      cuda_rng_ = rng_state(at::globalContext().defaultGenerator(*saved.cuda_device));
+      set_rng_state(at::globalContext().defaultGenerator(*saved.cuda_device), saved.cuda_rng);
+    }
+    autocast_cpu_ = compat::autocast_enabled(c10::DeviceType::CPU);
+    autocast_cpu_dtype_ = compat::autocast_dtype(c10::DeviceType::CPU);
+    autocast_cuda_ = compat::autocast_enabled(c10::DeviceType::CUDA);
+    autocast_cuda_dtype_ = compat::autocast_dtype(c10::DeviceType::CUDA);
+    set_autocast(saved.autocast_cpu, saved.autocast_cpu_dtype, saved.autocast_cuda, saved.autocast_cuda_dtype);
+    // As an autocast scope would: the weights cast during the recomputation leave the cache
+    // when the outermost scope on this thread ends.
+    at::autocast::increment_nesting();
+  }
+  ~ForwardStateScope() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    set_autocast(autocast_cpu_, autocast_cpu_dtype_, autocast_cuda_, autocast_cuda_dtype_);
+    set_rng_state(at::detail::getDefaultCPUGenerator(), cpu_rng_);
+    if (saved_.cuda_device) set_rng_state(at::globalContext().defaultGenerator(*saved_.cuda_device), cuda_rng_);
+  }
+  ForwardStateScope(const ForwardStateScope&) = delete;
+  ForwardStateScope& operator=(const ForwardStateScope&) = delete;
+
+ private:
+  static void set_autocast(bool cpu, c10::ScalarType cpu_dtype, bool cuda, c10::ScalarType cuda_dtype) {
+    compat::set_autocast_enabled(c10::DeviceType::CPU, cpu);
+    compat::set_autocast_dtype(c10::DeviceType::CPU, cpu_dtype);
+    compat::set_autocast_enabled(c10::DeviceType::CUDA, cuda);
+    compat::set_autocast_dtype(c10::DeviceType::CUDA, cuda_dtype);
+  }
+
+  const ForwardState& saved_;
+  at::Tensor cpu_rng_, cuda_rng_;
+  bool autocast_cpu_, autocast_cuda_;
+  c10::ScalarType autocast_cpu_dtype_, autocast_cuda_dtype_;
+};
+
+struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
+  // `anchor` is an empty tensor that requires grad: without it, a checkpoint whose inputs do
+  // not require grad (the model's input batch) would give an output that does not either,
+  // and the parameters used inside would get no gradient.
+  static variable_list forward(AutogradContext* ctx, const CheckpointFnN& fn, at::TensorList inputs,
+                               const at::Tensor& anchor) {
+    (void)anchor;
+    auto saved = c10::make_intrusive<ForwardState>();
+    saved->fn = fn;
+    saved->cpu_rng = rng_state(at::detail::getDefaultCPUGenerator());
+    for (const at::Tensor& x : inputs)
+      if (x.is_cuda()) {
+        saved->cuda_device = x.device();
+        saved->cuda_rng = rng_state(at::globalContext().defaultGenerator(x.device()));
+        break;
+      }
+    saved->autocast_cpu = compat::autocast_enabled(c10::DeviceType::CPU);
+    saved->autocast_cpu_dtype = compat::autocast_dtype(c10::DeviceType::CPU);
+    saved->autocast_cuda = compat::autocast_enabled(c10::DeviceType::CUDA);
+    saved->autocast_cuda_dtype = compat::autocast_dtype(c10::DeviceType::CUDA);
+    ctx->saved_data["state"] = c10::IValue::make_capsule(saved);
+    ctx->save_for_backward(inputs.vec());
+    // Function::apply runs this with grad mode off: fn records no graph, keeps no activations.
+    return fn(inputs.vec());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = c10::static_intrusive_pointer_cast<ForwardState>(ctx->saved_data["state"].toCapsule());
+    variable_list inputs;
+    for (const at::Tensor& x : ctx->get_saved_variables())
+      inputs.push_back(x.detach().requires_grad_(x.requires_grad()));
+
+    variable_list outputs;
+    {
+      ForwardStateScope scope(*saved);
+      at::AutoGradMode grad_mode(true);
+      outputs = saved->fn(inputs);
+    }
+    variable_list with_grad, grads;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i].requires_grad() && grad_outputs[i].defined()) {
+        with_grad.push_back(outputs[i]);
+        grads.push_back(grad_outputs[i]);
+      }
+    // Reentrant backward through the recomputed graph: accumulates the parameters' .grad and
+    // the detached inputs' .grad.
+    if (!with_grad.empty()) torch::autograd::backward(with_grad, grads);
+
+    // One gradient per argument of forward: none for fn, the inputs', none for the anchor.
+    variable_list result{at::Tensor()};
+    for (const at::Tensor& x : inputs) result.push_back(x.grad());
+    result.emplace_back();  // the anchor
+    return result;
+  }
+};
+
+}  // namespace
+
+std::vector<at::Tensor> checkpoint(const CheckpointFnN& fn, const std::vector<at::Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined())
+      throw Error(MLH_ERR_INVALID_ARGUMENT, "checkpoint: input " + std::to_string(i) + " is an undefined tensor");
+  if (!at::GradMode::is_enabled()) return fn(inputs);
+  const at::Tensor anchor = at::empty({0}, at::kFloat).requires_grad_();
+  return CheckpointFunction::apply(fn, at::TensorList(inputs), anchor);
+}
+
+at::Tensor checkpoint(const CheckpointFn& fn, const at::Tensor& input) {
+  // By value: the recomputation in backward calls it after this function has returned.
+  const CheckpointFnN wrapped = [fn](const std::vector<at::Tensor>& xs) { return std::vector<at::Tensor>{fn(xs[0])}; };
+  return checkpoint(wrapped, std::vector<at::Tensor>{input})[0];
+}
+
+at::Tensor maybe_checkpoint(bool enabled, const CheckpointFn& fn, const at::Tensor& input) {
+  return enabled ? checkpoint(fn, input) : fn(input);
+}
+
+}  // namespace mlh::rt
