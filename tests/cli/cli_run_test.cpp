@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "cli_harness.hpp"
@@ -73,7 +74,7 @@ TEST_F(RunTest, DescribePrintsCommandsAndSchema) {
   const json d = describe_toyreg();
   ASSERT_FALSE(d.is_discarded());
   EXPECT_EQ(d["name"], "toyreg");
-  EXPECT_EQ(d["commands"], json::array({"train", "eval"}));
+  EXPECT_EQ(d["commands"], json::array({"train", "eval", "benchmark"}));
   ASSERT_TRUE(d["config_schema"].is_object()) << d.dump(2);
   EXPECT_TRUE(d["config_schema"]["properties"].contains("steps")) << d.dump(2);
   EXPECT_EQ(d["config_defaults"]["steps"], 200);
@@ -357,10 +358,14 @@ TEST_F(RunTest, InterruptCancelsAndResumeContinues) {
   const json summary = file_json(run_dir_ / "summary.json");
   ASSERT_FALSE(summary.is_discarded()) << r.describe();
   EXPECT_EQ(summary["status"], "cancelled") << summary.dump(2);
-  ASSERT_TRUE(fs::is_regular_file(run_dir_ / "toyreg_state.json")) << "no state saved on cancel";
-  const json state = file_json(run_dir_ / "toyreg_state.json");
-  ASSERT_TRUE(state["step"].is_number_integer()) << state.dump();
-  const int64_t saved = state["step"];
+  // The runtime's checkpoint of the cancel: checkpoints/step-<9 digits>.ckpt.
+  int64_t saved = -1;
+  if (fs::is_directory(run_dir_ / "checkpoints"))
+    for (const auto& e : fs::directory_iterator(run_dir_ / "checkpoints")) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("step-", 0) == 0) saved = std::max<int64_t>(saved, std::stoll(name.substr(5, 9)));
+    }
+  ASSERT_GE(saved, 0) << "no checkpoint saved on cancel";
   EXPECT_GT(saved, 0);
   // The state is the step the run stopped at (checkpoint_every is huge, so only the cancel saved it).
   EXPECT_GE(saved, static_cast<int64_t>(losses_seen));
@@ -380,6 +385,48 @@ TEST_F(RunTest, InterruptCancelsAndResumeContinues) {
   EXPECT_EQ(losses.back().first, target - 1);
   EXPECT_EQ(losses.size(), static_cast<size_t>(target)) << "every step logged once across both runs";
   EXPECT_EQ(file_json(run_dir_ / "config.json")["steps"], target);
+}
+
+TEST_F(RunTest, TrainingLeavesCheckpointsAndSafetensorsWeights) {
+  const Result r = train({"--set", "steps=120", "--set", "checkpoint_every=40"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  for (const char* f : {"step-000000040.ckpt", "step-000000080.ckpt", "step-000000120.ckpt", "best.ckpt"})
+    EXPECT_TRUE(fs::is_regular_file(run_dir_ / "checkpoints" / f)) << f;
+  // safetensors: an 8-byte little-endian header length, then a JSON header naming the tensors.
+  const std::string weights = read_file(run_dir_ / "model.safetensors");
+  ASSERT_GT(weights.size(), 8u);
+  uint64_t header_length = 0;
+  std::memcpy(&header_length, weights.data(), 8);
+  ASSERT_LE(8 + header_length, weights.size());
+  const json header = json::parse(weights.substr(8, header_length), nullptr, false);
+  ASSERT_FALSE(header.is_discarded());
+  EXPECT_EQ(header["weight"]["dtype"], "F32") << header.dump(2);
+  EXPECT_EQ(header["weight"]["shape"], json::parse("[1, 1]"));
+  EXPECT_TRUE(header.contains("bias")) << header.dump(2);
+}
+
+TEST_F(RunTest, BenchmarkPrintsATableOrJson) {
+  Result r = run_toyreg({"--benchmark", "--run-dir", (tmp() / "bench").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "Benchmarks on cpu:0")) << r.describe();
+  EXPECT_TRUE(contains(r.out, "train_step")) << r.describe();
+  EXPECT_TRUE(contains(r.out, "samples/s")) << r.describe();
+
+  r = run_toyreg({"--benchmark", "--json", "--precision", "bf16", "--run-dir", (tmp() / "bench-json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json j = stdout_json(r);
+  ASSERT_FALSE(j.is_discarded()) << r.describe();
+  EXPECT_EQ(j["precision"], "bf16");
+  ASSERT_EQ(j["benchmarks"].size(), 1u) << j.dump(2);
+  const json& b = j["benchmarks"][0];
+  EXPECT_EQ(b["name"], "train_step");
+  EXPECT_GT(b["median_ms"].get<double>(), 0);
+  EXPECT_LE(b["p10_ms"].get<double>(), b["median_ms"].get<double>());
+  EXPECT_LE(b["median_ms"].get<double>(), b["p90_ms"].get<double>());
+  EXPECT_NEAR(b["throughput"].get<double>(), 256 / (b["median_ms"].get<double>() / 1000), 1e-6 * b["throughput"].get<double>());
+
+  r = run_toyreg({"--benchmark", "--command", "train"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
 }
 
 // --- the worker and the host's own end --------------------------------------------------------

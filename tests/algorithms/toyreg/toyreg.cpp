@@ -1,18 +1,24 @@
-// toyreg: fits y = 3x - 2 (plus noise) by gradient descent on a LibTorch tensor model.
-// Its knobs fail_at_step and crash_at_step let the tests exercise the host's handling of
-// a failing and a crashing worker.
-#include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-
-#include <algorithm>
+// toyreg: fits y = 3x - 2 (plus noise) with a one-weight linear model, on the training
+// runtime: the plan applied, precision, checkpoints (resume, best, cancel), throughput,
+// safetensors export and a benchmark command. It is small enough to train in a second, so
+// the tests drive the whole run path through it. Its knobs fail_at_step and crash_at_step
+// let the tests exercise the host's handling of a failing and a crashing worker.
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <thread>
-#include <fstream>
 
 #include <mlh/plugin.hpp>
+#include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/benchmark.hpp>
+#include <mlh/runtime/checkpoint.hpp>
+#include <mlh/runtime/grad_scaler.hpp>
+#include <mlh/runtime/precision.hpp>
+#include <mlh/runtime/safetensors.hpp>
+#include <mlh/runtime/seed.hpp>
+#include <mlh/runtime/throughput.hpp>
 #include <nlohmann/json.hpp>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
 
 namespace {
 
@@ -35,15 +41,65 @@ const char* kSchema = R"({
   }
 })";
 
-const char* kDefaults = R"({"steps": 200, "lr": 0.1, "samples": 256, "batch_size": 64, "seed": 0, "checkpoint_every": 50,
-  "step_delay_ms": 0, "fail_at_step": -1, "crash_at_step": -1, "label": "toy"})";
+const char* kDefaults = R"({"steps": 200, "lr": 0.1, "samples": 256, "batch_size": 64, "seed": 0,
+  "checkpoint_every": 50, "step_delay_ms": 0, "fail_at_step": -1, "crash_at_step": -1, "label": "toy"})";
+
+// The model, its optimizer and its data: everything a step and a checkpoint need.
+struct Trainer {
+  Trainer(const json& cfg, const mlh::rt::RuntimePlan& plan)
+      : model(torch::nn::LinearOptions(1, 1)),
+        optimizer(model->parameters(), torch::optim::SGDOptions(cfg.at("lr").get<double>())),
+        scaler(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16),
+        precision(plan.precision),
+        device(plan.device),
+        batch(cfg.at("batch_size").get<int64_t>()) {
+    model->to(device);
+    x = (at::rand({cfg.at("samples").get<int64_t>(), 1}) * 2 - 1).to(device);
+    y = x * 3 - 2 + at::randn_like(x) * 0.01;
+  }
+
+  // One SGD step on a random minibatch; returns its loss.
+  double step() {
+    const at::Tensor pick = at::randperm(x.size(0)).narrow(0, 0, std::min<int64_t>(batch, x.size(0))).to(device);
+    const at::Tensor xb = x.index_select(0, pick), yb = y.index_select(0, pick);
+    optimizer.zero_grad();
+    at::Tensor loss;
+    {
+      mlh::rt::AutocastScope autocast(precision, device);
+      loss = (model->forward(xb).to(at::kFloat) - yb).pow(2).mean();
+    }
+    scaler.scale(loss).backward();
+    scaler.step(optimizer);
+    scaler.update();
+    return loss.item<double>();
+  }
+
+  mlh::rt::TrainingState state(int64_t step) {
+    mlh::rt::TrainingState s;
+    s.add("model", *model).add("optimizer", optimizer);
+    s.tensors = mlh::rt::capture_rng_state().to_tensors();
+    s.values = {{"step", step}, {"scaler", scaler.state()}};
+    return s;
+  }
+
+  double weight() { return model->weight.item<double>(); }
+  double bias() { return model->bias.item<double>(); }
+
+  torch::nn::Linear model;
+  torch::optim::SGD optimizer;
+  mlh::rt::GradScaler scaler;
+  mlh::rt::Precision precision;
+  at::Device device;
+  int64_t batch;
+  at::Tensor x, y;
+};
 
 class ToyRegression : public mlh::AlgorithmPlugin {
  public:
   mlh::AlgorithmDescription describe() override {
     mlh::AlgorithmDescription d;
     d.summary = "fits y = 3x - 2 with gradient descent";
-    d.commands = {"train", "eval"};
+    d.commands = {"train", "eval", "benchmark"};
     d.config_schema_json = kSchema;
     d.config_defaults_json = kDefaults;
     // The model is w and b whatever the preset; "$parameters" is what the host prints.
@@ -54,72 +110,79 @@ class ToyRegression : public mlh::AlgorithmPlugin {
 
   void run(mlh::RunContext& ctx) override {
     const json cfg = json::parse(ctx.config_json());
-    const std::string state_path = ctx.run_dir() + "/toyreg_state.json";
-    if (ctx.command() == "eval") return evaluate(ctx, state_path);
+    const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
+    mlh::rt::apply_plan(plan);
+    mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
+    Trainer t(cfg, plan);
+    mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize,
+                                           [&](const std::string& w) { ctx.warn(w); });
+    if (ctx.command() == "eval") return evaluate(ctx, t, checkpoints);
+    if (ctx.command() == "benchmark") return benchmark(ctx, t, plan);
+    train(ctx, cfg, t, checkpoints);
+  }
 
+ private:
+  static void train(mlh::RunContext& ctx, const json& cfg, Trainer& t, mlh::rt::CheckpointManager& checkpoints) {
     const int64_t steps = cfg.at("steps"), every = cfg.at("checkpoint_every");
-    const double lr = cfg.at("lr");
-    const int64_t batch = cfg.at("batch_size");
-    at::manual_seed(cfg.at("seed").get<int64_t>());
-    const at::Tensor x = at::rand({cfg.at("samples").get<int64_t>(), 1}) * 2 - 1;
-    const at::Tensor y = x * 3 - 2 + at::randn_like(x) * 0.01;
-
-    double w = 0, b = 0;
     int64_t start = 0;
     if (ctx.resume()) {
-      std::ifstream in(state_path);
-      if (in) {
-        json s = json::parse(in);
-        w = s.at("w"), b = s.at("b"), start = s.at("step");
-        ctx.info("resumed from step " + std::to_string(start));
+      mlh::rt::TrainingState s = t.state(0);
+      if (auto loaded = checkpoints.load_latest(s, t.device)) {
+        start = loaded->values.at("step");
+        t.scaler.load_state(loaded->values.at("scaler"));
+        mlh::rt::restore_rng_state(mlh::rt::RngState::from_tensors(s.tensors));
+        ctx.info("resumed from step " + std::to_string(start) + " (" + loaded->path + ")");
       }
     }
-    ctx.info("torch intra-op threads: " + std::to_string(at::get_num_threads()));
+    ctx.info("torch intra-op threads: " + std::to_string(at::get_num_threads()) + ", precision " +
+             mlh::rt::to_string(t.precision));
     ctx.metric("toy/torch_threads", at::get_num_threads(), start);
+    mlh::rt::ThroughputMeter speed(ctx);
 
     double loss = 0;
     for (int64_t step = start; step < steps; ++step) {
       if (step == cfg.at("fail_at_step").get<int64_t>())
         throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "failing on purpose at step " + std::to_string(step));
       if (step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
-      // A random minibatch of batch_size samples (the host's plan sets batch_size).
-      const at::Tensor pick = at::randperm(x.size(0)).narrow(0, 0, std::min<int64_t>(batch, x.size(0)));
-      const at::Tensor xb = x.index_select(0, pick), yb = y.index_select(0, pick);
-      const at::Tensor err = xb * w + b - yb;
-      loss = err.pow(2).mean().item<double>();
-      w -= lr * (2 * (err * xb).mean().item<double>());
-      b -= lr * (2 * err.mean().item<double>());
+      loss = t.step();
+      speed.record_step(t.batch, step);
       ctx.metric("train/loss", loss, step);
       ctx.progress(step + 1, steps, "steps");
-      if ((step + 1) % every == 0 || step + 1 == steps) save(state_path, w, b, step + 1);
+      if ((step + 1) % every == 0 || step + 1 == steps) checkpoints.save(t.state(step + 1), step + 1, loss);
       if (int64_t d = cfg.at("step_delay_ms"); d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
       if (ctx.should_stop()) {
-        save(state_path, w, b, step + 1);
-        throw mlh::Error(MLH_ERR_CANCELLED, "stopped at step " + std::to_string(step + 1) + " (state saved)");
+        checkpoints.save(t.state(step + 1), step + 1, loss);
+        throw mlh::Error(MLH_ERR_CANCELLED, "stopped at step " + std::to_string(step + 1) + " (checkpoint saved)");
       }
     }
-    ctx.info("final loss " + std::to_string(loss) + ", w " + std::to_string(w) + ", b " + std::to_string(b));
-    ctx.summary(json{{"final_loss", loss}, {"w", w}, {"b", b}, {"steps", steps},
+    speed.flush();
+    mlh::rt::export_module_weights(*t.model, ctx.run_dir() + "/model.safetensors");
+    ctx.info("final loss " + std::to_string(loss) + ", w " + std::to_string(t.weight()) + ", b " +
+             std::to_string(t.bias()));
+    ctx.summary(json{{"final_loss", loss}, {"w", t.weight()}, {"b", t.bias()}, {"steps", steps},
                      {"torch_threads", at::get_num_threads()}, {"label", cfg.at("label")},
-                     {"batch_size", batch}, {"samples", cfg.at("samples")}}
+                     {"batch_size", t.batch}, {"samples", cfg.at("samples")}}
                     .dump());
   }
 
- private:
-  static void save(const std::string& path, double w, double b, int64_t step) {
-    const std::string tmp = path + ".tmp";
-    std::ofstream(tmp) << json{{"w", w}, {"b", b}, {"step", step}}.dump();
-    std::rename(tmp.c_str(), path.c_str());
+  static void evaluate(mlh::RunContext& ctx, Trainer& t, mlh::rt::CheckpointManager& checkpoints) {
+    mlh::rt::TrainingState s = t.state(0);
+    auto loaded = checkpoints.load_best(s, t.device);
+    if (!loaded) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder ('" + checkpoints.dir() + "')");
+    const double error = std::abs(t.weight() - 3) + std::abs(t.bias() + 2);
+    ctx.metric("eval/parameter_error", error, loaded->step);
+    ctx.summary(json{{"parameter_error", error}, {"checkpoint", loaded->path}}.dump());
   }
 
-  static void evaluate(mlh::RunContext& ctx, const std::string& state_path) {
-    std::ifstream in(state_path);
-    if (!in) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder ('" + state_path + "')");
-    const json s = json::parse(in);
-    const double w = s.at("w"), b = s.at("b");
-    const double error = std::abs(w - 3) + std::abs(b + 2);
-    ctx.metric("eval/parameter_error", error, s.at("step"));
-    ctx.summary(json{{"parameter_error", error}}.dump());
+  static void benchmark(mlh::RunContext& ctx, Trainer& t, const mlh::rt::RuntimePlan& plan) {
+    mlh::rt::BenchmarkOptions options;
+    options.items_per_iteration = static_cast<double>(t.batch);
+    options.unit = "samples";
+    options.device = plan.device;
+    options.min_seconds = 0.5;
+    const mlh::rt::BenchmarkResult r = mlh::rt::run_benchmark("train_step", [&] { t.step(); }, options);
+    ctx.info("train_step: median " + std::to_string(r.median_ms) + " ms");
+    ctx.summary(mlh::rt::benchmarks_summary({r}).dump());
   }
 };
 
