@@ -12,6 +12,7 @@
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
+#include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/precision.hpp>
 #include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
@@ -52,7 +53,8 @@ struct Trainer {
         scaler(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16),
         precision(plan.precision),
         device(plan.device),
-        batch(cfg.at("batch_size").get<int64_t>()) {
+        batch(cfg.at("batch_size").get<int64_t>()),
+        empty_cache_steps(plan.empty_cache_steps) {
     model->to(device);
     x = (at::rand({cfg.at("samples").get<int64_t>(), 1}) * 2 - 1).to(device);
     y = x * 3 - 2 + at::randn_like(x) * 0.01;
@@ -91,6 +93,7 @@ struct Trainer {
   mlh::rt::Precision precision;
   at::Device device;
   int64_t batch;
+  int64_t empty_cache_steps;
   at::Tensor x, y;
 };
 
@@ -138,6 +141,9 @@ class ToyRegression : public mlh::AlgorithmPlugin {
              mlh::rt::to_string(t.precision));
     ctx.metric("toy/torch_threads", at::get_num_threads(), start);
     mlh::rt::ThroughputMeter speed(ctx);
+    mlh::rt::MemoryMonitorOptions memory_options;
+    memory_options.empty_cache_steps = t.empty_cache_steps;
+    mlh::rt::MemoryMonitor memory(t.device, ctx, memory_options);
 
     double loss = 0;
     for (int64_t step = start; step < steps; ++step) {
@@ -146,6 +152,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
       if (step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
       loss = t.step();
       speed.record_step(t.batch, step);
+      memory.step(step);
       ctx.metric("train/loss", loss, step);
       ctx.progress(step + 1, steps, "steps");
       if ((step + 1) % every == 0 || step + 1 == steps) checkpoints.save(t.state(step + 1), step + 1, loss);
