@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iostream>
 #include <mlh/mlh.h>
+
+#include "device_plugin_test.hpp"
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -84,45 +86,10 @@ bool cpuinfo_has_flag(const std::string& flag) {
   return false;
 }
 
-mlh_error make_error() {
-  mlh_error error{};
-  error.struct_size = sizeof(error);
-  return error;
-}
-
-class CpuLibrary : public ::testing::Test {
+class CpuLibrary : public mlh::testing::DevicePluginTest {
  protected:
-  static void SetUpTestSuite() {
-    handle_ = ::dlopen(MLH_CPU_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle_, nullptr) << ::dlerror();
-    negotiate_ = reinterpret_cast<mlh_negotiate_fn>(::dlsym(handle_, MLH_ENTRY_SYMBOL));
-    ASSERT_NE(negotiate_, nullptr);
-  }
-  static void TearDownTestSuite() {
-    if (handle_) ::dlclose(handle_);
-    handle_ = nullptr;
-  }
-
-  static mlh_status negotiate(uint32_t major, mlh_negotiate_response* response, mlh_error* error) {
-    mlh_abi_version version{sizeof(mlh_abi_version), major, 0};
-    mlh_negotiate_request request{sizeof(request), &version, 1, MLH_PLUGIN_KIND_DEVICE, "mlhost-test", "0.1.0"};
-    *response = mlh_negotiate_response{};
-    response->struct_size = sizeof(*response);
-    return negotiate_(&request, response, error);
-  }
-
-  void SetUp() override {
-    if (!negotiate_) GTEST_SKIP() << "library did not load";
-    mlh_negotiate_response response;
-    mlh_error error = make_error();
-    ASSERT_EQ(negotiate(1, &response, &error), MLH_OK) << error.message;
-    table_ = static_cast<const mlh_device_plugin*>(response.table);
-    ASSERT_NE(table_, nullptr);
-    ASSERT_EQ(table_->create(&instance_, &error), MLH_OK) << error.message;
-  }
-  void TearDown() override {
-    if (instance_) table_->destroy(instance_);
-  }
+  static void SetUpTestSuite() { load_library(MLH_CPU_PLUGIN_PATH); }
+  static void TearDownTestSuite() { unload_library(); }
 
   const mlh_device_record& probe_one() {
     const mlh_device_record* records = nullptr;
@@ -133,14 +100,8 @@ class CpuLibrary : public ::testing::Test {
     return records[0];
   }
 
-  static void* handle_;
-  static mlh_negotiate_fn negotiate_;
-  const mlh_device_plugin* table_ = nullptr;
-  mlh_plugin_instance* instance_ = nullptr;
 };
 
-void* CpuLibrary::handle_ = nullptr;
-mlh_negotiate_fn CpuLibrary::negotiate_ = nullptr;
 
 TEST_F(CpuLibrary, NegotiatesAsTheCpuDevicePlugin) {
   mlh_negotiate_response response;

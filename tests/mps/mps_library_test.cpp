@@ -7,54 +7,21 @@
 
 #include <map>
 #include <mlh/mlh.h>
+
+#include "device_plugin_test.hpp"
 #include <string>
 
 namespace {
-
-mlh_error make_error() {
-  mlh_error error{};
-  error.struct_size = sizeof(error);
-  return error;
-}
 
 bool is_macos() {
   utsname names{};
   return ::uname(&names) == 0 && std::string(names.sysname) == "Darwin";
 }
 
-class MpsLibrary : public ::testing::Test {
+class MpsLibrary : public mlh::testing::DevicePluginTest {
  protected:
-  static void SetUpTestSuite() {
-    handle_ = ::dlopen(MLH_MPS_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle_, nullptr) << ::dlerror();
-    negotiate_ = reinterpret_cast<mlh_negotiate_fn>(::dlsym(handle_, MLH_ENTRY_SYMBOL));
-    ASSERT_NE(negotiate_, nullptr);
-  }
-  static void TearDownTestSuite() {
-    if (handle_) ::dlclose(handle_);
-    handle_ = nullptr;
-  }
-
-  static mlh_status negotiate(uint32_t major, mlh_negotiate_response* response, mlh_error* error) {
-    mlh_abi_version version{sizeof(mlh_abi_version), major, 0};
-    mlh_negotiate_request request{sizeof(request), &version, 1, MLH_PLUGIN_KIND_DEVICE, "mlhost-test", "0.1.0"};
-    *response = mlh_negotiate_response{};
-    response->struct_size = sizeof(*response);
-    return negotiate_(&request, response, error);
-  }
-
-  void SetUp() override {
-    if (!negotiate_) GTEST_SKIP() << "library did not load";
-    mlh_negotiate_response response;
-    mlh_error error = make_error();
-    ASSERT_EQ(negotiate(1, &response, &error), MLH_OK) << error.message;
-    table_ = static_cast<const mlh_device_plugin*>(response.table);
-    ASSERT_NE(table_, nullptr);
-    ASSERT_EQ(table_->create(&instance_, &error), MLH_OK) << error.message;
-  }
-  void TearDown() override {
-    if (instance_) table_->destroy(instance_);
-  }
+  static void SetUpTestSuite() { load_library(MLH_MPS_PLUGIN_PATH); }
+  static void TearDownTestSuite() { unload_library(); }
 
   std::map<std::string, std::string> prepare(const char* plan) {
     mlh_prepare_request request{sizeof(mlh_prepare_request), 0, plan};
@@ -67,14 +34,8 @@ class MpsLibrary : public ::testing::Test {
     return env;
   }
 
-  static void* handle_;
-  static mlh_negotiate_fn negotiate_;
-  const mlh_device_plugin* table_ = nullptr;
-  mlh_plugin_instance* instance_ = nullptr;
 };
 
-void* MpsLibrary::handle_ = nullptr;
-mlh_negotiate_fn MpsLibrary::negotiate_ = nullptr;
 
 TEST_F(MpsLibrary, NegotiatesAsTheMpsDevicePlugin) {
   mlh_negotiate_response response;
