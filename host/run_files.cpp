@@ -1,47 +1,17 @@
 #include "run_files.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <ctime>
 #include <stdexcept>
+
+#include <mlh/atomic_file.hpp>
 
 namespace mlhost {
 namespace fs = std::filesystem;
 
 void write_file_atomically(const fs::path& path, const std::string& content) {
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& what) {
-    const std::string err = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path.string() + "': " + what + ": " + err);
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("open");
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t w = ::write(fd, content.data() + done, content.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      ::close(fd);
-      fail("write");
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync");
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
-  // The rename itself must reach the disk for the new file to survive a crash.
-  int dfd = ::open(path.parent_path().empty() ? "." : path.parent_path().c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  mlh::AtomicFile file(path.string());
+  file.write(content.data(), content.size());
+  file.commit();
 }
 
 void prepare_run_dir(const fs::path& dir, bool resume) {

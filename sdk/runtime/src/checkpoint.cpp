@@ -197,20 +197,6 @@ void read_archive(torch::serialize::InputArchive& archive, TrainingState& state)
 
 // ---- files ----
 
-void fsync_dir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw Error(MLH_ERR_IO, "cannot open folder '" + dir + "' to sync it: " + errno_text());
-  const int rc = ::fsync(fd);
-  const std::string err = errno_text();
-  ::close(fd);
-  if (rc != 0) throw Error(MLH_ERR_IO, "cannot sync folder '" + dir + "': " + err);
-}
-
-std::string parent_dir(const std::string& path) {
-  const std::string p = fs::path(path).parent_path().string();
-  return p.empty() ? "." : p;
-}
-
 std::vector<char> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw Unusable("cannot open: " + errno_text());
@@ -295,65 +281,6 @@ void load_training_state(TrainingState& state, std::istream& in, at::Device devi
     throw Error(MLH_ERR_INVALID_ARGUMENT, "training state: unreadable archive: " + first_line(e.what()));
   }
   read_archive(archive, state);
-}
-
-// ---- AtomicFile ----
-
-AtomicFile::AtomicFile(std::string path)
-    : path_(std::move(path)), temp_path_(path_ + kTempMarker + std::to_string(::getpid())) {
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail("cannot create '" + temp_path_ + "'");
-}
-
-AtomicFile::~AtomicFile() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(temp_path_.c_str());
-  }
-}
-
-void AtomicFile::fail(const std::string& what) const {
-  throw Error(MLH_ERR_IO, "cannot write '" + path_ + "': " + what + ": " + errno_text());
-}
-
-void AtomicFile::write(const void* data, size_t size) {
-  const auto* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd_, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write failed");
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
-void AtomicFile::write_at(uint64_t offset, const void* data, size_t size) {
-  const auto* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write failed");
-    p += n;
-    offset += static_cast<uint64_t>(n);
-    size -= static_cast<size_t>(n);
-  }
-}
-
-void AtomicFile::commit() {
-  if (::fsync(fd_) != 0) fail("fsync failed");
-  const int rc = ::close(fd_);
-  fd_ = -1;
-  if (rc != 0) {
-    ::unlink(temp_path_.c_str());
-    fail("close failed");
-  }
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(temp_path_.c_str());
-    errno = saved;
-    fail("rename from '" + temp_path_ + "' failed");
-  }
-  fsync_dir(parent_dir(path_));
 }
 
 // ---- CheckpointManager ----

@@ -30,6 +30,7 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <mlh/atomic_file.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -62,30 +63,6 @@ struct TrainingState {
 // parameters) is an mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming what differs.
 void save_training_state(const TrainingState& state, std::ostream& out);
 void load_training_state(TrainingState& state, std::istream& in, at::Device device);
-
-// A file that appears at `path` complete or not at all: written to "<path>.tmp-<pid>" in the
-// same folder, fsync'ed, renamed over `path`, then the folder fsync'ed so that the rename
-// survives a power loss. Destroyed without commit() (an exception), it removes the
-// temporary; a killed process leaves the temporary behind, never a partial `path`.
-// Failures are mlh::Error(MLH_ERR_IO) naming the path.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string path);
-  ~AtomicFile();
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  void write(const void* data, size_t size);
-  void write_at(uint64_t offset, const void* data, size_t size);  // rewrites earlier bytes
-  void commit();
-
-  static constexpr const char* kTempMarker = ".tmp-";
-
- private:
-  [[noreturn]] void fail(const std::string& what) const;
-  std::string path_, temp_path_;
-  int fd_ = -1;
-};
 
 enum class Goal { Minimize, Maximize };  // which metric is better
 
