@@ -10,6 +10,8 @@ packages=(
   libboost-dev libboost-filesystem-dev libboost-program-options-dev   # Boost.DLL, filesystem, program_options
   libspdlog-dev nlohmann-json3-dev                      # logging, JSON
   libgtest-dev libgmock-dev                             # tests
+  libstb-dev zlib1g-dev                                 # PNG/JPEG decoding, gzip'd IDX files
+  dataset-fashion-mnist                                 # the demo data (IDX files)
 )
 
 missing=()
