@@ -1,0 +1,49 @@
+// The data every ProtoNet loader produces: a labelled set of equally sized 8-bit images.
+// Loaders (idx, omniglot, miniimagenet, folder) are free of LibTorch; the algorithm turns
+// the pixels into tensors when it assembles episodes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace protonet {
+
+// Bad or unreadable data; the message names the file (and the field or entry).
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ImageSet {
+  int channels = 1, height = 0, width = 0;
+  std::vector<uint8_t> pixels;           // N x C x H x W, row-major
+  std::vector<int32_t> labels;           // N entries, each an index into class_names
+  std::vector<std::string> class_names;  // e.g. "Greek/character01/rot090", "5", "n01532829"
+
+  size_t size() const { return labels.size(); }
+  size_t image_bytes() const { return static_cast<size_t>(channels) * height * width; }
+  const uint8_t* image(size_t i) const { return pixels.data() + i * image_bytes(); }
+};
+
+// Which data to load, from the algorithm's config.
+struct DatasetSpec {
+  std::string format;            // "idx", "omniglot", "miniimagenet" or "folder"
+  std::string root;              // the folder (omniglot, miniimagenet, folder) or the IDX images file
+  std::string labels;            // idx: the labels file
+  std::string split;             // omniglot / miniimagenet: "train", "val" or "test"
+  std::string split_file;        // omniglot: a split file (one "<Alphabet>/<characterNN>/rot000" per line)
+  std::vector<int32_t> classes;  // idx: the labels to keep (empty: all)
+  int height = 28, width = 28;   // images are resized to this
+  int channels = 1;              // 1: grayscale, 3: RGB
+  bool invert = false;           // omniglot: white strokes on black, as the reference code does
+  bool rotations = false;        // omniglot: rotations by 90/180/270 as extra classes
+  std::string cache_dir;         // decoded sets are cached here ("": no cache)
+};
+
+// Loads (or reads from the cache) the set `spec` describes. Throws DataError.
+ImageSet load_dataset(const DatasetSpec& spec);
+
+}  // namespace protonet
