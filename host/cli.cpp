@@ -34,7 +34,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   po::options_description plugins("Plugins and devices");
   plugins.add_options()
       ("probe", "probe every device plugin, rank the devices and show the choice")
-      ("json", "with --probe or --list-plugins: print JSON (schema in docs/probe-json.md)")
+      ("json", "with --probe, --list-plugins or --benchmark: print JSON (probe schema: docs/probe-json.md)")
       ("list-plugins", "list the plugins found in the search path (no plugin code is loaded)")
       ("plugin-dir", po::value<std::vector<std::string>>()->composing(),
        "search this folder for plugins first (repeatable); MLH_PLUGIN_PATH adds more")
