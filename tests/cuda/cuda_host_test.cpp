@@ -3,7 +3,11 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 #include "cuda_harness.hpp"
 
@@ -11,9 +15,33 @@ namespace {
 
 using namespace mlh::cuda_test;
 
+// A plugin folder with only the cpu and cuda device plugins: the algorithm plugins beside
+// them (built with Debian's CPU-only LibTorch) would make every CUDA device unusable.
+std::string device_plugins_only() {
+  static const std::string dir = [] {
+    const std::filesystem::path from = std::filesystem::path(MLH_CUDA_PLUGIN_PATH).parent_path();
+    const std::filesystem::path to =
+        std::filesystem::temp_directory_path() / ("mlhost-cuda-host-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(to);
+    std::filesystem::permissions(to, std::filesystem::perms(0755), std::filesystem::perm_options::replace);
+    for (const char* f : {"cpu.plugin.json", "libmlhost-cpu.so", "cuda.plugin.json", "libmlhost-cuda.so"})
+      std::filesystem::copy_file(from / f, to / f, std::filesystem::copy_options::overwrite_existing);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(std::filesystem::temp_directory_path() /
+                                      ("mlhost-cuda-host-test-" + std::to_string(::getpid())),
+                                  ec);
+    });
+    return to.string();
+  }();
+  return dir;
+}
+
 std::string host_output(const std::string& arguments) {
   std::string out;
-  FILE* pipe = ::popen((std::string(MLH_HOST_PATH) + " " + arguments + " 2>/dev/null").c_str(), "r");
+  const std::string command = std::string(MLH_HOST_PATH) + " --no-default-plugin-dir --plugin-dir " +
+                              device_plugins_only() + " " + arguments + " 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return out;
   char buffer[4096];
   for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);

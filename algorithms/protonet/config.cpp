@@ -1,0 +1,174 @@
+#include "config.hpp"
+
+#include <mlh/plugin.hpp>
+
+namespace protonet {
+
+using nlohmann::json;
+
+const char* config_schema_json() {
+  return R"json({
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "data": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+        "format": {"enum": ["idx", "omniglot", "miniimagenet", "folder"]},
+        "root": {"type": "string", "description": "idx: the images file; else the data folder"},
+        "labels": {"type": "string", "description": "idx: the labels file"},
+        "train_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "idx: labels to train on (empty: all)"},
+        "val_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "idx: validate on these labels of the training file (class-disjoint); empty: hold out val_fraction of each training class. omniglot/miniimagenet use their 'val' split"},
+        "val_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "test_root": {"type": "string", "description": "idx: the test images file; folder: the test folder; omniglot/miniimagenet: '' = root (split 'test')"},
+        "test_labels": {"type": "string"},
+        "test_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        "height": {"type": "integer", "minimum": 8},
+        "width": {"type": "integer", "minimum": 8},
+        "channels": {"enum": [1, 3]},
+        "invert": {"type": "boolean"},
+        "rotations": {"type": "boolean", "description": "omniglot: rotated characters as extra training classes"},
+        "cache_dir": {"type": "string"}
+      }
+    },
+    "train_way": {"type": "integer", "minimum": 2, "description": "classes per training episode (capped at the classes available)"},
+    "train_shot": {"type": "integer", "minimum": 1},
+    "train_query": {"type": "integer", "minimum": 1},
+    "test_way": {"type": "integer", "minimum": 2},
+    "test_shot": {"type": "integer", "minimum": 1},
+    "test_query": {"type": "integer", "minimum": 1},
+    "epochs": {"type": "integer", "minimum": 1},
+    "episodes_per_epoch": {"type": "integer", "minimum": 1},
+    "val_episodes": {"type": "integer", "minimum": 1},
+    "patience": {"type": "integer", "minimum": 1, "description": "epochs without a better validation loss before stopping"},
+    "lr": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+    "lr_halve_every": {"type": "integer", "minimum": 1, "description": "episodes"},
+    "distance": {"enum": ["euclidean", "cosine"]},
+    "cosine_scale": {"type": "number", "exclusiveMinimum": 0, "description": "logits = scale * cosine similarity"},
+    "width": {"type": "integer", "minimum": 1, "description": "Conv-4 filters per block"},
+    "seed": {"type": "integer", "minimum": 0},
+    "eval_episodes": {"type": "integer", "minimum": 1},
+    "keep_checkpoints": {"type": "integer", "minimum": 1},
+    "support_dir": {"type": "string", "description": "classify: one subfolder of images per class"},
+    "query": {"type": ["string", "array"], "items": {"type": "string"}, "description": "classify: a folder of images, or image files"},
+    "checkpoint": {"enum": ["best", "latest"]}
+  }
+})json";
+}
+
+const char* config_defaults_json() {
+  return R"json({
+  "data": {
+    "format": "idx",
+    "root": "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz",
+    "labels": "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
+    "train_classes": [0, 1, 2, 3, 4],
+    "val_classes": [],
+    "val_fraction": 0.1,
+    "test_root": "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
+    "test_labels": "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz",
+    "test_classes": [5, 6, 7, 8, 9],
+    "height": 28, "width": 28, "channels": 1,
+    "invert": false, "rotations": false, "cache_dir": ""
+  },
+  "train_way": 60, "train_shot": 5, "train_query": 5,
+  "test_way": 5, "test_shot": 5, "test_query": 15,
+  "epochs": 100, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 10,
+  "lr": 0.001, "lr_halve_every": 2000,
+  "distance": "euclidean", "cosine_scale": 10.0,
+  "width": 64, "seed": 0, "eval_episodes": 1000, "keep_checkpoints": 3,
+  "support_dir": "", "query": "", "checkpoint": "best"
+})json";
+}
+
+// Conv-4 at width 64 on 1-channel input has 111,936 parameters (3 channels: 113,088); the
+// presets change the training schedule, not the model.
+const char* presets_json() {
+  return R"json({
+  "full": {"$parameters": 111936},
+  "reduced": {"$parameters": 111936, "train_way": 20, "train_query": 5, "epochs": 20,
+              "episodes_per_epoch": 50, "val_episodes": 50, "patience": 5, "eval_episodes": 300}
+})json";
+}
+
+namespace {
+
+std::vector<int32_t> ints(const json& j) { return j.get<std::vector<int32_t>>(); }
+
+}  // namespace
+
+Config parse_config(const json& user) {
+  try {
+    json cfg = json::parse(config_defaults_json());
+    cfg.merge_patch(user);
+    Config c;
+    const json& d = cfg.at("data");
+    DatasetSpec base;
+    base.format = d.at("format").get<std::string>();
+    base.height = d.at("height").get<int>();
+    base.width = d.at("width").get<int>();
+    base.channels = d.at("channels").get<int>();
+    base.invert = d.at("invert").get<bool>();
+    base.cache_dir = d.at("cache_dir").get<std::string>();
+    const bool split_format = base.format == "omniglot" || base.format == "miniimagenet";
+
+    c.train_data = base;
+    c.train_data.root = d.at("root").get<std::string>();
+    c.train_data.labels = d.at("labels").get<std::string>();
+    c.train_data.classes = ints(d.at("train_classes"));
+    c.train_data.rotations = d.at("rotations").get<bool>();
+    c.train_data.split = split_format ? "train" : "";
+
+    c.val_fraction = d.at("val_fraction").get<double>();
+    const std::vector<int32_t> val_classes = ints(d.at("val_classes"));
+    c.val_data = c.train_data;
+    c.val_data.rotations = false;
+    if (split_format) {
+      c.has_val_classes = true;
+      c.val_data.split = "val";
+    } else if (!val_classes.empty()) {
+      c.has_val_classes = true;
+      c.val_data.classes = val_classes;
+    }
+
+    c.test_data = base;
+    c.test_data.root = d.at("test_root").get<std::string>();
+    c.test_data.labels = d.at("test_labels").get<std::string>();
+    c.test_data.classes = ints(d.at("test_classes"));
+    if (split_format) {
+      if (c.test_data.root.empty()) c.test_data.root = c.train_data.root;
+      c.test_data.split = "test";
+    }
+
+    c.train = {cfg.at("train_way").get<int>(), cfg.at("train_shot").get<int>(), cfg.at("train_query").get<int>()};
+    c.test = {cfg.at("test_way").get<int>(), cfg.at("test_shot").get<int>(), cfg.at("test_query").get<int>()};
+    c.epochs = cfg.at("epochs").get<int64_t>();
+    c.episodes_per_epoch = cfg.at("episodes_per_epoch").get<int64_t>();
+    c.val_episodes = cfg.at("val_episodes").get<int64_t>();
+    c.patience = cfg.at("patience").get<int64_t>();
+    c.lr = cfg.at("lr").get<double>();
+    c.lr_halve_every = cfg.at("lr_halve_every").get<int64_t>();
+    c.distance = cfg.at("distance").get<std::string>();
+    c.cosine_scale = cfg.at("cosine_scale").get<double>();
+    c.width = cfg.at("width").get<int64_t>();
+    c.seed = cfg.at("seed").get<uint64_t>();
+    c.eval_episodes = cfg.at("eval_episodes").get<int64_t>();
+    c.keep_checkpoints = cfg.at("keep_checkpoints").get<int>();
+    c.support_dir = cfg.at("support_dir").get<std::string>();
+    const json& q = cfg.at("query");
+    if (q.is_string()) {
+      if (!q.get<std::string>().empty()) c.query = {q.get<std::string>()};
+    } else {
+      c.query = q.get<std::vector<std::string>>();
+    }
+    c.checkpoint = cfg.at("checkpoint").get<std::string>();
+    if (c.distance != "euclidean" && c.distance != "cosine")
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'distance': expected euclidean or cosine");
+    return c;
+  } catch (const json::exception& e) {
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("protonet config: ") + e.what());
+  }
+}
+
+}  // namespace protonet

@@ -1,0 +1,62 @@
+#include "model.hpp"
+
+#include <memory>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <mlh/runtime/grad_checkpoint.hpp>
+
+namespace protonet {
+
+Conv4Impl::Conv4Impl(int64_t in_channels, int64_t width) : width_(width) {
+  int64_t in = in_channels;
+  for (int i = 0; i < 4; ++i) {
+    // Registered as "blocks.<i>.conv" / "blocks.<i>.bn" so exported weights read naturally.
+    auto conv = torch::nn::Conv2d(torch::nn::Conv2dOptions(in, width, 3).padding(1));
+    auto norm = torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(width));
+    convs_.push_back(register_module("block" + std::to_string(i) + "_conv", conv));
+    norms_.push_back(register_module("block" + std::to_string(i) + "_bn", norm));
+    in = width;
+  }
+}
+
+at::Tensor Conv4Impl::block(size_t i, const at::Tensor& x, bool recompute) {
+  at::Tensor y = convs_[i]->forward(x);
+  auto& bn = norms_[i];
+  const bool training = is_training();
+  const double momentum = bn->options.momentum().value_or(0.1);
+  if (training && !recompute) bn->num_batches_tracked.add_(1);
+  // As BatchNorm2d's forward, with momentum 0 on a recomputation (see model.hpp).
+  y = at::batch_norm(y, bn->weight, bn->bias, bn->running_mean, bn->running_var, training,
+                     recompute ? 0.0 : momentum, bn->options.eps(), /*cudnn_enabled=*/true);
+  return at::max_pool2d(at::relu(y), {2, 2});
+}
+
+at::Tensor Conv4Impl::forward(const at::Tensor& x, bool checkpointing) {
+  at::Tensor h = x;
+  for (size_t i = 0; i < convs_.size(); ++i) {
+    // The first call of the function is the forward; later ones are recomputations. The
+    // counter is shared by every copy the checkpoint makes of the function.
+    auto calls = std::make_shared<int>(0);
+    h = mlh::rt::maybe_checkpoint(
+        checkpointing,
+        [this, i, calls](const at::Tensor& in) { return block(i, in, (*calls)++ > 0); }, h);
+  }
+  return h.flatten(1);
+}
+
+int64_t Conv4Impl::embedding_dim(int64_t height, int64_t width) const {
+  for (int i = 0; i < 4; ++i) {
+    height /= 2;
+    width /= 2;
+  }
+  return width_ * height * width;
+}
+
+int64_t Conv4Impl::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace protonet

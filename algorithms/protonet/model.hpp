@@ -1,0 +1,43 @@
+// The Conv-4 embedding network of Snell et al. (2017): four blocks of 3x3 convolution
+// (`width` filters, padding 1) -> batch norm -> ReLU -> 2x2 max pool, then flattened.
+// 28x28x1 inputs embed to width x 1 x 1 (64-d at width 64), 84x84x3 to width x 5 x 5 (1600-d).
+//
+// Gradient checkpointing (forward(x, true)) recomputes each block in the backward pass.
+// A block's batch norm would then update its running statistics twice per step (once in the
+// forward, once in the recomputation); the recomputation runs it with momentum 0, which
+// normalises with the same batch statistics (so gradients equal the plain path's) and leaves
+// the running statistics as the forward left them. So a checkpointed step changes the model
+// exactly as a plain one does, in train and in eval mode.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/pimpl.h>
+
+namespace protonet {
+
+class Conv4Impl : public torch::nn::Module {
+ public:
+  explicit Conv4Impl(int64_t in_channels = 1, int64_t width = 64);
+
+  // x: B x C x H x W float; returns B x D embeddings.
+  at::Tensor forward(const at::Tensor& x, bool checkpointing = false);
+
+  // Embedding size for an input of this height and width.
+  int64_t embedding_dim(int64_t height, int64_t width) const;
+  int64_t parameter_count() const;
+
+ private:
+  at::Tensor block(size_t i, const at::Tensor& x, bool recompute);
+
+  std::vector<torch::nn::Conv2d> convs_;
+  std::vector<torch::nn::BatchNorm2d> norms_;
+  int64_t width_;
+};
+TORCH_MODULE(Conv4);
+
+}  // namespace protonet

@@ -1,0 +1,125 @@
+// The plugin through the real host: describe, a tiny train on Fashion-MNIST classes 0-4,
+// eval on classes 5-9, and classify with a support folder of PNGs. Skipped without the
+// Fashion-MNIST files.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <stb/stb_image_write.h>
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct Result {
+  int rc = -1;
+  std::string output;
+};
+
+Result host(const std::string& args) {
+  const std::string cmd = std::string(PROTONET_HOST_BIN) + " --no-default-plugin-dir --plugin-dir " +
+                          PROTONET_PLUGIN_DIR + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+bool have_fashion_mnist() {
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                        "t10k-labels-idx1-ubyte.gz"})
+    if (!fs::exists(std::string(PROTONET_FASHION_MNIST_DIR) + "/" + f)) return false;
+  return true;
+}
+
+// A 28x28 grayscale PNG: a vertical bar (x in [10, 18)) or a horizontal one, on black.
+void write_bar(const std::string& path, bool vertical, int shift) {
+  std::vector<uint8_t> px(28 * 28, 0);
+  for (int y = 0; y < 28; ++y)
+    for (int x = 0; x < 28; ++x) {
+      const int v = vertical ? x - shift : y - shift;
+      if (v >= 10 && v < 18) px[y * 28 + x] = 230;
+    }
+  fs::create_directories(fs::path(path).parent_path());
+  ASSERT_NE(stbi_write_png(path.c_str(), 28, 28, 1, px.data(), 28), 0) << path;
+}
+
+class ProtonetHost : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() / ("protonet-host-" + std::to_string(::getpid()))).string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(ProtonetHost, Describe) {
+  const Result r = host("--describe protonet");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json d = json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(d["commands"], json({"train", "eval", "classify", "benchmark"}));
+  EXPECT_EQ(d["config_defaults"]["data"]["format"], "idx");
+}
+
+TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << PROTONET_FASHION_MNIST_DIR;
+  const std::string run = dir_ + "/run";
+  const std::string common = " --device cpu --run-dir " + run +
+                             " --set epochs=2 --set episodes_per_epoch=6 --set val_episodes=5 --set train_way=5"
+                             " --set width=32 --set eval_episodes=30";
+  const Result train = host("--algorithm protonet" + common);
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json ts = read_json(run + "/summary.json");
+  EXPECT_EQ(ts["status"], "completed");
+  EXPECT_EQ(ts["result"]["episodes"], 12);
+  EXPECT_TRUE(ts["last_metrics"].contains("val/acc"));
+  EXPECT_TRUE(fs::exists(run + "/model.safetensors"));
+
+  const Result eval = host("--algorithm protonet --command eval --resume" + common);
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  const json es = read_json(run + "/summary.json");
+  // 5-way on the unseen classes 5-9: chance is 0.2.
+  EXPECT_GT(es["result"]["accuracy"].get<double>(), 0.4) << es.dump();
+  EXPECT_NE(eval.output.find("(95% CI)"), std::string::npos);
+
+  // classify: two classes of bars; the queries are new bars of each.
+  for (int i = 0; i < 3; ++i) {
+    write_bar(dir_ + "/support/vertical/" + std::to_string(i) + ".png", true, i - 1);
+    write_bar(dir_ + "/support/horizontal/" + std::to_string(i) + ".png", false, i - 1);
+  }
+  write_bar(dir_ + "/query/a.png", true, 2);
+  write_bar(dir_ + "/query/b.png", false, -2);
+  const Result cls = host("--algorithm protonet --command classify --resume" + common + " --set support_dir=" + dir_ +
+                          "/support --set query=" + dir_ + "/query");
+  ASSERT_EQ(cls.rc, 0) << cls.output;
+  const json cs = read_json(run + "/summary.json");
+  const json& p = cs["result"]["predictions"];
+  ASSERT_EQ(p.size(), 2u) << cs.dump();
+  EXPECT_EQ(p[0]["class"], "vertical") << cs.dump();
+  EXPECT_EQ(p[1]["class"], "horizontal") << cs.dump();
+  EXPECT_NEAR(p[0]["probabilities"]["vertical"].get<double>() + p[0]["probabilities"]["horizontal"].get<double>(), 1.0,
+              1e-5);
+  EXPECT_NE(cls.output.find("a.png: vertical"), std::string::npos) << cls.output;
+}
+
+}  // namespace

@@ -1,0 +1,256 @@
+// ProtoNet's commands through a fake host on in-memory data: a short training run on an
+// easy synthetic set learns (validation accuracy well above chance), stopping mid-epoch
+// saves a checkpoint from which a resumed run ends where an uninterrupted one does, and
+// eval reports an accuracy with a confidence interval.
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <mlh/plugin.hpp>
+#include <mlh/runtime/safetensors.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+
+namespace {
+
+using nlohmann::json;
+using protonet::ImageSet;
+namespace fs = std::filesystem;
+
+// Class c is a bright 6x6 blob at its own place on a 28x28 grid, jittered by up to 2 pixels,
+// over uniform noise.
+ImageSet blobs(int classes, int per_class, uint64_t seed) {
+  ImageSet s;
+  s.channels = 1;
+  s.height = s.width = 28;
+  std::mt19937_64 rng(seed);
+  for (int c = 0; c < classes; ++c) s.class_names.push_back("blob" + std::to_string(c));
+  for (int c = 0; c < classes; ++c) {
+    const int cy = 4 + (c / 4) * 7, cx = 4 + (c % 4) * 7;
+    for (int i = 0; i < per_class; ++i) {
+      const int dy = static_cast<int>(rng() % 5) - 2, dx = static_cast<int>(rng() % 5) - 2;
+      for (int y = 0; y < 28; ++y)
+        for (int x = 0; x < 28; ++x) {
+          const bool in = std::abs(y - cy - dy) <= 3 && std::abs(x - cx - dx) <= 3;
+          s.pixels.push_back(static_cast<uint8_t>((in ? 150 : 0) + rng() % 100));
+        }
+      s.labels.push_back(c);
+    }
+  }
+  return s;
+}
+
+// The loader the tests pass: "train" and "test" roots give blob sets of their classes.
+ImageSet fake_load(const protonet::DatasetSpec& spec) {
+  ImageSet all = blobs(12, 40, spec.root == "test" ? 2 : 1);
+  ImageSet out;
+  out.channels = all.channels;
+  out.height = all.height;
+  out.width = all.width;
+  out.class_names = all.class_names;
+  for (size_t i = 0; i < all.size(); ++i) {
+    bool keep = spec.classes.empty();
+    for (int32_t c : spec.classes) keep = keep || c == all.labels[i];
+    if (!keep) continue;
+    out.labels.push_back(all.labels[i]);
+    out.pixels.insert(out.pixels.end(), all.image(i), all.image(i) + all.image_bytes());
+  }
+  return out;
+}
+
+struct FakeHost {
+  std::vector<std::string> logs;
+  std::map<std::string, std::vector<double>> metrics;
+  std::string summary;
+  int64_t progress = 0;
+  int64_t stop_at = -1;  // should_stop turns true once progress reaches this
+
+  mlh_host_callbacks callbacks() {
+    mlh_host_callbacks h{};
+    h.struct_size = sizeof(h);
+    h.host_data = this;
+    h.log = [](void* d, int32_t, const char* m) { static_cast<FakeHost*>(d)->logs.push_back(m); };
+    h.metric = [](void* d, const char* n, double v, int64_t) { static_cast<FakeHost*>(d)->metrics[n].push_back(v); };
+    h.progress = [](void* d, int64_t done, int64_t, const char*) { static_cast<FakeHost*>(d)->progress = done; };
+    h.should_stop = [](void* d) -> int32_t {
+      auto* self = static_cast<FakeHost*>(d);
+      return self->stop_at >= 0 && self->progress >= self->stop_at;
+    };
+    h.summary = [](void* d, const char* s) { static_cast<FakeHost*>(d)->summary = s; };
+    return h;
+  }
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = (fs::temp_directory_path() / ("protonet-test-" + std::to_string(::getpid()) + "-" +
+                                          std::to_string(counter_++))).string();
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+};
+
+// Runs `command` with the config; returns the status code (MLH_OK or the mlh::Error's).
+const char* kPlan = R"({"torch_device": "cpu", "precision": "fp32"})";
+
+mlh_status run(FakeHost& host, const std::string& command, const json& config, const std::string& run_dir,
+               bool resume = false, std::string* error = nullptr, const std::string& plan_json = kPlan) {
+  const mlh_host_callbacks callbacks = host.callbacks();
+  const std::string config_json = config.dump();
+  mlh_run_context c{};
+  c.struct_size = sizeof(c);
+  c.command = command.c_str();
+  c.config_json = config_json.c_str();
+  c.device_json = "{}";
+  c.torch_device = "cpu";
+  c.plan_json = plan_json.c_str();
+  c.run_dir = run_dir.c_str();
+  c.resume = resume ? 1 : 0;
+  c.world_size = 1;
+  c.host = &callbacks;
+  mlh::RunContext ctx(c);
+  try {
+    protonet::run_command(ctx, fake_load);
+    return MLH_OK;
+  } catch (const mlh::Error& e) {
+    if (error) *error = e.what();
+    return e.code();
+  }
+}
+
+json small_config() {
+  return {{"data", {{"root", "train"}, {"train_classes", {0, 1, 2, 3, 4, 5, 6, 7}}, {"test_root", "test"},
+                    {"test_classes", {8, 9, 10, 11}}, {"val_fraction", 0.25}}},
+          {"train_way", 5}, {"train_shot", 2}, {"train_query", 3},
+          {"test_way", 4}, {"test_shot", 2}, {"test_query", 5},
+          {"epochs", 3}, {"episodes_per_epoch", 8}, {"val_episodes", 10}, {"patience", 5},
+          {"width", 16}, {"seed", 11}, {"eval_episodes", 40}};
+}
+
+TEST(ProtonetTraining, LearnsAnEasySetAndEvaluates) {
+  TempDir dir;
+  FakeHost host;
+  std::string error;
+  ASSERT_EQ(run(host, "train", small_config(), dir.path(), false, &error), MLH_OK) << error;
+  const json summary = json::parse(host.summary);
+  ASSERT_EQ(host.metrics["val/acc"].size(), 3u);
+  ASSERT_EQ(host.metrics["train/loss"].size(), 3u);
+  // 4-way validation: chance is 0.25.
+  EXPECT_GT(summary["best_val_acc"].get<double>(), 0.7) << host.summary;
+  EXPECT_LT(host.metrics["train/loss"].back(), host.metrics["train/loss"].front());
+  EXPECT_EQ(summary["episodes"], 24);
+  EXPECT_EQ(host.progress, 24);
+  EXPECT_TRUE(fs::exists(dir.path() + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/checkpoints/best.ckpt"));
+  const auto weights = mlh::rt::load_safetensors(dir.path() + "/model.safetensors");
+  EXPECT_EQ(weights.at("block0_conv.weight").sizes(), (at::IntArrayRef{16, 1, 3, 3}));
+
+  // eval: unseen classes 8-11, 4-way, on the best checkpoint.
+  FakeHost eval_host;
+  ASSERT_EQ(run(eval_host, "eval", small_config(), dir.path(), false, &error), MLH_OK) << error;
+  const json result = json::parse(eval_host.summary);
+  EXPECT_GT(result["accuracy"].get<double>(), 0.5) << eval_host.summary;
+  EXPECT_GT(result["ci95"].get<double>(), 0.0);
+  EXPECT_LT(result["ci95"].get<double>(), 0.2);
+  EXPECT_EQ(eval_host.progress, 40);
+}
+
+TEST(ProtonetTraining, WayIsCappedAtTheClassesAvailable) {
+  TempDir dir;
+  FakeHost host;
+  json config = small_config();
+  config["train_way"] = 60;
+  config["epochs"] = 1;
+  config["episodes_per_epoch"] = 2;
+  std::string error;
+  ASSERT_EQ(run(host, "train", config, dir.path(), false, &error), MLH_OK) << error;
+  EXPECT_EQ(json::parse(host.summary)["train_episode"]["way"], 8);
+  bool warned = false;
+  for (const auto& l : host.logs) warned = warned || l.find("60-way asked, 8 classes") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+TEST(ProtonetTraining, StopSavesAndResumeEndsWhereAnUninterruptedRunDoes) {
+  json config = small_config();
+  config["epochs"] = 2;
+  config["episodes_per_epoch"] = 5;
+  config["val_episodes"] = 4;
+  TempDir whole, stopped;
+  FakeHost a;
+  std::string error;
+  ASSERT_EQ(run(a, "train", config, whole.path(), false, &error), MLH_OK) << error;
+
+  FakeHost b;
+  b.stop_at = 7;  // in the second epoch
+  ASSERT_EQ(run(b, "train", config, stopped.path(), false, &error), MLH_ERR_CANCELLED);
+  EXPECT_NE(error.find("stopped at episode 7"), std::string::npos) << error;
+  FakeHost c;
+  ASSERT_EQ(run(c, "train", config, stopped.path(), true, &error), MLH_OK) << error;
+  EXPECT_EQ(c.progress, 10);
+  EXPECT_EQ(json::parse(c.summary)["episodes"], 10);
+
+  const auto wa = mlh::rt::load_safetensors(whole.path() + "/model.safetensors");
+  const auto wb = mlh::rt::load_safetensors(stopped.path() + "/model.safetensors");
+  ASSERT_EQ(wa.size(), wb.size());
+  for (const auto& [name, t] : wa) EXPECT_TRUE(at::allclose(t, wb.at(name), 1e-4, 1e-5)) << name;
+  EXPECT_NEAR(json::parse(a.summary)["best_val_loss"].get<double>(),
+              json::parse(c.summary)["best_val_loss"].get<double>(), 1e-4);
+}
+
+TEST(ProtonetTraining, GradientCheckpointingAndDataWorkersTrainTheSameModel) {
+  json config = small_config();
+  config["epochs"] = 1;
+  config["episodes_per_epoch"] = 4;
+  config["val_episodes"] = 2;
+  TempDir plain, checkpointed;
+  FakeHost a, b;
+  std::string error;
+  ASSERT_EQ(run(a, "train", config, plain.path(), false, &error), MLH_OK) << error;
+  ASSERT_EQ(run(b, "train", config, checkpointed.path(), false, &error,
+                R"({"torch_device": "cpu", "precision": "fp32", "gradient_checkpointing": true, "dataloader_workers": 2, "prefetch_factor": 2})"),
+            MLH_OK)
+      << error;
+  const auto wa = mlh::rt::load_safetensors(plain.path() + "/model.safetensors");
+  const auto wb = mlh::rt::load_safetensors(checkpointed.path() + "/model.safetensors");
+  for (const auto& [name, t] : wa) EXPECT_TRUE(at::allclose(t, wb.at(name), 1e-4, 1e-5)) << name;
+  bool logged = false;
+  for (const auto& l : b.logs) logged = logged || l.find("gradient checkpointing") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+TEST(ProtonetTraining, EvalWithoutACheckpointFails) {
+  TempDir dir;
+  FakeHost host;
+  std::string error;
+  EXPECT_EQ(run(host, "eval", small_config(), dir.path(), false, &error), MLH_ERR_IO);
+  EXPECT_NE(error.find("no trained model"), std::string::npos) << error;
+}
+
+TEST(ProtonetBenchmark, ReportsEpisodeAndEmbeddingThroughput) {
+  TempDir dir;
+  FakeHost host;
+  json config = small_config();
+  config["width"] = 8;
+  std::string error;
+  ASSERT_EQ(run(host, "benchmark", config, dir.path(), false, &error), MLH_OK) << error;
+  const json summary = json::parse(host.summary);
+  ASSERT_EQ(summary["benchmarks"].size(), 3u);
+  EXPECT_EQ(summary["benchmarks"][0]["name"], "train_episode_5way_5shot_15query_28x28");
+  EXPECT_EQ(summary["benchmarks"][1]["name"], "train_episode_60way_5shot_5query_28x28");
+  EXPECT_EQ(summary["benchmarks"][2]["unit"], "images");
+  for (const auto& b : summary["benchmarks"]) EXPECT_GT(b["throughput"].get<double>(), 0);
+}
+
+}  // namespace

@@ -1,0 +1,226 @@
+// ProtoNet's parts: config, episode sampler and assembly, prototypical loss, Conv-4 shapes
+// and gradient checkpointing.
+#include <cmath>
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <mlh/plugin.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+
+#include "config.hpp"
+#include "episodes.hpp"
+#include "model.hpp"
+#include "proto_loss.hpp"
+
+namespace {
+
+using nlohmann::json;
+using protonet::ImageSet;
+
+// `classes` classes of `per_class` images; pixel 0 of image i holds i % 256, pixel 1 i / 256.
+ImageSet indexed_set(int classes, int per_class, int size = 8) {
+  ImageSet s;
+  s.channels = 1;
+  s.height = s.width = size;
+  for (int c = 0; c < classes; ++c) s.class_names.push_back("c" + std::to_string(c));
+  for (int i = 0; i < classes * per_class; ++i) {
+    std::vector<uint8_t> img(s.image_bytes(), 0);
+    img[0] = static_cast<uint8_t>(i % 256);
+    img[1] = static_cast<uint8_t>(i / 256);
+    img[2] = 255;
+    s.pixels.insert(s.pixels.end(), img.begin(), img.end());
+    s.labels.push_back(i % classes);  // classes interleaved
+  }
+  return s;
+}
+
+TEST(ProtonetConfig, DefaultsSchemaAndPresetsParse) {
+  const json schema = json::parse(protonet::config_schema_json());
+  const json defaults = json::parse(protonet::config_defaults_json());
+  const json presets = json::parse(protonet::presets_json());
+  // Every default is a schema property (additionalProperties is false).
+  for (auto& [key, value] : defaults.items()) EXPECT_TRUE(schema["properties"].contains(key)) << key;
+  for (auto& [key, value] : defaults["data"].items())
+    EXPECT_TRUE(schema["properties"]["data"]["properties"].contains(key)) << key;
+  EXPECT_FALSE(schema["properties"].contains("batch_size"));
+  for (auto& [name, preset] : presets.items()) {
+    for (auto& [key, value] : preset.items()) {
+      if (key[0] != '$') {
+        EXPECT_TRUE(schema["properties"].contains(key)) << name << "." << key;
+      }
+    }
+  }
+
+  const protonet::Config c = protonet::parse_config(json::object());
+  EXPECT_EQ(c.train_data.format, "idx");
+  EXPECT_EQ(c.train_data.classes, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(c.test_data.classes, (std::vector<int32_t>{5, 6, 7, 8, 9}));
+  EXPECT_FALSE(c.has_val_classes);
+  EXPECT_EQ(c.train.way, 60);
+  EXPECT_EQ(c.train.query, 5);
+  EXPECT_EQ(c.test.way, 5);
+  EXPECT_EQ(c.test.query, 15);
+  EXPECT_EQ(c.train.shot, c.test.shot);
+  EXPECT_TRUE(c.query.empty());
+
+  // Conv-4's size is what the presets announce.
+  protonet::Conv4 gray(1, 64), rgb(3, 64);
+  EXPECT_EQ(gray->parameter_count(), presets["full"]["$parameters"].get<int64_t>());
+  EXPECT_EQ(gray->parameter_count(), presets["reduced"]["$parameters"].get<int64_t>());
+  EXPECT_EQ(rgb->parameter_count(), 113088);
+}
+
+TEST(ProtonetConfig, SplitFormatsAndOverrides) {
+  const protonet::Config o = protonet::parse_config(
+      {{"data", {{"format", "omniglot"}, {"root", "/d/omniglot"}, {"test_root", ""}}}, {"query", {"a.png", "b.png"}}});
+  EXPECT_EQ(o.train_data.split, "train");
+  EXPECT_TRUE(o.has_val_classes);
+  EXPECT_EQ(o.val_data.split, "val");
+  EXPECT_EQ(o.test_data.split, "test");
+  EXPECT_EQ(o.test_data.root, "/d/omniglot");
+  EXPECT_EQ(o.query, (std::vector<std::string>{"a.png", "b.png"}));
+  const protonet::Config v = protonet::parse_config({{"data", {{"val_classes", {3, 4}}}}, {"query", "dir"}});
+  EXPECT_TRUE(v.has_val_classes);
+  EXPECT_EQ(v.val_data.classes, (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(v.query, (std::vector<std::string>{"dir"}));
+  EXPECT_THROW(protonet::parse_config({{"epochs", "many"}}), mlh::Error);
+}
+
+TEST(ProtonetSampler, EpisodesHaveDistinctClassesAndImages) {
+  const ImageSet set = indexed_set(12, 20);
+  const protonet::EpisodeSampler sampler(set);
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    const protonet::EpisodeIndices e = sampler.sample(5, 3, 4, rng);
+    ASSERT_EQ(e.classes.size(), 5u);
+    ASSERT_EQ(e.images.size(), 5u * 7);
+    EXPECT_EQ(std::set<int32_t>(e.classes.begin(), e.classes.end()).size(), 5u);
+    EXPECT_EQ(std::set<int64_t>(e.images.begin(), e.images.end()).size(), e.images.size());
+    for (size_t i = 0; i < 15; ++i) EXPECT_EQ(set.labels[e.images[i]], e.classes[i / 3]);       // support
+    for (size_t i = 0; i < 20; ++i) EXPECT_EQ(set.labels[e.images[15 + i]], e.classes[i / 4]);  // query
+  }
+}
+
+TEST(ProtonetSampler, ReproducibleWithASeed) {
+  const ImageSet set = indexed_set(12, 20);
+  const protonet::EpisodeSampler sampler(set);
+  std::mt19937_64 a(42), b(42), c(43);
+  for (int i = 0; i < 5; ++i) {
+    const auto ea = sampler.sample(5, 2, 3, a), eb = sampler.sample(5, 2, 3, b), ec = sampler.sample(5, 2, 3, c);
+    EXPECT_EQ(ea.classes, eb.classes);
+    EXPECT_EQ(ea.images, eb.images);
+    EXPECT_NE(ea.images, ec.images);
+  }
+}
+
+TEST(ProtonetSampler, TooFewClassesOrImagesIsAnError) {
+  ImageSet set = indexed_set(4, 6);
+  const protonet::EpisodeSampler sampler(set);
+  std::mt19937_64 rng(0);
+  EXPECT_THROW(sampler.sample(5, 1, 1, rng), mlh::Error);   // 4 classes
+  EXPECT_THROW(sampler.sample(2, 4, 3, rng), mlh::Error);   // 6 images per class < 7
+  EXPECT_NO_THROW(sampler.sample(4, 3, 3, rng));
+  EXPECT_EQ(sampler.eligible_classes(6), 4);
+  EXPECT_EQ(sampler.eligible_classes(7), 0);
+}
+
+TEST(ProtonetEpisode, AssemblyShapesValuesAndTargets) {
+  const ImageSet set = indexed_set(10, 30);
+  const protonet::EpisodeSampler sampler(set);
+  std::mt19937_64 rng(1);
+  const protonet::EpisodeIndices idx = sampler.sample(4, 2, 3, rng);
+  const protonet::Episode e = protonet::assemble_episode(set, idx);
+  EXPECT_EQ(e.images.sizes(), (at::IntArrayRef{20, 1, 8, 8}));
+  EXPECT_EQ(e.images.scalar_type(), at::kFloat);
+  EXPECT_EQ(e.support.size(0), 8);
+  EXPECT_EQ(e.query_images.size(0), 12);
+  EXPECT_TRUE(at::equal(e.query_targets, at::tensor({0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, at::kLong)));
+  EXPECT_LE(e.images.max().item<float>(), 1.0f);
+  EXPECT_GE(e.images.min().item<float>(), 0.0f);
+  for (int64_t i = 0; i < 20; ++i) {
+    const auto px = (e.images[i].flatten() * 255).round().to(at::kLong);
+    EXPECT_EQ(px[0].item<int64_t>() + 256 * px[1].item<int64_t>(), idx.images[i]);
+    EXPECT_EQ(px[2].item<int64_t>(), 255);
+  }
+}
+
+TEST(ProtonetLoss, HandComputedTwoWayOneShot) {
+  // Support (0,0) for class 0 and (2,0) for class 1; queries (0,1) of class 0, (1.5,0) of class 1.
+  const at::Tensor support = at::tensor({0.0f, 0.0f, 2.0f, 0.0f}).view({2, 2});
+  const at::Tensor query = at::tensor({0.0f, 1.0f, 1.5f, 0.0f}).view({2, 2});
+  const at::Tensor targets = at::tensor({0, 1}, at::kLong);
+  const auto r = protonet::proto_loss(support, query, targets, 2, protonet::Distance::kEuclidean);
+  // Squared distances: q0 -> 1 and 5; q1 -> 2.25 and 0.25.
+  const double expected = (std::log1p(std::exp(-4.0)) + std::log1p(std::exp(-2.0))) / 2;
+  EXPECT_NEAR(r.loss.item<double>(), expected, 1e-6);
+  EXPECT_DOUBLE_EQ(r.accuracy, 1.0);
+  EXPECT_NEAR(r.log_probs[0][0].item<double>(), -std::log1p(std::exp(-4.0)), 1e-6);
+  EXPECT_NEAR(r.log_probs[1][0].item<double>(), -2.0 - std::log1p(std::exp(-2.0)), 1e-6);
+
+  // A wrong label: q1 called class 0.
+  const auto wrong = protonet::proto_loss(support, query, at::tensor({0, 0}, at::kLong), 2,
+                                          protonet::Distance::kEuclidean);
+  EXPECT_DOUBLE_EQ(wrong.accuracy, 0.5);
+  EXPECT_NEAR(wrong.loss.item<double>(), (std::log1p(std::exp(-4.0)) + 2.0 + std::log1p(std::exp(-2.0))) / 2, 1e-6);
+}
+
+TEST(ProtonetLoss, PrototypesAreSupportMeansAndCosineOption) {
+  const at::Tensor support = at::tensor({1.0f, 0.0f, 3.0f, 0.0f, 0.0f, 2.0f, 0.0f, 4.0f}).view({4, 2});
+  const at::Tensor p = protonet::prototypes(support, 2);
+  EXPECT_TRUE(at::allclose(p, at::tensor({2.0f, 0.0f, 0.0f, 3.0f}).view({2, 2})));
+  const at::Tensor q = at::tensor({5.0f, 0.0f}).view({1, 2});
+  const at::Tensor cos = protonet::proto_logits(q, p, protonet::Distance::kCosine, 10.0);
+  EXPECT_TRUE(at::allclose(cos, at::tensor({10.0f, 0.0f}).view({1, 2}), 1e-5, 1e-5));
+  const at::Tensor euc = protonet::proto_logits(q, p, protonet::Distance::kEuclidean);
+  EXPECT_TRUE(at::allclose(euc, at::tensor({-9.0f, -34.0f}).view({1, 2})));
+  EXPECT_EQ(protonet::parse_distance("cosine"), protonet::Distance::kCosine);
+  EXPECT_THROW(protonet::parse_distance("manhattan"), mlh::Error);
+}
+
+TEST(ProtonetModel, Conv4OutputShapes) {
+  torch::NoGradGuard no_grad;
+  protonet::Conv4 gray(1, 64), rgb(3, 64), narrow(1, 16);
+  gray->eval();
+  rgb->eval();
+  narrow->eval();
+  EXPECT_EQ(gray->forward(at::rand({2, 1, 28, 28})).sizes(), (at::IntArrayRef{2, 64}));
+  EXPECT_EQ(rgb->forward(at::rand({2, 3, 84, 84})).sizes(), (at::IntArrayRef{2, 1600}));
+  EXPECT_EQ(narrow->forward(at::rand({3, 1, 28, 28})).sizes(), (at::IntArrayRef{3, 16}));
+  EXPECT_EQ(gray->embedding_dim(28, 28), 64);
+  EXPECT_EQ(rgb->embedding_dim(84, 84), 1600);
+}
+
+// Two Conv-4s with the same weights: one step with and one without checkpointing give the
+// same gradients and (in train mode) the same batch-norm running statistics.
+void expect_checkpointing_matches(bool train_mode) {
+  at::manual_seed(5);
+  protonet::Conv4 plain(1, 8), checkpointed(1, 8);
+  {
+    torch::NoGradGuard no_grad;
+    auto a = plain->named_parameters(), b = checkpointed->named_parameters();
+    for (auto& item : a) b[item.key()].copy_(item.value());
+    auto ab = plain->named_buffers(), bb = checkpointed->named_buffers();
+    for (auto& item : ab) bb[item.key()].copy_(item.value());
+  }
+  plain->train(train_mode);
+  checkpointed->train(train_mode);
+  const at::Tensor x = at::rand({6, 1, 28, 28});
+  plain->forward(x, false).pow(2).sum().backward();
+  checkpointed->forward(x, true).pow(2).sum().backward();
+  auto a = plain->named_parameters(), b = checkpointed->named_parameters();
+  for (auto& item : a) {
+    ASSERT_TRUE(b[item.key()].grad().defined()) << item.key();
+    EXPECT_TRUE(at::allclose(item.value().grad(), b[item.key()].grad(), 1e-5, 1e-6)) << item.key();
+  }
+  auto ab = plain->named_buffers(), bb = checkpointed->named_buffers();
+  for (auto& item : ab) EXPECT_TRUE(at::allclose(item.value(), bb[item.key()], 1e-6, 1e-7)) << item.key();
+}
+
+TEST(ProtonetModel, CheckpointedGradientsEqualPlainInEvalMode) { expect_checkpointing_matches(false); }
+TEST(ProtonetModel, CheckpointedGradientsAndBatchNormStatsEqualPlainInTrainMode) {
+  expect_checkpointing_matches(true);
+}
+
+}  // namespace
