@@ -119,8 +119,11 @@ struct Learner {
         net(channels, c.width),
         optimizer(net->parameters(), torch::optim::AdamOptions(c.lr)),
         scaler(65536.0, 2.0, 0.5, 2000, p.precision == mlh::rt::Precision::kFp16),
-        distance(parse_distance(c.distance)) {
+        distance(parse_distance(c.distance)),
+        channels_last(plan.device.is_cuda()) {
     net->to(plan.device);
+    // cuDNN's fastest convolutions (tensor cores) want NHWC; on the CPU it rarely helps.
+    if (channels_last) mlh::rt::to_channels_last(*net);
   }
 
   void set_lr(int64_t episode) {
@@ -131,7 +134,8 @@ struct Learner {
   double lr() { return static_cast<torch::optim::AdamOptions&>(optimizer.param_groups()[0].options()).lr(); }
 
   ProtoLoss forward(const Episode& e, bool train) {
-    const at::Tensor images = e.images.to(plan.device);
+    at::Tensor images = e.images.to(plan.device);
+    if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor embeddings;
     {
       mlh::rt::AutocastScope autocast(plan.precision, plan.device);
@@ -163,6 +167,7 @@ struct Learner {
   torch::optim::Adam optimizer;
   mlh::rt::GradScaler scaler;
   Distance distance;
+  bool channels_last;
 };
 
 // Runs `episodes` in eval mode without gradients, assembled ahead by the prefetcher.
