@@ -7,6 +7,8 @@
 
 #include <mlh/mlh.h>
 
+#include <string>
+
 namespace mlh::testing {
 
 class DevicePluginTest : public ::testing::Test {
@@ -37,6 +39,25 @@ class DevicePluginTest : public ::testing::Test {
     *response = mlh_negotiate_response{};
     response->struct_size = sizeof(*response);
     return negotiate_(&request, response, error);
+  }
+
+  // Negotiation answers ABI 1.0 as the device plugin `name` `version`, with a full v1.0
+  // table, and refuses ABI 2.
+  void expect_identity(const char* name, const char* version) {
+    mlh_negotiate_response response;
+    mlh_error error = make_error();
+    ASSERT_EQ(negotiate(1, &response, &error), MLH_OK);
+    EXPECT_EQ(response.abi_major, 1u);
+    EXPECT_EQ(response.abi_minor, 0u);
+    EXPECT_EQ(response.kind, MLH_PLUGIN_KIND_DEVICE);
+    EXPECT_STREQ(response.name, name);
+    EXPECT_STREQ(response.version, version);
+    EXPECT_GE(table_->struct_size, sizeof(mlh_device_plugin));
+    EXPECT_NE(table_->prepare, nullptr);
+    EXPECT_NE(table_->telemetry, nullptr);
+    error = make_error();
+    EXPECT_EQ(negotiate(2, &response, &error), MLH_ERR_VERSION);
+    EXPECT_GT(std::string(error.message).size(), 0u) << "a refusal says why";
   }
 
   void SetUp() override {

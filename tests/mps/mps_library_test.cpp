@@ -36,21 +36,7 @@ class MpsLibrary : public mlh::testing::DevicePluginTest {
 
 };
 
-
-TEST_F(MpsLibrary, NegotiatesAsTheMpsDevicePlugin) {
-  mlh_negotiate_response response;
-  mlh_error error = make_error();
-  ASSERT_EQ(negotiate(1, &response, &error), MLH_OK);
-  EXPECT_EQ(response.abi_major, 1u);
-  EXPECT_EQ(response.abi_minor, 0u);
-  EXPECT_EQ(response.kind, MLH_PLUGIN_KIND_DEVICE);
-  EXPECT_STREQ(response.name, "mps");
-  EXPECT_STREQ(response.version, "0.1.0");
-  EXPECT_NE(table_->prepare, nullptr);
-  EXPECT_NE(table_->telemetry, nullptr);
-
-  EXPECT_EQ(negotiate(2, &response, &error), MLH_ERR_VERSION);
-}
+TEST_F(MpsLibrary, NegotiatesAsTheMpsDevicePlugin) { expect_identity("mps", "0.1.0"); }
 
 TEST_F(MpsLibrary, ProbeGivesOneMpsRecord) {
   const mlh_device_record* records = nullptr;
