@@ -59,12 +59,13 @@ bool ranks_above(const Device& a, const Device& b) {
 }  // namespace
 
 DeviceRequest DeviceRequest::parse(const std::string& text) {
-  static const std::regex pattern("^([a-z][a-z0-9_]*)(:([0-9]{1,4}))?$");
+  // A kind is any device plugin's kind; plugin names allow '-', so kinds may too.
+  static const std::regex pattern("^([a-z][a-z0-9_-]*)(:([0-9]{1,4}))?$");
   DeviceRequest r;
   if (text.empty() || text == "auto") return r;
   std::smatch m;
   if (!std::regex_match(text, m, pattern))
-    throw std::invalid_argument("--device '" + text + "' is not a device: use auto, cpu, cuda, cuda:N or mps");
+    throw std::invalid_argument("--device '" + text + "' is not a device: use auto, cpu, cuda, cuda:N, mps, or a plugin's <kind>[:N]");
   r.kind = m[1];
   if (m[3].matched) r.index = std::stoi(m[3]);
   return r;

@@ -148,7 +148,10 @@ TEST(DeviceRequest, Parses) {
   EXPECT_EQ(r.index, 3);
   EXPECT_EQ(r.str(), "cuda:3");
   EXPECT_EQ(DeviceRequest::parse("mps").index, -1);
-  for (const char* bad : {"gpu!", "cuda:", "cuda:x", ":1", "CUDA", "cuda:1:2"})
+  // Any plugin's kind, with the characters plugin names allow.
+  EXPECT_EQ(DeviceRequest::parse("abi-v1-0:0").kind, "abi-v1-0");
+  EXPECT_EQ(DeviceRequest::parse("my_npu").kind, "my_npu");
+  for (const char* bad : {"gpu!", "cuda:", "cuda:x", ":1", "CUDA", "cuda:1:2", "-cuda", "9pu"})
     EXPECT_THROW(DeviceRequest::parse(bad), std::invalid_argument) << bad;
 }
 
