@@ -186,6 +186,22 @@ TEST_F(RunTest, RunsOnTheChosenFakeGpu) {
   EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "completed");
 }
 
+// ABI stability: a device plugin compiled against the frozen 1.0 headers is probed,
+// prepared (its environment reaches the plan) and sampled by this host, and a run trains on it.
+TEST_F(RunTest, RunsOnAPluginBuiltAgainstTheFrozenAbi10Headers) {
+  REQUIRE_CASE("abi-v1-0");
+  const Result r = train({"--plugin-dir", case_dir("abi-v1-0").string(), "--device", "abi-v1-0:0", "--set",
+                          "steps=25", "--set", "step_delay_ms=60"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json plan = file_json(run_dir_ / "plan.json");
+  EXPECT_EQ(plan["device"], "abi-v1-0:0") << plan.dump(2);
+  EXPECT_EQ(plan["environment"]["MLH_ABI_V1_0_PREPARED"], "1") << plan.dump(2);
+  const std::vector<json> samples = read_jsonl(run_dir_ / "telemetry.jsonl");
+  ASSERT_FALSE(samples.empty()) << "no telemetry from the 1.0 plugin";
+  EXPECT_DOUBLE_EQ(samples[0]["utilization_percent"].get<double>(), 42.0);
+  EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "completed");
+}
+
 TEST_F(RunTest, DefaultRunFolderIsUnderRuns) {
   const Result r = run_toyreg({"--set", "steps=3"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
