@@ -61,6 +61,8 @@ class VectorEnv {
   std::vector<double> running_return_;
   std::vector<int64_t> running_length_;
   std::vector<EpisodeRecord> finished_;
+  int64_t obs_size_ = 0;  // cached: observation_shape() allocates
+  int num_actions_ = 0;
 };
 
 }  // namespace ppo

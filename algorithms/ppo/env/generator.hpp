@@ -1,0 +1,37 @@
+// Random solvable puzzles with known optimal lengths. An attempt blocks each cell with
+// probability blocked_density, drops the tiles on random free cells, enumerates every
+// configuration reachable within max_moves (BFS), picks a distance d in [min_moves,
+// max_moves] uniformly among those present and a configuration at distance d uniformly, and
+// makes its cells the targets; the optimal length is then exactly d, which solve() confirms.
+// Attempts that find no such configuration are retried. Deterministic given the rng state
+// (only rng() is used, no std distributions, so it is the same across standard libraries).
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+#include "puzzle.hpp"
+
+namespace ppo {
+
+struct GeneratorSpec {
+  int size = 5;
+  int tiles = 1;
+  double blocked_density = 0.15;  // in [0, 0.8]
+  bool multi_color = false;
+  int min_moves = 1;
+  int max_moves = 8;
+  int max_attempts = 1000;          // before generate_puzzle throws
+  int64_t max_states = 200'000;     // per attempt's BFS
+};
+
+// Throws std::invalid_argument naming the bad field.
+void validate(const GeneratorSpec& spec);
+// Throws std::runtime_error when max_attempts attempts found nothing.
+Puzzle generate_puzzle(const GeneratorSpec& spec, std::mt19937_64& rng);
+
+// Uniform integer in [0, n) and uniform double in [0, 1) from rng() alone.
+uint64_t uniform_index(std::mt19937_64& rng, uint64_t n);
+double uniform_unit(std::mt19937_64& rng);
+
+}  // namespace ppo

@@ -1,0 +1,279 @@
+#include "level_file.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace ppo {
+
+LevelError::LevelError(const std::string& file, int line, const std::string& what)
+    : std::runtime_error(file + ":" + std::to_string(line) + ": " + what), file_(file),
+      line_(line) {}
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+bool parse_int(const std::string& s, int& out) {
+  if (s.empty() || s.size() > 9) return false;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return false;
+  for (size_t k = i; k < s.size(); ++k)
+    if (s[k] < '0' || s[k] > '9') return false;
+  out = std::stoi(s);
+  return true;
+}
+
+struct Pending {
+  int size = 0, size_line = 0;
+  bool multi = false, colors_set = false;
+  int optimal = -1;
+  bool optimal_set = false;
+  struct Covered { int row, col, color, line; };
+  std::vector<Covered> covered;
+  int first_line = 0;  // first key line of this puzzle
+  bool any() const { return first_line != 0; }
+};
+
+}  // namespace
+
+std::vector<Puzzle> parse_levels(const std::string& text, const std::string& source) {
+  std::vector<Puzzle> out;
+  std::istringstream in(text);
+  std::string raw;
+  int line_no = 0;
+  Pending cur;
+  auto fail = [&](int line, const std::string& what) { throw LevelError(source, line, what); };
+  while (std::getline(in, raw)) {
+    ++line_no;
+    const std::string line = trim(raw);
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string key;
+    words >> key;
+    std::vector<std::string> args;
+    for (std::string w; words >> w;) args.push_back(w);
+    if (!cur.any()) cur.first_line = line_no;
+    auto want_args = [&](size_t n) {
+      if (args.size() != n)
+        fail(line_no, "'" + key + "' takes " + std::to_string(n) + " value(s), got " +
+                          std::to_string(args.size()));
+    };
+    if (key == "size") {
+      want_args(1);
+      if (cur.size_line) fail(line_no, "duplicate 'size' (first on line " +
+                                           std::to_string(cur.size_line) + ")");
+      if (!parse_int(args[0], cur.size)) fail(line_no, "size '" + args[0] + "' is not a number");
+      if (cur.size < kMinPuzzleSize || cur.size > kMaxPuzzleSize)
+        fail(line_no, "size " + args[0] + " out of range [" + std::to_string(kMinPuzzleSize) +
+                          ", " + std::to_string(kMaxPuzzleSize) + "]");
+      cur.size_line = line_no;
+    } else if (key == "colors") {
+      want_args(1);
+      if (cur.colors_set) fail(line_no, "duplicate 'colors'");
+      if (args[0] == "single") cur.multi = false;
+      else if (args[0] == "multi") cur.multi = true;
+      else fail(line_no, "colors must be 'single' or 'multi', got '" + args[0] + "'");
+      cur.colors_set = true;
+    } else if (key == "optimal") {
+      want_args(1);
+      if (cur.optimal_set) fail(line_no, "duplicate 'optimal'");
+      if (!parse_int(args[0], cur.optimal) || cur.optimal < 0)
+        fail(line_no, "optimal '" + args[0] + "' is not a non-negative number");
+      cur.optimal_set = true;
+    } else if (key == "covered") {
+      want_args(3);
+      Pending::Covered c{};
+      if (!parse_int(args[0], c.row) || !parse_int(args[1], c.col))
+        fail(line_no, "covered: row and column must be numbers");
+      if (args[2].size() != 1 || args[2][0] < 'a' || args[2][0] >= 'a' + kMaxTiles)
+        fail(line_no, "covered: target letter must be one of a.." +
+                          std::string(1, static_cast<char>('a' + kMaxTiles - 1)) + ", got '" +
+                          args[2] + "'");
+      c.color = args[2][0] - 'a';
+      c.line = line_no;
+      cur.covered.push_back(c);
+    } else if (key == "board") {
+      want_args(0);
+      if (!cur.size_line) fail(line_no, "board before 'size'");
+      const int n = cur.size;
+      const int board_line = line_no;
+      Puzzle p;
+      p.size = n;
+      p.multi_color = cur.multi;
+      p.optimal = cur.optimal;
+      p.blocked.assign(n * n, 0);
+      std::map<int, int> tiles, targets;  // color -> cell
+      std::map<int, int> tile_line, target_line;
+      std::vector<int> single_tiles, single_targets;
+      for (int r = 0; r < n; ++r) {
+        if (!std::getline(in, raw)) fail(line_no, "unterminated board: end of file after " +
+                                                      std::to_string(r) + " of " +
+                                                      std::to_string(n) + " rows");
+        ++line_no;
+        std::string row = raw;
+        while (!row.empty() && (row.back() == '\r' || row.back() == ' ' || row.back() == '\t'))
+          row.pop_back();
+        if (row == "end")
+          fail(line_no, "board has " + std::to_string(r) + " rows, expected " + std::to_string(n));
+        if (static_cast<int>(row.size()) != n)
+          fail(line_no, "bad row length " + std::to_string(row.size()) + ", expected " +
+                            std::to_string(n));
+        for (int c = 0; c < n; ++c) {
+          const char ch = row[c];
+          const int cell = r * n + c;
+          auto unknown = [&] {
+            fail(line_no, std::string("unknown character '") + ch + "' at column " +
+                              std::to_string(c) + " in a " + (cur.multi ? "multi" : "single") +
+                              "-color board");
+          };
+          if (ch == '#') p.blocked[cell] = 1;
+          else if (ch == '.') {
+          } else if (!cur.multi) {
+            if (ch == 'T' || ch == '*') single_tiles.push_back(cell);
+            if (ch == 'x' || ch == '*') single_targets.push_back(cell);
+            if (ch != 'T' && ch != 'x' && ch != '*') unknown();
+          } else if (ch >= 'A' && ch < 'A' + kMaxTiles) {
+            if (!tiles.emplace(ch - 'A', cell).second)
+              fail(line_no, std::string("tile '") + ch + "' appears twice (first on line " +
+                                std::to_string(tile_line[ch - 'A']) + ")");
+            tile_line[ch - 'A'] = line_no;
+          } else if (ch >= 'a' && ch < 'a' + kMaxTiles) {
+            if (!targets.emplace(ch - 'a', cell).second)
+              fail(line_no, std::string("target '") + ch + "' appears twice (first on line " +
+                                std::to_string(target_line[ch - 'a']) + ")");
+            target_line[ch - 'a'] = line_no;
+          } else {
+            unknown();
+          }
+        }
+      }
+      if (!std::getline(in, raw)) fail(line_no, "unterminated board: missing 'end'");
+      ++line_no;
+      if (trim(raw) != "end")
+        fail(line_no, "expected 'end' after " + std::to_string(n) + " board rows, got '" +
+                          trim(raw) + "'");
+      const int end_line = line_no;
+      if (!cur.multi) {
+        if (!cur.covered.empty())
+          fail(cur.covered[0].line, "'covered' is only for multi-color boards");
+        if (single_tiles.size() != single_targets.size())
+          fail(board_line, "tile/target count mismatch: " + std::to_string(single_tiles.size()) +
+                               " tiles, " + std::to_string(single_targets.size()) + " targets");
+        p.tiles = single_tiles;
+        p.targets = single_targets;
+      } else {
+        for (const auto& c : cur.covered) {
+          if (c.row < 0 || c.row >= n || c.col < 0 || c.col >= n)
+            fail(c.line, "covered cell (" + std::to_string(c.row) + "," + std::to_string(c.col) +
+                             ") outside the " + std::to_string(n) + "x" + std::to_string(n) +
+                             " board");
+          const int cell = c.row * n + c.col;
+          bool under_tile = false;
+          for (const auto& t : tiles) under_tile |= t.second == cell;
+          if (!under_tile)
+            fail(c.line, "covered cell (" + std::to_string(c.row) + "," + std::to_string(c.col) +
+                             ") has no tile on it");
+          if (!targets.emplace(c.color, cell).second)
+            fail(c.line, std::string("target '") + static_cast<char>('a' + c.color) +
+                             "' appears twice");
+        }
+        const int k = static_cast<int>(tiles.size());
+        if (tiles.size() != targets.size())
+          fail(board_line, "tile/target count mismatch: " + std::to_string(tiles.size()) +
+                               " tiles, " + std::to_string(targets.size()) + " targets");
+        for (int i = 0; i < k; ++i) {
+          if (!tiles.count(i))
+            fail(board_line, std::string("tiles must use the first ") + std::to_string(k) +
+                                 " letters; tile '" + static_cast<char>('A' + i) + "' missing");
+          if (!targets.count(i))
+            fail(board_line, std::string("target '") + static_cast<char>('a' + i) +
+                                 "' missing for tile '" + static_cast<char>('A' + i) + "'");
+          p.tiles.push_back(tiles[i]);
+          p.targets.push_back(targets[i]);
+        }
+      }
+      canonicalize(p);
+      try {
+        validate(p);
+      } catch (const std::invalid_argument& e) {
+        fail(board_line, e.what());
+      }
+      (void)end_line;
+      out.push_back(std::move(p));
+      cur = Pending{};
+    } else if (key == "end") {
+      fail(line_no, "'end' without 'board'");
+    } else {
+      fail(line_no, "unknown key '" + key + "'");
+    }
+  }
+  if (cur.any()) fail(cur.first_line, "puzzle without a board (keys from here on)");
+  return out;
+}
+
+std::vector<Puzzle> load_levels(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw LevelError(path, 0, "cannot open level file");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return parse_levels(ss.str(), path);
+}
+
+std::string format_level(const Puzzle& p) {
+  validate(p);
+  std::ostringstream o;
+  o << "size " << p.size << "\n";
+  o << "colors " << (p.multi_color ? "multi" : "single") << "\n";
+  if (p.optimal >= 0) o << "optimal " << p.optimal << "\n";
+  std::string grid(p.num_cells(), '.');
+  for (int c = 0; c < p.num_cells(); ++c)
+    if (p.blocked[c]) grid[c] = '#';
+  const int k = static_cast<int>(p.tiles.size());
+  if (!p.multi_color) {
+    for (int c : p.targets) grid[c] = 'x';
+    for (int c : p.tiles) grid[c] = grid[c] == 'x' ? '*' : 'T';
+  } else {
+    for (int i = 0; i < k; ++i) grid[p.targets[i]] = static_cast<char>('a' + i);
+    std::vector<std::pair<int, int>> covered;  // cell, color
+    for (int i = 0; i < k; ++i) {
+      const int c = p.tiles[i];
+      if (grid[c] >= 'a' && grid[c] <= 'z') covered.emplace_back(c, grid[c] - 'a');
+      grid[c] = static_cast<char>('A' + i);
+    }
+    std::sort(covered.begin(), covered.end());
+    for (const auto& c : covered)
+      o << "covered " << c.first / p.size << " " << c.first % p.size << " "
+        << static_cast<char>('a' + c.second) << "\n";
+  }
+  o << "board\n";
+  for (int r = 0; r < p.size; ++r) o << grid.substr(r * p.size, p.size) << "\n";
+  o << "end\n";
+  return o.str();
+}
+
+std::string format_levels(const std::vector<Puzzle>& puzzles) {
+  std::string s;
+  for (size_t i = 0; i < puzzles.size(); ++i) {
+    if (i) s += "\n";
+    s += format_level(puzzles[i]);
+  }
+  return s;
+}
+
+void save_levels(const std::string& path, const std::vector<Puzzle>& puzzles) {
+  const std::string text = format_levels(puzzles);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw LevelError(path, 0, "cannot write level file");
+  f << text;
+  f.flush();
+  if (!f) throw LevelError(path, 0, "error writing level file");
+}
+
+}  // namespace ppo

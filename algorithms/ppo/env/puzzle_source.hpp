@@ -1,0 +1,52 @@
+// Where PuzzleEnv gets its puzzles: one source shared by all the envs of a VectorEnv
+// (single-threaded). The curriculum, a fixed list (a level file) and a generator stream
+// implement it.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "generator.hpp"
+#include "puzzle.hpp"
+
+namespace ppo {
+
+class PuzzleSource {
+ public:
+  virtual ~PuzzleSource() = default;
+  // The next puzzle to play (optimal >= 0 when known).
+  virtual Puzzle next() = 0;
+  // Called by PuzzleEnv once per finished episode of a puzzle this source gave.
+  virtual void report(bool solved) { (void)solved; }
+};
+
+// A fixed list, e.g. from a level file: in order, cycling (shuffle = false), or drawn
+// uniformly with its own rng. Puzzles without a known optimal length are solved up front
+// (optimal stays -1 for unsolvable ones or past the solver's cap). Throws
+// std::invalid_argument for an empty list or an invalid puzzle.
+class PuzzleListSource : public PuzzleSource {
+ public:
+  PuzzleListSource(std::vector<Puzzle> puzzles, bool shuffle, uint64_t seed = 0);
+  Puzzle next() override;
+  const std::vector<Puzzle>& puzzles() const { return puzzles_; }
+
+ private:
+  std::vector<Puzzle> puzzles_;
+  bool shuffle_;
+  size_t cursor_ = 0;
+  std::mt19937_64 rng_;
+};
+
+// A fresh generate_puzzle(spec) per episode, with its own rng.
+class GeneratorSource : public PuzzleSource {
+ public:
+  GeneratorSource(const GeneratorSpec& spec, uint64_t seed);
+  Puzzle next() override;
+
+ private:
+  GeneratorSpec spec_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace ppo

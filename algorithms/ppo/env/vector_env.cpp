@@ -1,0 +1,96 @@
+#include "vector_env.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace ppo {
+
+VectorEnv::VectorEnv(const EnvFactory& make, int num_envs, uint64_t seed) {
+  if (num_envs < 1) throw std::invalid_argument("VectorEnv: num_envs must be >= 1");
+  envs_.reserve(num_envs);
+  rngs_.reserve(num_envs);
+  for (int i = 0; i < num_envs; ++i) {
+    envs_.push_back(make());
+    if (!envs_.back()) throw std::invalid_argument("VectorEnv: the factory returned no env");
+    rngs_.emplace_back(seed + static_cast<uint64_t>(i));
+  }
+  const int64_t obs = envs_[0]->observation_size();
+  const int actions = envs_[0]->num_actions();
+  obs_size_ = obs;
+  num_actions_ = actions;
+  for (const auto& e : envs_) {
+    if (e->observation_size() != obs || e->num_actions() != actions)
+      throw std::invalid_argument("VectorEnv: envs disagree on observation size or actions");
+  }
+  observations_.assign(static_cast<size_t>(num_envs * obs), 0.0f);
+  final_observations_.assign(static_cast<size_t>(num_envs * obs), 0.0f);
+  rewards_.assign(num_envs, 0.0f);
+  terminated_.assign(num_envs, 0);
+  truncated_.assign(num_envs, 0);
+  masks_.assign(static_cast<size_t>(num_envs) * actions, 1);
+  running_return_.assign(num_envs, 0.0);
+  running_length_.assign(num_envs, 0);
+  finished_.reserve(static_cast<size_t>(num_envs) * 4);
+}
+
+int VectorEnv::num_envs() const { return static_cast<int>(envs_.size()); }
+const Env& VectorEnv::env(int i) const { return *envs_.at(i); }
+Env& VectorEnv::env(int i) { return *envs_.at(i); }
+std::vector<int64_t> VectorEnv::observation_shape() const { return envs_[0]->observation_shape(); }
+int64_t VectorEnv::observation_size() const { return obs_size_; }
+int VectorEnv::num_actions() const { return num_actions_; }
+
+void VectorEnv::reset() {
+  const int64_t obs = observation_size();
+  const int actions = num_actions();
+  for (int i = 0; i < num_envs(); ++i) {
+    envs_[i]->reset(rngs_[i], observations_.data() + i * obs);
+    envs_[i]->action_mask(masks_.data() + static_cast<size_t>(i) * actions);
+    running_return_[i] = 0.0;
+    running_length_[i] = 0;
+  }
+  std::fill(rewards_.begin(), rewards_.end(), 0.0f);
+  std::fill(terminated_.begin(), terminated_.end(), uint8_t{0});
+  std::fill(truncated_.begin(), truncated_.end(), uint8_t{0});
+}
+
+void VectorEnv::step(const int* actions) {
+  const int64_t obs = observation_size();
+  const int num_act = num_actions();
+  for (int i = 0; i < num_envs(); ++i) {
+    float* o = observations_.data() + i * obs;
+    const StepResult r = envs_[i]->step(actions[i], o);
+    rewards_[i] = r.reward;
+    terminated_[i] = r.terminated ? 1 : 0;
+    truncated_[i] = r.truncated ? 1 : 0;
+    running_return_[i] += r.reward;
+    ++running_length_[i];
+    if (r.terminated || r.truncated) {
+      std::copy(o, o + obs, final_observations_.data() + i * obs);
+      EpisodeRecord rec;
+      rec.env_index = i;
+      rec.episode_return = running_return_[i];
+      rec.length = running_length_[i];
+      rec.solved = r.solved;
+      rec.truncated = r.truncated;
+      finished_.push_back(rec);
+      running_return_[i] = 0.0;
+      running_length_[i] = 0;
+      envs_[i]->reset(rngs_[i], o);
+    }
+    envs_[i]->action_mask(masks_.data() + static_cast<size_t>(i) * num_act);
+  }
+}
+
+const std::vector<float>& VectorEnv::observations() const { return observations_; }
+const std::vector<float>& VectorEnv::rewards() const { return rewards_; }
+const std::vector<uint8_t>& VectorEnv::terminated() const { return terminated_; }
+const std::vector<uint8_t>& VectorEnv::truncated() const { return truncated_; }
+const float* VectorEnv::final_observation(int i) const {
+  return final_observations_.data() + static_cast<int64_t>(i) * observation_size();
+}
+const std::vector<uint8_t>& VectorEnv::action_masks() const { return masks_; }
+std::vector<EpisodeRecord>& VectorEnv::finished_episodes() { return finished_; }
+
+}  // namespace ppo
