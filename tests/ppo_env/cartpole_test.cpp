@@ -2,9 +2,8 @@
 // autoreset and bookkeeping.
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "env/cartpole.hpp"
 #include "env/vector_env.hpp"
@@ -253,22 +252,31 @@ TEST(VectorEnv, RandomRolloutEpisodeStatsAndDeterminism) {
   EXPECT_NE(run(11), run(12));
 }
 
-TEST(VectorEnv, ThroughputWithRandomActions) {
+// A uniformly random policy keeps the pole up for about 22 steps on average (the figure
+// the PPO references quote for CartPole-v1's random baseline); never near the 500 limit.
+TEST(VectorEnv, RandomPolicyEpisodesLastAbout22Steps) {
   ppo::VectorEnv v(cartpole_factory(), 4, 0);
   v.reset();
   std::mt19937 arng(1);
   int actions[4];
-  const int iters = 500000;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int t = 0; t < iters; ++t) {
+  double total_length = 0;
+  int64_t episodes = 0, longest = 0;
+  for (int t = 0; t < 50000; ++t) {
     for (int& a : actions) a = static_cast<int>(arng() & 1);
     v.step(actions);
-    if ((t & 1023) == 0) v.finished_episodes().clear();
+    for (const ppo::EpisodeRecord& e : v.finished_episodes()) {
+      total_length += static_cast<double>(e.length);
+      longest = std::max(longest, e.length);
+      ++episodes;
+      EXPECT_DOUBLE_EQ(e.episode_return, static_cast<double>(e.length));  // reward 1 per step
+    }
+    v.finished_episodes().clear();
   }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double rate = 4.0 * iters / s;
-  std::printf("[ perf     ] CartPole VectorEnv(4) random actions: %.3g env steps/s\n", rate);
-  EXPECT_GT(rate, 2e5);  // loose (debug/sanitizer builds); Release does ~1e7
+  ASSERT_GT(episodes, 5000);
+  const double mean = total_length / static_cast<double>(episodes);
+  EXPECT_GT(mean, 19.0);
+  EXPECT_LT(mean, 26.0);
+  EXPECT_LT(longest, 200);
 }
 
 }  // namespace
