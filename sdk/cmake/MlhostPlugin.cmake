@@ -7,11 +7,15 @@
 #     SOURCES <files...>
 #     [TORCH]                       # links LibTorch; records its version and CUDA support
 #     [TARGET <target name>]        # default: mlhost-plugin-<name>
-#     [OUTPUT_DIRECTORY <dir>])     # default: ${MLH_PLUGIN_OUTPUT_DIR}
+#     [OUTPUT_DIRECTORY <dir>]      # default: ${MLH_PLUGIN_OUTPUT_DIR}
+#     [INSTALL_DESTINATION <dir>])  # default: ${MLH_PLUGIN_INSTALL_DIR}; neither: not installed
 #
 # The library is libmlhost-<name>.so. The manifest
 # <name>.plugin.json records kind, name, version, ABI version, library file, description
-# and build facts. MLH_PLUGIN_NAME and MLH_PLUGIN_VERSION are defined for the sources from
+# and build facts. With an install destination, `cmake --install` copies library and manifest
+# there (relative paths are under the install prefix; a host finds plugins in
+# <prefix>/lib/mlhost/plugins, or in any folder given by --plugin-dir or MLH_PLUGIN_PATH).
+# MLH_PLUGIN_NAME and MLH_PLUGIN_VERSION are defined for the sources from
 # the same values, so the library's answer to negotiation matches its manifest.
 # Used for in-tree plugins and, through the installed CMake package, by third parties.
 
@@ -38,7 +42,7 @@ function(_mlh_abi_version out_major out_minor)
 endfunction()
 
 function(mlh_add_plugin name)
-  cmake_parse_arguments(ARG "TORCH" "KIND;VERSION;DESCRIPTION;TARGET;OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "TORCH" "KIND;VERSION;DESCRIPTION;TARGET;OUTPUT_DIRECTORY;INSTALL_DESTINATION" "SOURCES" ${ARGN})
   if(NOT name MATCHES "^[a-z][a-z0-9_-]*$")
     message(FATAL_ERROR "mlh_add_plugin: name '${name}' must match [a-z][a-z0-9_-]*")
   endif()
@@ -117,4 +121,15 @@ function(mlh_add_plugin name)
 ")
   file(GENERATE OUTPUT ${ARG_OUTPUT_DIRECTORY}/${name}.plugin.json CONTENT "${_manifest}")
   set_property(TARGET ${ARG_TARGET} PROPERTY MLH_PLUGIN_MANIFEST ${ARG_OUTPUT_DIRECTORY}/${name}.plugin.json)
+
+  if(NOT ARG_INSTALL_DESTINATION AND DEFINED MLH_PLUGIN_INSTALL_DIR)
+    set(ARG_INSTALL_DESTINATION ${MLH_PLUGIN_INSTALL_DIR})
+  endif()
+  if(ARG_INSTALL_DESTINATION)
+    # Keep the link-time library folders (a pip wheel's LibTorch, say) in the installed
+    # plugin's RUNPATH: the host sets no library path for its plugins.
+    set_target_properties(${ARG_TARGET} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+    install(TARGETS ${ARG_TARGET} LIBRARY DESTINATION ${ARG_INSTALL_DESTINATION})
+    install(FILES ${ARG_OUTPUT_DIRECTORY}/${name}.plugin.json DESTINATION ${ARG_INSTALL_DESTINATION})
+  endif()
 endfunction()

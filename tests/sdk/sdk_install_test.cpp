@@ -1,0 +1,208 @@
+// The SDK end to end, as a plugin author uses it: install the project into a temporary
+// prefix, build the two examples shipped in <prefix>/share/mlhost/examples as separate CMake
+// projects with find_package(mlhost), and run them with the installed host.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kWork = MLH_SDK_TEST_WORK_DIR;
+const fs::path kPrefix = kWork / "prefix";
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs a shell command line (with `env` prepended, e.g. "MLH_CPUSET=0 "), output captured.
+Result sh(const std::string& command, const std::string& env = "") {
+  static int n = 0;
+  const fs::path log = kWork / ("command-" + std::to_string(++n) + ".log");
+  const std::string line = env + "timeout 600 " + command + " > " + quote(log.string()) + " 2>&1";
+  const int status = std::system(line.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  r.output = "$ " + line + "\n" + text.str();
+  return r;
+}
+
+std::string host() { return quote((kPrefix / "bin" / "host").string()); }
+
+json parse_json(const std::string& text) {
+  const size_t start = text.find('{');
+  return start == std::string::npos ? json() : json::parse(text.substr(start), nullptr, false);
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in, nullptr, false);
+}
+
+const json* find_device(const json& probe, const std::string& id) {
+  for (const json& d : probe.value("devices", json::array()))
+    if (d.value("id", "") == id) return &d;
+  return nullptr;
+}
+
+// Configures and builds an example from the installed prefix; returns its build folder.
+fs::path build_example(const std::string& name, std::string& failure) {
+  const fs::path build = kWork / ("example-" + name);
+  const std::string prefix_path = kPrefix.string() + ";" + MLH_SDK_TEST_TORCH_DIR;
+  Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote((kPrefix / "share/mlhost/examples" / name).string()) +
+                " -B " + quote(build.string()) + " -G " + quote(MLH_SDK_TEST_GENERATOR) +
+                " -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) +
+                " -DCMAKE_PREFIX_PATH=" + quote(prefix_path));
+  if (r.exit_code == 0) r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --build " + quote(build.string()));
+  if (r.exit_code != 0) failure += "building example " + name + " failed:\n" + r.output + "\n";
+  return build;
+}
+
+class InstalledSdk : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    fs::remove_all(kWork);
+    fs::create_directories(kWork);
+    const Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --install " + quote(MLH_SDK_TEST_BUILD_DIR) +
+                        " --prefix " + quote(kPrefix.string()));
+    if (r.exit_code != 0) {
+      failure_ = "cmake --install failed:\n" + r.output;
+      return;
+    }
+    cpuset_ = build_example("cpuset-device", failure_) / "plugins";
+    chargpt_ = build_example("chargpt", failure_) / "plugins";
+    // A small corpus with an obvious style: the model should learn its character statistics.
+    std::ofstream text(kWork / "corpus.txt");
+    for (int i = 0; i < 400; ++i)
+      text << "the cat sat on the mat. the dog sat on the log. " << (i % 2 ? "a cat and a dog.\n" : "no cat, no dog.\n");
+  }
+
+  void SetUp() override {
+    if (!failure_.empty()) GTEST_FAIL() << failure_;
+  }
+
+  static std::string failure_;
+  static fs::path cpuset_, chargpt_;
+};
+std::string InstalledSdk::failure_;
+fs::path InstalledSdk::cpuset_, InstalledSdk::chargpt_;
+
+TEST_F(InstalledSdk, PrefixHoldsHostPluginsShareAndSdk) {
+  for (const char* f : {"bin/host", "lib/mlhost/plugins/cpu.plugin.json", "lib/mlhost/plugins/libmlhost-cpu.so",
+                        "lib/mlhost/plugins/protonet.plugin.json", "lib/mlhost/plugins/libmlhost-protonet.so",
+                        "share/mlhost/autoconfig.json", "share/mlhost/hardware.ini", "include/mlh/mlh.h",
+                        "include/mlh/plugin.hpp", "include/mlh/runtime/checkpoint.hpp", "lib/libmlhost_runtime.a",
+                        "lib/cmake/mlhost/mlhostConfig.cmake", "lib/cmake/mlhost/mlhostConfigVersion.cmake",
+                        "lib/cmake/mlhost/MlhostPlugin.cmake", "share/mlhost/examples/chargpt/chargpt.cpp",
+                        "share/mlhost/examples/cpuset-device/cpuset_device.cpp"})
+    EXPECT_TRUE(fs::exists(kPrefix / f)) << f;
+  EXPECT_FALSE(fs::exists(kPrefix / "lib/mlhost/plugins/crash.plugin.json")) << "test plugins must not be installed";
+}
+
+TEST_F(InstalledSdk, InstalledHostFindsItsInstalledPluginsWithoutFlags) {
+  const Result r = sh(host() + " --list-plugins --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json list = parse_json(r.output);
+  ASSERT_TRUE(list.is_object()) << r.output;
+  bool cpu = false, protonet = false;
+  for (const json& p : list["plugins"]) {
+    const std::string manifest = p.value("manifest", "");
+    EXPECT_EQ(manifest.rfind((kPrefix / "lib/mlhost/plugins").string(), 0), 0u) << "outside the prefix: " << p.dump();
+    cpu = cpu || p.value("name", "") == "cpu";
+    protonet = protonet || p.value("name", "") == "protonet";
+  }
+  EXPECT_TRUE(cpu && protonet) << r.output;
+
+  const Result probe = sh(host() + " --probe --json");
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  EXPECT_EQ(parse_json(probe.output).value("chosen", ""), "cpu:0") << probe.output;
+}
+
+TEST_F(InstalledSdk, ExampleDeviceIsProbedWithItsCoreSet) {
+  const Result all = sh(host() + " --plugin-dir " + quote(cpuset_.string()) + " --probe --json");
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  const json* d = find_device(parse_json(all.output), "cpuset:0");
+  ASSERT_NE(d, nullptr) << all.output;
+  EXPECT_EQ((*d)["available"], true) << d->dump(2);
+  EXPECT_GE((*d)["compute_units"].get<int>(), 1) << d->dump(2);
+
+  const Result one = sh(host() + " --plugin-dir " + quote(cpuset_.string()) + " --probe --json", "MLH_CPUSET=0 ");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  d = find_device(parse_json(one.output), "cpuset:0");
+  ASSERT_NE(d, nullptr) << one.output;
+  EXPECT_EQ((*d)["compute_units"], 1) << d->dump(2);
+  EXPECT_EQ((*d)["name"], "CPU cores 0") << d->dump(2);
+
+  const Result bad = sh(host() + " --plugin-dir " + quote(cpuset_.string()) + " --probe --json", "MLH_CPUSET=x-1 ");
+  ASSERT_EQ(bad.exit_code, 0) << "an unusable device is reported, not an error: " << bad.output;
+  d = find_device(parse_json(bad.output), "cpuset:0");
+  ASSERT_NE(d, nullptr) << bad.output;
+  EXPECT_EQ((*d)["available"], false);
+  EXPECT_NE(d->dump().find("MLH_CPUSET: 'x-1'"), std::string::npos) << d->dump(2);
+}
+
+TEST_F(InstalledSdk, ExampleAlgorithmTrainsOnTheExampleDeviceAndSamples) {
+  const fs::path run = kWork / "chargpt-run";
+  const std::string dirs = " --plugin-dir " + quote(cpuset_.string()) + " --plugin-dir " + quote(chargpt_.string());
+  const Result train = sh(host() + dirs + " --algorithm chargpt --device cpuset:0 --run-dir " + quote(run.string()) +
+                          " --set text_file=" + quote((kWork / "corpus.txt").string()) +
+                          " --set max_iters=150 --set eval_interval=50 --set n_embd=64 --set block_size=32"
+                          " --set batch_size=16 --set checkpoint_every=50");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_EQ(read_json(run / "summary.json").value("status", ""), "completed");
+  EXPECT_TRUE(fs::exists(run / "model.safetensors"));
+  const json plan = read_json(run / "plan.json");
+  EXPECT_EQ(plan.value("device", ""), "cpuset:0") << plan.dump(2);
+  EXPECT_TRUE(plan["environment"].contains("GOMP_CPU_AFFINITY")) << "prepare's environment: " << plan.dump(2);
+
+  // It learns: the validation loss falls well below its start (ln(vocab) ~ 3).
+  std::vector<double> val;
+  std::ifstream metrics(run / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const json m = json::parse(line, nullptr, false);
+    if (m.is_object() && m.value("name", "") == "val/loss") val.push_back(m["value"].get<double>());
+  }
+  ASSERT_GE(val.size(), 2u) << train.output;
+  EXPECT_LT(val.back(), 0.6 * val.front()) << "val/loss " << val.front() << " -> " << val.back();
+
+  const Result sample = sh(host() + dirs + " --algorithm chargpt --command sample --run-dir " + quote(run.string()) +
+                           " --resume --set prompt=the --set max_new_tokens=80");
+  ASSERT_EQ(sample.exit_code, 0) << sample.output;
+  const std::string text = read_json(run / "summary.json")["result"].value("text", "");
+  EXPECT_EQ(text.rfind("the", 0), 0u) << text;
+  EXPECT_EQ(text.size(), 3u + 80u) << text;
+  for (char c : text) EXPECT_NE(std::string("abcdefghilmnorstg .,\n").find(c), std::string::npos) << text;
+}
+
+TEST_F(InstalledSdk, PackageRefusesAnotherMajorVersion) {
+  const fs::path project = kWork / "wrong-major";
+  fs::create_directories(project);
+  std::ofstream(project / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.18)\nproject(p NONE)\n"
+                                               "find_package(mlhost 99 REQUIRED)\n";
+  const Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote(project.string()) + " -B " +
+                      quote((project / "build").string()) + " -DCMAKE_PREFIX_PATH=" + quote(kPrefix.string()));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(MLH_SDK_TEST_VERSION), std::string::npos) << "names the installed version: " << r.output;
+}
+
+}  // namespace
