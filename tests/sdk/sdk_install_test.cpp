@@ -141,21 +141,24 @@ TEST_F(InstalledSdk, InstalledHostFindsItsInstalledPluginsWithoutFlags) {
 TEST_F(InstalledSdk, ExampleDeviceIsProbedWithItsCoreSet) {
   const Result all = sh(host() + " --plugin-dir " + quote(cpuset_.string()) + " --probe --json");
   ASSERT_EQ(all.exit_code, 0) << all.output;
-  const json* d = find_device(parse_json(all.output), "cpuset:0");
+  const json all_json = parse_json(all.output);
+  const json* d = find_device(all_json, "cpuset:0");
   ASSERT_NE(d, nullptr) << all.output;
   EXPECT_EQ((*d)["available"], true) << d->dump(2);
   EXPECT_GE((*d)["compute_units"].get<int>(), 1) << d->dump(2);
 
   const Result one = sh(host() + " --plugin-dir " + quote(cpuset_.string()) + " --probe --json", "MLH_CPUSET=0 ");
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  d = find_device(parse_json(one.output), "cpuset:0");
+  const json one_json = parse_json(one.output);
+  d = find_device(one_json, "cpuset:0");
   ASSERT_NE(d, nullptr) << one.output;
   EXPECT_EQ((*d)["compute_units"], 1) << d->dump(2);
   EXPECT_EQ((*d)["name"], "CPU cores 0") << d->dump(2);
 
   const Result bad = sh(host() + " --plugin-dir " + quote(cpuset_.string()) + " --probe --json", "MLH_CPUSET=x-1 ");
   ASSERT_EQ(bad.exit_code, 0) << "an unusable device is reported, not an error: " << bad.output;
-  d = find_device(parse_json(bad.output), "cpuset:0");
+  const json bad_json = parse_json(bad.output);
+  d = find_device(bad_json, "cpuset:0");
   ASSERT_NE(d, nullptr) << bad.output;
   EXPECT_EQ((*d)["available"], false);
   EXPECT_NE(d->dump().find("MLH_CPUSET: 'x-1'"), std::string::npos) << d->dump(2);
