@@ -59,8 +59,10 @@ json read_json(const fs::path& p) {
   return json::parse(in, nullptr, false);
 }
 
+// A pointer into `probe` (not into a copy of its device list).
 const json* find_device(const json& probe, const std::string& id) {
-  for (const json& d : probe.value("devices", json::array()))
+  if (!probe.is_object() || !probe.contains("devices")) return nullptr;
+  for (const json& d : probe.at("devices"))
     if (d.value("id", "") == id) return &d;
   return nullptr;
 }
