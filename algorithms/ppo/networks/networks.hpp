@@ -7,6 +7,30 @@
 //   resnet     AlphaZero-style residual tower (blocks x channels) with policy and value heads
 // All use orthogonal initialisation as the PPO references do: gain sqrt(2) for hidden
 // layers, 0.01 for the policy output, 1 for the value output; biases 0.
+//
+// Details per kind (parameter names in brackets are their keys in named_parameters()):
+//   mlp        actor: features -> mlp_hidden... (tanh) -> num_actions   [actor.<i>.weight/bias]
+//              critic: features -> mlp_hidden... (tanh) -> 1            [critic.<i>.weight/bias]
+//              infer() runs in plain C++ over the weights (no autograd, no dispatcher): the
+//              collection path, several times faster than forward() at small batches.
+//   recursive  stem: 3x3 conv (padding 1) planes -> hidden_dim, ReLU; H*W tokens plus a learned
+//              positional embedding [H*W, hidden_dim]; one PRE-NORM transformer block
+//                x = x + Attn(LN1(x)); x = x + MLP(LN2(x))   (MLP hidden_dim -> 4 hidden_dim,
+//              GELU, -> hidden_dim; attention num_heads heads, no dropout), applied
+//              num_recursive_steps times with the same weights; final LayerNorm; mean over
+//              tokens; linear policy and value heads. Gains: sqrt(2) for the stem and the MLP's
+//              first layer (followed by a nonlinearity), 1 for the attention projections and the
+//              MLP's second layer (linear maps into the residual stream); positional embedding
+//              N(0, 0.02); LayerNorms weight 1, bias 0.
+//   resnet     stem: 3x3 conv planes -> channels, BN, ReLU; `blocks` residual blocks
+//              (conv-BN-ReLU-conv-BN + skip, ReLU); policy head 1x1 conv -> 2, BN, ReLU,
+//              flatten, linear -> num_actions; value head 1x1 conv -> 1, BN, ReLU, flatten,
+//              linear -> value_hidden, ReLU, linear -> 1. Convolutions have no bias (BN
+//              follows). BatchNorm makes the output depend on train()/eval() mode.
+// Gradient checkpointing (spec.gradient_checkpointing) applies when grad mode is on: each
+// recursion step / each residual block runs under mlh::rt::checkpoint and is recomputed in the
+// backward pass. A recomputed BatchNorm runs with momentum 0 (same batch statistics, so the
+// same gradients, and the running statistics are updated once per step, as without).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +39,7 @@
 #include <vector>
 
 #include <ATen/Tensor.h>
+#include <nlohmann/json_fwd.hpp>
 #include <torch/nn/module.h>
 
 namespace ppo {
@@ -32,6 +57,7 @@ struct NetworkSpec {
   // resnet
   int64_t blocks = 30;
   int64_t channels = 192;
+  int64_t value_hidden = 256;               // the value head's hidden layer
   // Recompute activations in backward (recursive: each recursion step; resnet: each block).
   bool gradient_checkpointing = false;
 };
@@ -47,10 +73,32 @@ class ActorCritic : public torch::nn::Module {
   virtual PolicyOutput forward(const at::Tensor& observations) = 0;
   // The spec it was built from (saved next to checkpoints, so eval/play rebuild the same net).
   virtual const NetworkSpec& spec() const = 0;
+
+  // Inference for rollout collection: `batch` observations (float32, row-major, the spec's
+  // observation shape each) -> logits [batch * num_actions] and values [batch]. No autograd
+  // graph, no parameter changes (apart from BatchNorm running statistics in train mode: call
+  // eval() first for the resnet if that matters). The default is infer_torch(); the mlp
+  // overrides it with plain C++ loops (equal to forward() within 1e-5).
+  virtual void infer(const float* observations, int64_t batch, float* logits, float* values);
+  // forward() under at::InferenceMode, copying the outputs to the buffers.
+  void infer_torch(const float* observations, int64_t batch, float* logits, float* values);
+
+  // Number of floats in one observation (the product of observation_shape).
+  int64_t observation_size() const;
+  int64_t parameter_count() const;
 };
 
 // Builds the network `spec` names. Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the
 // field for an unknown kind or a shape the kind cannot take.
 std::shared_ptr<ActorCritic> make_network(const NetworkSpec& spec);
+
+// The checks make_network runs (throws as it does).
+void validate_network_spec(const NetworkSpec& spec);
+
+// The spec as JSON (every field) and back. Missing keys keep NetworkSpec's defaults; a key of
+// the wrong type is an mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming it. The result is not
+// validated: make_network does that.
+nlohmann::json to_json(const NetworkSpec& spec);
+NetworkSpec network_spec_from_json(const nlohmann::json& json);
 
 }  // namespace ppo
