@@ -39,7 +39,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("plugin-dir", po::value<std::vector<std::string>>()->composing(),
        "search this folder for plugins first (repeatable); MLH_PLUGIN_PATH adds more")
       ("no-default-plugin-dir", "do not search the host's own plugin folder")
-      ("allow-unsafe-plugins", "load plugins from files or folders other users can write to")
+      ("allow-unsafe-plugins", "load plugins from files or folders other users can write to or own")
+      ("plugin-allowlist", po::value<std::string>(),
+       "load only plugins whose library's SHA-256 this file lists ('<sha256>  <name>' lines); "
+       "default: $MLH_PLUGIN_ALLOWLIST")
       ("device", po::value(&device)->default_value("auto"), "auto, cpu, cuda, cuda:N, mps")
       ("no-gpu", "never choose a GPU")
       ("probe-timeout", po::value(&o.probe_timeout_ms)->default_value(10000),
@@ -100,6 +103,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       if (d.empty()) throw CliError("--plugin-dir needs a folder");
       o.plugin_dirs.emplace_back(d);
     }
+  if (vm.count("plugin-allowlist")) {
+    o.plugin_allowlist = vm["plugin-allowlist"].as<std::string>();
+    if (o.plugin_allowlist.empty()) throw CliError("--plugin-allowlist needs a file");
+  }
   if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
   if (vm.count("set")) o.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("run-dir")) o.run_dir = vm["run-dir"].as<std::string>();

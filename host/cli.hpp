@@ -26,6 +26,7 @@ struct CliOptions {
   std::vector<std::filesystem::path> plugin_dirs;
   bool no_default_plugin_dir = false;
   bool allow_unsafe_plugins = false;
+  std::filesystem::path plugin_allowlist;  // --plugin-allowlist FILE (wins over $MLH_PLUGIN_ALLOWLIST)
   DeviceRequest device;
   bool no_gpu = false;
   std::string log_level = "info";

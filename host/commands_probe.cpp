@@ -15,6 +15,23 @@ DiscoveryOptions discovery_options(const CliOptions& options) {
   d.use_default_dir = !options.no_default_plugin_dir;
   d.default_dir = default_plugin_dir();
   d.allow_unsafe = options.allow_unsafe_plugins;
+  // The allow-list: --plugin-allowlist, else $MLH_PLUGIN_ALLOWLIST (empty: none).
+  std::filesystem::path allowlist = options.plugin_allowlist;
+  std::string allowlist_origin = "--plugin-allowlist";
+  if (allowlist.empty()) {
+    if (const char* env = std::getenv("MLH_PLUGIN_ALLOWLIST"); env && *env) {
+      allowlist = env;
+      allowlist_origin = "MLH_PLUGIN_ALLOWLIST";
+    }
+  }
+  if (!allowlist.empty()) {
+    try {
+      d.allowlist = read_allowlist(allowlist);
+      d.allowlist->origin = allowlist_origin;
+    } catch (const AllowlistError& e) {
+      throw HostError(std::string(e.what()) + " (" + allowlist_origin + ")", 2);
+    }
+  }
   for (const auto& dir : options.plugin_dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))

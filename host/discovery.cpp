@@ -10,6 +10,7 @@
 #include <mlh/mlh_abi.h>
 
 #include "file_checks.hpp"
+#include "sha256.hpp"
 
 namespace mlhost {
 namespace fs = std::filesystem;
@@ -22,15 +23,20 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Applies the permission rule to one path: refuse, or (with --allow-unsafe-plugins) warn.
-void check_permissions(const fs::path& path, bool allow_unsafe, DiscoveredPlugin& plugin) {
-  if (plugin.refused) return;
-  auto problem = check_not_writable_by_others(path);
-  if (!problem) return;
+// Applies a safety finding: refuse, or (with --allow-unsafe-plugins) warn.
+void apply_problem(const std::optional<std::string>& problem, const char* fix, bool allow_unsafe,
+                   DiscoveredPlugin& plugin) {
+  if (plugin.refused || !problem) return;
   if (allow_unsafe)
     plugin.warnings.push_back(*problem + " (allowed by --allow-unsafe-plugins)");
   else
-    plugin.refused = *problem + "; fix with 'chmod go-w' or pass --allow-unsafe-plugins";
+    plugin.refused = *problem + "; fix with '" + fix + "' or pass --allow-unsafe-plugins";
+}
+
+// The permission and ownership rules for one path (file or folder).
+void check_permissions(const fs::path& path, bool allow_unsafe, DiscoveredPlugin& plugin) {
+  apply_problem(check_not_writable_by_others(path), "chmod go-w", allow_unsafe, plugin);
+  apply_problem(check_owner(path), "chown", allow_unsafe, plugin);
 }
 
 void scan_dir(const SearchDir& dir, const DiscoveryOptions& options, Discovery& out) {
@@ -51,6 +57,7 @@ void scan_dir(const SearchDir& dir, const DiscoveryOptions& options, Discovery& 
   std::sort(manifests.begin(), manifests.end());  // deterministic order within a folder
 
   const auto dir_problem = check_not_writable_by_others(dir.path);
+  const auto dir_owner_problem = check_owner(dir.path);
   for (const fs::path& path : manifests) {
     DiscoveredPlugin plugin;
     plugin.origin = dir.origin;
@@ -80,14 +87,28 @@ void scan_dir(const SearchDir& dir, const DiscoveryOptions& options, Discovery& 
     }
     if (!plugin.refused && !m.build_arch.empty() && m.build_arch != host_architecture())
       plugin.refused = "manifest says built for " + m.build_arch + ", this host is " + host_architecture();
-    if (dir_problem && !plugin.refused) {
-      if (options.allow_unsafe)
-        plugin.warnings.push_back(*dir_problem + " (allowed by --allow-unsafe-plugins)");
-      else
-        plugin.refused = *dir_problem + "; fix with 'chmod go-w' or pass --allow-unsafe-plugins";
+    // Code loads only from the search path: a library that is a symbolic link out of its
+    // folder is refused whatever the flags say.
+    if (!plugin.refused) {
+      if (auto link = check_link_stays_in(m.library_path, dir.path)) plugin.refused = *link;
     }
+    apply_problem(dir_problem, "chmod go-w", options.allow_unsafe, plugin);
+    apply_problem(dir_owner_problem, "chown", options.allow_unsafe, plugin);
     check_permissions(path, options.allow_unsafe, plugin);
     check_permissions(m.library_path, options.allow_unsafe, plugin);
+    // The allow-list last: hashing reads the whole library, so only plugins that passed
+    // everything else and that the allow-list names are hashed.
+    if (!plugin.refused && options.allowlist && !options.allowlist->lists(m.name)) {
+      plugin.refused = options.allowlist->not_listed(m.name, m.library_path);
+    } else if (!plugin.refused && options.allowlist) {
+      try {
+        plugin.sha256 = sha256_file(m.library_path);
+        const std::string why = options.allowlist->refusal(m.name, *plugin.sha256);
+        if (!why.empty()) plugin.refused = why;
+      } catch (const std::exception& e) {
+        plugin.refused = std::string("cannot hash the library for the plugin allow-list: ") + e.what();
+      }
+    }
     out.plugins.push_back(std::move(plugin));
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "allowlist.hpp"
 #include "manifest.hpp"
 
 namespace mlhost {
@@ -17,6 +18,8 @@ struct DiscoveryOptions {
   bool use_default_dir = true;                     // false with --no-default-plugin-dir
   std::filesystem::path default_dir;               // <host>/../lib/mlhost/plugins
   bool allow_unsafe = false;                       // --allow-unsafe-plugins
+  // --plugin-allowlist / $MLH_PLUGIN_ALLOWLIST: when set, only the libraries it pins load.
+  std::optional<PluginAllowlist> allowlist;
 };
 
 struct SearchDir {
@@ -29,6 +32,9 @@ struct DiscoveredPlugin {
   std::string origin;                  // which search dir it came from
   std::optional<std::string> refused;  // why it must not be loaded; nothing when loadable
   std::vector<std::string> warnings;   // e.g. unsafe permissions allowed by flag
+  // The library's SHA-256 (lower-case hex). Computed only with an allow-list that names the
+  // plugin (hashing costs time), and only once it passed every other check.
+  std::optional<std::string> sha256;
   bool usable() const { return !refused.has_value(); }
 };
 

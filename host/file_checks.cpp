@@ -1,6 +1,8 @@
 #include "file_checks.hpp"
 
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 
 #include <array>
@@ -93,6 +95,40 @@ std::optional<std::string> check_not_writable_by_others(const std::filesystem::p
     return "unsafe permissions: '" + path.string() + "' is writable by " +
            ((st.st_mode & S_IWOTH) ? "other users" : "its group") + " (mode " + mode + ")";
   }
+  return std::nullopt;
+}
+
+namespace {
+std::string user_name(unsigned uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[1024];
+  if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found) return std::string("'") + found->pw_name + "'";
+  return "uid " + std::to_string(uid);
+}
+}  // namespace
+
+std::optional<std::string> check_owner(const std::filesystem::path& path) { return check_owner(path, ::geteuid()); }
+
+std::optional<std::string> check_owner(const std::filesystem::path& path, unsigned euid) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "cannot stat '" + path.string() + "': " + std::strerror(errno);
+  if (st.st_uid == euid || st.st_uid == 0) return std::nullopt;
+  return "unsafe owner: '" + path.string() + "' is owned by " + user_name(st.st_uid) + " (uid " +
+         std::to_string(st.st_uid) + "), neither this user (uid " + std::to_string(euid) + ") nor root";
+}
+
+std::optional<std::string> check_link_stays_in(const std::filesystem::path& library,
+                                               const std::filesystem::path& folder) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(library, ec))) return std::nullopt;
+  const auto target = std::filesystem::canonical(library, ec);
+  if (ec) return "library '" + library.string() + "' is a symbolic link that cannot be resolved: " + ec.message();
+  const auto dir = std::filesystem::canonical(folder, ec);
+  if (ec) return "cannot resolve the plugin folder '" + folder.string() + "': " + ec.message();
+  if (target.parent_path() != dir)
+    return "library '" + library.string() + "' is a symbolic link to '" + target.string() +
+           "', outside the plugin folder '" + dir.string() + "' (plugins load only from the search path)";
   return std::nullopt;
 }
 

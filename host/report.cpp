@@ -168,6 +168,7 @@ json plugin_list_to_json(const Discovery& discovery) {
     j["loadable"] = p.usable();
     j["refused"] = p.refused ? json(*p.refused) : json(nullptr);
     j["warnings"] = p.warnings;
+    j["sha256"] = p.sha256 ? json(*p.sha256) : json(nullptr);  // only with an allow-list
     plugins.push_back(j);
   }
   json search = json::array();
@@ -192,6 +193,7 @@ std::string plugin_list_to_text(const Discovery& discovery) {
         << (p.usable() ? "ok" : "refused") << "\n      " << m.library_path.string() << "\n";
       if (!m.description.empty()) o << "      " << m.description << "\n";
       if (m.torch_version) o << "      LibTorch " << *m.torch_version << (m.torch_cuda ? " with CUDA" : " (CPU only)") << "\n";
+      if (p.sha256) o << "      sha256 " << *p.sha256 << "\n";
       if (p.refused) o << "      refused: " << *p.refused << "\n";
       for (const auto& w : p.warnings) o << "      warning: " << w << "\n";
     }

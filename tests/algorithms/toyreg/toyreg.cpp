@@ -128,10 +128,12 @@ class ToyRegression : public mlh::AlgorithmPlugin {
   static void train(mlh::RunContext& ctx, const json& cfg, Trainer& t, mlh::rt::CheckpointManager& checkpoints) {
     const int64_t steps = cfg.at("steps"), every = cfg.at("checkpoint_every");
     int64_t start = 0;
+    double loss = 0;
     if (ctx.resume()) {
       mlh::rt::TrainingState s = t.state(0);
       if (auto loaded = checkpoints.load_latest(s, t.device)) {
         start = loaded->values.at("step");
+        if (loaded->metric) loss = *loaded->metric;  // a run resumed at its end still reports its loss
         t.scaler.load_state(loaded->values.at("scaler"));
         mlh::rt::restore_rng_state(mlh::rt::RngState::from_tensors(s.tensors));
         ctx.info("resumed from step " + std::to_string(start) + " (" + loaded->path + ")");
@@ -145,7 +147,6 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     memory_options.empty_cache_steps = t.empty_cache_steps;
     mlh::rt::MemoryMonitor memory(t.device, ctx, memory_options);
 
-    double loss = 0;
     for (int64_t step = start; step < steps; ++step) {
       if (step == cfg.at("fail_at_step").get<int64_t>())
         throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "failing on purpose at step " + std::to_string(step));

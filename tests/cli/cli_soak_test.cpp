@@ -1,0 +1,284 @@
+// The crash soak: a toyreg training run is killed with SIGKILL (the host's whole process
+// group; the worker dies with the host) at random moments, many times in a row, and resumed
+// with --resume each time until it completes. It must end with exactly the parameters of an
+// uninterrupted run with the same seed (summary w and b, model.safetensors byte for byte, and
+// every step's loss), and after every kill every checkpoint in the run folder must verify
+// (the MLHCKPT1 header and its CRC-32C, as the runtime's loader checks them).
+//
+// Deterministic: one seed for the kill schedule (MLH_SOAK_SEED overrides it, MLH_SOAK_KILLS
+// the number of kills aimed at). checkpoint_every=1 makes a checkpoint write part of every
+// step, so many kills land inside one; single-threaded LibTorch (a hardware settings file)
+// keeps the arithmetic bit-identical from run to run.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <mlh/crc32c.hpp>
+
+#include "cli_harness.hpp"
+
+namespace mlhost::cli_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+uint64_t env_or(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// Why a checkpoint file does not verify, or "" when it does (the layout of
+// sdk/include/mlh/runtime/checkpoint.hpp: magic, payload length, step, metric, reserved, CRC).
+std::string verify_checkpoint(const fs::path& path) {
+  const std::string bytes = read_file(path);
+  if (bytes.size() < 40) return "shorter than the 40-byte header (" + std::to_string(bytes.size()) + " bytes)";
+  if (bytes.compare(0, 8, "MLHCKPT1") != 0) return "no MLHCKPT1 magic";
+  uint64_t payload = 0;
+  std::memcpy(&payload, bytes.data() + 8, 8);
+  if (payload != bytes.size() - 40)
+    return "payload length " + std::to_string(payload) + " but the file has " + std::to_string(bytes.size() - 40);
+  uint32_t stored = 0;
+  std::memcpy(&stored, bytes.data() + 36, 4);
+  const uint32_t computed = mlh::crc32c(bytes.data(), 36, mlh::crc32c(bytes.data() + 40, payload));
+  if (stored != computed) return "CRC-32C mismatch";
+  return "";
+}
+
+// Lines of metrics.jsonl that parse (a torn last line of a killed host is counted, not fatal).
+struct Metrics {
+  std::vector<json> lines;
+  size_t unparsable = 0;
+};
+Metrics read_metrics(const fs::path& file) {
+  Metrics m;
+  for (const std::string& line : read_lines(file)) {
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      ++m.unparsable;
+    else
+      m.lines.push_back(std::move(j));
+  }
+  return m;
+}
+
+uintmax_t size_of(const fs::path& p) {
+  std::error_code ec;
+  const uintmax_t n = fs::file_size(p, ec);
+  return ec ? 0 : n;
+}
+
+class SoakTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(have_toyreg()) << "this build has no toyreg plugin (MLH_WITH_TORCH=OFF?)";
+    REQUIRE_CASE("toyreg");
+    toyreg_ = case_dir("toyreg").string();
+    hardware_ = tmp() / "single-thread.ini";
+    write_file(hardware_, "intra_op_threads = 1\ninter_op_threads = 1\n");
+  }
+
+  std::vector<std::string> args(const fs::path& run_dir, bool resume) {
+    std::vector<std::string> a{host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg",
+                               "--run-dir", run_dir.string(), "--device", "cpu", "--hardware-config", hardware_.string()};
+    if (resume) {
+      a.push_back("--resume");
+    } else {
+      for (const char* s : {"steps=400", "checkpoint_every=1", "step_delay_ms=4", "seed=11", "lr=0.05"}) {
+        a.push_back("--set");
+        a.push_back(s);
+      }
+    }
+    return a;
+  }
+
+  RunOptions opts() {
+    RunOptions o;
+    o.cwd = tmp();
+    o.timeout = Millis(180000);
+    return o;
+  }
+
+  std::string toyreg_;
+  fs::path hardware_;
+};
+
+TEST_F(SoakTest, RunKilledAtRandomMomentsAndResumedMatchesAnUninterruptedRun) {
+  const auto test_start = Clock::now();
+  const uint64_t seed = env_or("MLH_SOAK_SEED", 20261122);
+  const uint64_t target_kills = env_or("MLH_SOAK_KILLS", 40);
+
+  // 1. The reference: uninterrupted, timed (start-up until the first step, then training).
+  const fs::path ref = tmp() / "reference";
+  double startup_ms = 0, total_ms = 0;
+  {
+    const auto t0 = Clock::now();
+    Process p(args(ref, false), opts());
+    while (p.running() && size_of(ref / "metrics.jsonl") == 0 && ms_since(t0) < 120000)
+      std::this_thread::sleep_for(Millis(5));
+    startup_ms = ms_since(t0);
+    const Result r = p.wait(Millis(120000));
+    total_ms = ms_since(t0);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  }
+  const json ref_summary = file_json(ref / "summary.json");
+  ASSERT_EQ(ref_summary["status"], "completed") << ref_summary.dump(2);
+  const json ref_result = ref_summary["result"];
+  ASSERT_TRUE(ref_result.contains("w")) << ref_summary.dump(2);
+  EXPECT_EQ(ref_result["torch_threads"], 1) << "the runs must be single-threaded to be bit-identical";
+  const std::string ref_weights = read_file(ref / "model.safetensors");
+  ASSERT_FALSE(ref_weights.empty());
+  std::map<int64_t, double> ref_loss;
+  for (const json& m : read_metrics(ref / "metrics.jsonl").lines)
+    if (m["name"] == "train/loss") ref_loss[m["step"].get<int64_t>()] = m["value"].get<double>();
+  ASSERT_EQ(ref_loss.size(), 400u);
+  const double train_ms = std::max(200.0, total_ms - startup_ms);
+
+  // 2. The same run, killed again and again. Most kills come a uniformly random time after
+  // this attempt's first metric (so they fall anywhere in training, checkpoint writes
+  // included); one in five comes during start-up (LibTorch loading, the checkpoint being
+  // read back). The window adapts to what is left of the run, so that about `target_kills`
+  // (40) kills happen, spread over the whole of training, before it completes.
+  const double ms_per_step = train_ms / 400.0;
+  auto latest_step = [](const fs::path& dir) {
+    int64_t latest = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() == 19 && name.rfind("step-", 0) == 0 && name.substr(14) == ".ckpt")
+        latest = std::max<int64_t>(latest, std::stoll(name.substr(5, 9)));
+    }
+    return latest;
+  };
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const fs::path run = tmp() / "soak";
+  size_t kills = 0, startup_kills = 0, checkpoints_verified = 0, attempts = 0;
+  std::set<std::string> interrupted_writes;  // temporary files left by kills inside a write
+  bool completed = false;
+  std::set<int64_t> kill_steps;  // the newest checkpoint's step after each kill
+  double delay_total_ms = 0, steps_total = 0;  // training kills: their delays and the steps they let through
+  const auto soak_start = Clock::now();
+  while (!completed && kills < target_kills + target_kills / 4) {
+    ++attempts;
+    const bool resume = fs::exists(run / "config.json");
+    const uintmax_t size_before = size_of(run / "metrics.jsonl");
+    const auto t0 = Clock::now();
+    Process p(args(run, resume), opts());
+    // The first attempt is not killed before training starts (the run folder must exist).
+    const bool at_startup = attempts > 1 && unit(rng) < 0.2;
+    // The window: what is left of the run, at the progress rate seen so far (steps per ms of
+    // delay, which includes each attempt's own overheads), shared among the kills still to come.
+    const int64_t step_before = latest_step(run / "checkpoints");
+    const double kills_left = std::max(1.0, static_cast<double>(target_kills) - static_cast<double>(kills));
+    const double rate = delay_total_ms > 0 ? std::max(1e-3, steps_total / delay_total_ms) : 1.0 / ms_per_step;
+    const double window_ms = std::max(20.0, 2.0 * static_cast<double>(400 - step_before) / rate / (0.8 * kills_left));
+    const double delay = at_startup ? unit(rng) * startup_ms : unit(rng) * window_ms;
+    if (!at_startup) {
+      while (p.running() && size_of(run / "metrics.jsonl") <= size_before && ms_since(t0) < 120000)
+        std::this_thread::sleep_for(Millis(2));
+    }
+    const auto aim = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(delay * 1000));
+    while (p.running() && Clock::now() < aim) std::this_thread::sleep_for(Millis(1));
+    if (!p.running()) {  // it finished before the kill: the run is complete
+      const Result r = p.wait(Millis(10000));
+      ASSERT_EQ(r.exit_code, 0) << "attempt " << attempts << ": " << r.describe();
+      completed = true;
+      break;
+    }
+    ASSERT_EQ(::kill(-p.pid(), SIGKILL), 0) << std::strerror(errno);
+    const Result r = p.wait(Millis(10000));
+    if (r.exit_code == 0) {  // it finished just before the kill
+      completed = true;
+      break;
+    }
+    ASSERT_EQ(r.signal, SIGKILL) << r.describe();
+    ++kills;
+    if (at_startup) ++startup_kills;
+    kill_steps.insert(latest_step(run / "checkpoints"));
+    if (!at_startup) {
+      delay_total_ms += delay;
+      steps_total += static_cast<double>(latest_step(run / "checkpoints") - step_before);
+    }
+    // The worker (in a process group of its own) must die with the host.
+    const std::vector<std::string> left = wait_for_orphans(Millis(10000));
+    ASSERT_TRUE(left.empty()) << "still running after the host was killed: " << left.front();
+
+    // Every checkpoint the kill left must verify.
+    std::error_code ec;
+    for (fs::directory_iterator it(run / "checkpoints", ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.find(".tmp-") != std::string::npos) {
+        interrupted_writes.insert(name);
+        continue;  // an unfinished write under a temporary name: never read as a checkpoint
+      }
+      if (name.size() < 5 || name.substr(name.size() - 5) != ".ckpt") continue;
+      const std::string problem = verify_checkpoint(it->path());
+      ASSERT_EQ(problem, "") << "after kill " << kills << ": checkpoint " << it->path() << " is unreadable";
+      ++checkpoints_verified;
+    }
+    if (ms_since(soak_start) > 100000) break;  // keep the test bounded on a slow machine
+  }
+  const bool finished_by_attempt = completed;
+  if (!completed) {  // the kill or time cap: finish without kills
+    const Result r = run_host({"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", run.string(), "--device",
+                               "cpu", "--hardware-config", hardware_.string(), "--resume"},
+                              opts());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  }
+  const double soak_ms = ms_since(soak_start);
+
+  // 3. The end state equals the reference exactly.
+  const json summary = file_json(run / "summary.json");
+  ASSERT_EQ(summary["status"], "completed") << summary.dump(2);
+  EXPECT_EQ(summary["result"]["w"].get<double>(), ref_result["w"].get<double>()) << summary.dump(2);
+  EXPECT_EQ(summary["result"]["b"].get<double>(), ref_result["b"].get<double>()) << summary.dump(2);
+  EXPECT_EQ(summary["result"]["final_loss"].get<double>(), ref_result["final_loss"].get<double>());
+  EXPECT_TRUE(read_file(run / "model.safetensors") == ref_weights) << "model.safetensors differs from the reference";
+  // Every step's loss, each time it was logged (a resumed step is redone), is the reference's.
+  const Metrics metrics = read_metrics(run / "metrics.jsonl");
+  std::set<int64_t> steps_seen;
+  size_t mismatched = 0;
+  for (const json& m : metrics.lines) {
+    if (m["name"] != "train/loss") continue;
+    const int64_t step = m["step"].get<int64_t>();
+    steps_seen.insert(step);
+    if (ref_loss.count(step) == 0 || ref_loss[step] != m["value"].get<double>()) ++mismatched;
+  }
+  EXPECT_EQ(mismatched, 0u) << "logged losses that differ from the uninterrupted run";
+  EXPECT_EQ(steps_seen.size(), 400u);
+  // No resume ever skipped a checkpoint as corrupt (the loader warns into log.txt).
+  const std::string log = read_file(run / "log.txt");
+  EXPECT_FALSE(contains(log, "skipping checkpoint")) << log.substr(0, 4000);
+  // And the trained model loads for evaluation.
+  const Result eval = run_host({"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", run.string(), "--device",
+                                "cpu", "--hardware-config", hardware_.string(), "--resume", "--command", "eval"},
+                               opts());
+  EXPECT_EQ(eval.exit_code, 0) << eval.describe();
+
+  EXPECT_GE(kills, target_kills / 2) << "too few kills to call this a soak";
+  std::printf(
+      "[ soak     ] %zu SIGKILLs survived (%zu during start-up, %zu inside a checkpoint write), %zu attempts, "
+      "%zu checkpoint files verified, %zu torn metrics lines; reference run %.0f ms (start-up %.0f ms); "
+      "soak %.1f s, test %.1f s; seed %llu; kills landed between steps %lld and %lld (%zu distinct); %s\n",
+      kills, startup_kills, interrupted_writes.size(), attempts, checkpoints_verified, metrics.unparsable, total_ms,
+      startup_ms, soak_ms / 1000, ms_since(test_start) / 1000, static_cast<unsigned long long>(seed),
+      kill_steps.empty() ? 0LL : static_cast<long long>(*kill_steps.begin()),
+      kill_steps.empty() ? 0LL : static_cast<long long>(*kill_steps.rbegin()), kill_steps.size(),
+      finished_by_attempt ? "the last attempt ran to the end" : "a final resume without kills finished it");
+  RecordProperty("kills", static_cast<int>(kills));
+}
+
+}  // namespace
+}  // namespace mlhost::cli_test
