@@ -1,0 +1,27 @@
+// PPO's commands, run by the plugin (ppo_plugin.cpp) and by the tests:
+//   train      PPO on CartPole-v1 or generated puzzles (curriculum); metrics per iteration
+//              (episodic return, avg of the last 100, losses, KL, clip fraction, explained
+//              variance, env steps/s; puzzles: solve rate and curriculum level), checkpoints
+//              every checkpoint_every iterations, at the end and on cancel (best by the
+//              average return of the last 100 episodes), resume, model.safetensors and
+//              network.json (the network spec eval/play rebuild from) in the run folder
+//   eval       CartPole: mean return over eval_episodes; puzzles: solve rate, mean steps and
+//              mean steps / optimal on held-out puzzles, next to a random policy's
+//   play       the policy solving a level-file puzzle: each move and board printed
+//   benchmark  env steps/s of collection and of whole training iterations (CartPole, and
+//              puzzles with the recursive net), 1 vs the plan's threads; forward passes/s of
+//              each network at batch 1 and 64
+//
+// The plan's batch_size is not used: PPO's batch is num_envs x num_steps. The plan's preset
+// sizes the residual tower; its precision runs the recursive/resnet forward passes under
+// autocast (the CartPole MLP stays fp32); its threads are applied (config torch_threads
+// overrides them).
+#pragma once
+
+#include <mlh/plugin.hpp>
+
+namespace ppo {
+
+void run_command(mlh::RunContext& ctx);
+
+}  // namespace ppo

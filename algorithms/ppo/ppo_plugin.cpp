@@ -1,0 +1,28 @@
+// The PPO algorithm plugin (Schulman et al. 2017, "Proximal Policy Optimization
+// Algorithms"; CleanRL's ppo.py): its description for the host and the dispatch to its
+// commands (commands.hpp).
+#include <mlh/plugin.hpp>
+
+#include "commands.hpp"
+#include "config.hpp"
+
+namespace {
+
+class Ppo : public mlh::AlgorithmPlugin {
+ public:
+  mlh::AlgorithmDescription describe() override {
+    mlh::AlgorithmDescription d;
+    d.summary = "PPO: CartPole-v1 and tiler-slider puzzles (mlp, recursive attention or residual tower)";
+    d.commands = {"train", "eval", "play", "benchmark"};
+    d.config_schema_json = ppo::config_schema_json();
+    d.config_defaults_json = ppo::config_defaults_json();
+    d.presets_json = ppo::presets_json();
+    return d;
+  }
+
+  void run(mlh::RunContext& ctx) override { ppo::run_command(ctx); }
+};
+
+}  // namespace
+
+MLH_ALGORITHM_PLUGIN(Ppo)

@@ -1,0 +1,262 @@
+#include "ppo_update.hpp"
+
+#include "mlp_fast.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+namespace ppo {
+
+at::Tensor mask_logits(const at::Tensor& logits, const at::Tensor& masks) {
+  if (!masks.defined()) return logits;
+  return logits.masked_fill(masks.logical_not(), -1e8);
+}
+
+LossTerms ppo_loss(const at::Tensor& logits, const at::Tensor& new_values, const at::Tensor& actions,
+                   const at::Tensor& old_logprobs, const at::Tensor& advantages, const at::Tensor& returns,
+                   const at::Tensor& old_values, const LossOptions& o) {
+  LossTerms t;
+  const at::Tensor logp_all = at::log_softmax(logits.to(at::kFloat), 1);
+  const at::Tensor new_logprob = logp_all.gather(1, actions.view({-1, 1})).view(-1);
+  const at::Tensor entropy = -(logp_all.exp() * logp_all).sum(1);
+  const at::Tensor logratio = new_logprob - old_logprobs;
+  const at::Tensor ratio = logratio.exp();
+  {
+    at::NoGradGuard no_grad;
+    t.old_approx_kl = (-logratio).mean();
+    t.approx_kl = ((ratio - 1) - logratio).mean();
+    t.clipfrac = ((ratio - 1).abs() > o.clip_coef).to(at::kFloat).mean();
+  }
+  at::Tensor adv = advantages;
+  if (o.norm_adv && adv.numel() > 1) adv = (adv - adv.mean()) / (adv.std() + 1e-8);
+  const at::Tensor pg1 = -adv * ratio;
+  const at::Tensor pg2 = -adv * at::clamp(ratio, 1 - o.clip_coef, 1 + o.clip_coef);
+  const at::Tensor pg_loss = at::max(pg1, pg2).mean();
+  const at::Tensor v = new_values.to(at::kFloat).view(-1);
+  at::Tensor v_loss;
+  if (o.clip_vloss) {
+    const at::Tensor unclipped = (v - returns).pow(2);
+    const at::Tensor v_clipped = old_values + at::clamp(v - old_values, -o.clip_coef, o.clip_coef);
+    const at::Tensor clipped = (v_clipped - returns).pow(2);
+    v_loss = 0.5 * at::max(unclipped, clipped).mean();
+  } else {
+    v_loss = 0.5 * (v - returns).pow(2).mean();
+  }
+  const at::Tensor entropy_loss = entropy.mean();
+  t.loss = pg_loss - o.ent_coef * entropy_loss + o.vf_coef * v_loss;
+  t.pg_loss = pg_loss.detach();
+  t.v_loss = v_loss.detach();
+  t.entropy = entropy_loss.detach();
+  return t;
+}
+
+double annealed_lr(double lr, int64_t iteration, int64_t num_iterations) {
+  const double frac = 1.0 - static_cast<double>(iteration - 1) / static_cast<double>(num_iterations);
+  return frac * lr;
+}
+
+double explained_variance(const float* pred, const float* y, int64_t n) {
+  if (n <= 0) return std::nan("");
+  double my = 0, md = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    my += y[i];
+    md += y[i] - pred[i];
+  }
+  my /= static_cast<double>(n);
+  md /= static_cast<double>(n);
+  double vy = 0, vd = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    vy += (y[i] - my) * (y[i] - my);
+    const double d = y[i] - pred[i] - md;
+    vd += d * d;
+  }
+  return vy == 0 ? std::nan("") : 1.0 - vd / vy;
+}
+
+FlatParameters::FlatParameters(torch::nn::Module& module) : module_(module) {
+  at::NoGradGuard no_grad;
+  const auto params = module_.parameters();
+  int64_t total = 0;
+  for (const auto& p : params) total += p.numel();
+  flat_ = at::zeros({total}, params.at(0).options().requires_grad(false));
+  grad_ = at::zeros_like(flat_);
+  rebind();
+  flat_.set_requires_grad(true);
+  flat_.mutable_grad() = grad_;
+}
+
+void FlatParameters::rebind() {
+  at::NoGradGuard no_grad;
+  const at::Tensor data = flat_.detach();
+  int64_t offset = 0;
+  for (auto& p : module_.parameters()) {
+    const int64_t n = p.numel();
+    at::Tensor slot = data.narrow(0, offset, n);
+    if (slot.data_ptr() != p.data_ptr()) slot.copy_(p.detach().reshape(-1).to(data.device(), data.scalar_type()));
+    p.set_data(slot.view(p.sizes()));
+    p.mutable_grad() = grad_.narrow(0, offset, n).view(p.sizes());
+    offset += n;
+  }
+  mark_changed();
+}
+
+void FlatParameters::mark_changed() {
+  for (auto& p : module_.parameters()) p.unsafeGetTensorImpl()->bump_version();
+}
+
+PpoUpdater::~PpoUpdater() = default;
+
+PpoUpdater::PpoUpdater(std::shared_ptr<ActorCritic> net, double lr, const UpdateOptions& options, at::Device device,
+                       bool use_fast)
+    : net_(std::move(net)),
+      options_(options),
+      device_(device),
+      scaler_(65536.0, 2.0, 0.5, 2000, options.autocast && options.precision == mlh::rt::Precision::kFp16) {
+  flat_ = std::make_unique<FlatParameters>(*net_);
+  optimizer_ = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{flat_->flat()},
+                                                    torch::optim::AdamOptions(lr).eps(1e-5));
+  if (use_fast && !options.autocast && device.is_cpu()) fast_ = FastMlpStep::create(*net_, *flat_);
+}
+
+UpdateStats PpoUpdater::update_fast(const Batch& b, std::mt19937_64& rng) {
+  UpdateStats s;
+  const int64_t n = b.obs.size(0);
+  const int64_t mb = n / options_.num_minibatches;
+  const at::Tensor obs = b.obs.contiguous(), actions = b.actions.contiguous(), logprobs = b.logprobs.contiguous(),
+                   adv = b.advantages.contiguous(), returns = b.returns.contiguous(), values = b.values.contiguous();
+  const int64_t O = obs.numel() / n;
+  const float* po = obs.data_ptr<float>();
+  const int64_t* pa = actions.data_ptr<int64_t>();
+  const float *pl = logprobs.data_ptr<float>(), *pv = adv.data_ptr<float>(), *pr = returns.data_ptr<float>(),
+              *pval = values.data_ptr<float>();
+  mb_obs_.resize(static_cast<size_t>(mb * O));
+  mb_actions_.resize(mb);
+  mb_logprobs_.resize(mb);
+  mb_adv_.resize(mb);
+  mb_returns_.resize(mb);
+  mb_values_.resize(mb);
+  perm_.resize(static_cast<size_t>(n));
+  double kl_sum = 0, old_kl_sum = 0, pg_sum = 0, v_sum = 0, ent_sum = 0, clip_sum = 0, gn_sum = 0;
+  for (int64_t epoch = 0; epoch < options_.update_epochs; ++epoch) {
+    std::iota(perm_.begin(), perm_.end(), int64_t{0});
+    for (size_t i = perm_.size(); i > 1; --i) std::swap(perm_[i - 1], perm_[rng() % i]);
+    double epoch_kl = 0;
+    for (int64_t m = 0; m < options_.num_minibatches; ++m) {
+      for (int64_t j = 0; j < mb; ++j) {
+        const int64_t k = perm_[m * mb + j];
+        std::copy_n(po + k * O, O, mb_obs_.data() + j * O);
+        mb_actions_[j] = pa[k];
+        mb_logprobs_[j] = pl[k];
+        mb_adv_[j] = pv[k];
+        mb_returns_[j] = pr[k];
+        mb_values_[j] = pval[k];
+      }
+      const FastLoss t = fast_->loss_and_grad(mb_obs_.data(), mb_actions_.data(), mb_logprobs_.data(), mb_adv_.data(),
+                                              mb_returns_.data(), mb_values_.data(), mb, options_.loss);
+      gn_sum += fast_->clip_and_adam(options_.max_grad_norm, *optimizer_);
+      epoch_kl = t.approx_kl;
+      kl_sum += t.approx_kl;
+      old_kl_sum += t.old_approx_kl;
+      pg_sum += t.pg_loss;
+      v_sum += t.v_loss;
+      ent_sum += t.entropy;
+      clip_sum += t.clipfrac;
+      ++s.minibatches;
+    }
+    if (options_.target_kl && epoch_kl > *options_.target_kl) {
+      s.early_stop = true;
+      break;
+    }
+  }
+  flat_->mark_changed();
+  const double k = static_cast<double>(std::max<int64_t>(s.minibatches, 1));
+  s.approx_kl = kl_sum / k;
+  s.old_approx_kl = old_kl_sum / k;
+  s.pg_loss = pg_sum / k;
+  s.v_loss = v_sum / k;
+  s.entropy = ent_sum / k;
+  s.clipfrac = clip_sum / k;
+  s.grad_norm = gn_sum / k;
+  return s;
+}
+
+void PpoUpdater::set_lr(double lr) {
+  for (auto& group : optimizer_->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+double PpoUpdater::lr() {
+  return static_cast<torch::optim::AdamOptions&>(optimizer_->param_groups()[0].options()).lr();
+}
+
+UpdateStats PpoUpdater::update(const Batch& b, std::mt19937_64& rng) {
+  if (fast_ && !b.masks.defined()) return update_fast(b, rng);
+  UpdateStats s;
+  const int64_t n = b.obs.size(0);
+  const int64_t mb = n / options_.num_minibatches;
+  perm_.resize(static_cast<size_t>(n));
+  double kl_sum = 0, old_kl_sum = 0, pg_sum = 0, v_sum = 0, ent_sum = 0, clip_sum = 0, gn_sum = 0;
+  for (int64_t epoch = 0; epoch < options_.update_epochs; ++epoch) {
+    std::iota(perm_.begin(), perm_.end(), int64_t{0});
+    for (size_t i = perm_.size(); i > 1; --i) std::swap(perm_[i - 1], perm_[rng() % i]);
+    const at::Tensor idx = at::from_blob(perm_.data(), {n}, at::kLong).to(device_);
+    const at::Tensor obs = b.obs.index_select(0, idx), actions = b.actions.index_select(0, idx),
+                     logprobs = b.logprobs.index_select(0, idx), adv = b.advantages.index_select(0, idx),
+                     returns = b.returns.index_select(0, idx), values = b.values.index_select(0, idx);
+    const at::Tensor masks = b.masks.defined() ? b.masks.index_select(0, idx) : at::Tensor();
+    double epoch_kl = 0;
+    for (int64_t m = 0; m < options_.num_minibatches; ++m) {
+      const int64_t start = m * mb;
+      PolicyOutput out;
+      {
+        std::optional<mlh::rt::AutocastScope> autocast;
+        if (options_.autocast) autocast.emplace(options_.precision, device_);
+        out = net_->forward(obs.narrow(0, start, mb));
+      }
+      at::Tensor logits = out.logits.to(at::kFloat);
+      if (masks.defined()) logits = mask_logits(logits, masks.narrow(0, start, mb));
+      const LossTerms t = ppo_loss(logits, out.value, actions.narrow(0, start, mb), logprobs.narrow(0, start, mb),
+                                   adv.narrow(0, start, mb), returns.narrow(0, start, mb),
+                                   values.narrow(0, start, mb), options_.loss);
+      flat_->grad().zero_();
+      scaler_.scale(t.loss).backward();
+      if (scaler_.enabled()) scaler_.unscale_(*optimizer_);
+      at::Tensor norm;
+      {
+        at::NoGradGuard no_grad;
+        norm = flat_->grad().norm();
+        flat_->grad().mul_((options_.max_grad_norm / (norm + 1e-6)).clamp_max(1.0));
+      }
+      scaler_.step(*optimizer_);
+      scaler_.update();
+      epoch_kl = t.approx_kl.item<double>();
+      kl_sum += epoch_kl;
+      old_kl_sum += t.old_approx_kl.item<double>();
+      pg_sum += t.pg_loss.item<double>();
+      v_sum += t.v_loss.item<double>();
+      ent_sum += t.entropy.item<double>();
+      clip_sum += t.clipfrac.item<double>();
+      gn_sum += norm.item<double>();
+      ++s.minibatches;
+    }
+    if (options_.target_kl && epoch_kl > *options_.target_kl) {
+      s.early_stop = true;
+      break;
+    }
+  }
+  flat_->mark_changed();
+  const double k = static_cast<double>(std::max<int64_t>(s.minibatches, 1));
+  s.approx_kl = kl_sum / k;
+  s.old_approx_kl = old_kl_sum / k;
+  s.pg_loss = pg_sum / k;
+  s.v_loss = v_sum / k;
+  s.entropy = ent_sum / k;
+  s.clipfrac = clip_sum / k;
+  s.grad_norm = gn_sum / k;
+  return s;
+}
+
+}  // namespace ppo

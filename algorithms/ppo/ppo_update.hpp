@@ -1,0 +1,126 @@
+// The PPO update (CleanRL's ppo.py semantics): several epochs over the rollout in shuffled
+// minibatches; clipped surrogate objective, clipped value loss, entropy bonus, per-minibatch
+// advantage normalisation; Adam (eps 1e-5) with gradient-norm clipping and linear LR
+// annealing; optional early stop of the epochs when approx_kl exceeds target_kl.
+//
+// Speed: the network's parameters are moved into one flat buffer (the modules keep their
+// parameters, now views into it) with one flat gradient buffer, and Adam steps that single
+// tensor: a step is a handful of vectorised ops whatever the number of layers, and the
+// gradient norm is one reduction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+
+#include <ATen/Tensor.h>
+#include <mlh/runtime/grad_scaler.hpp>
+#include <mlh/runtime/precision.hpp>
+#include <torch/optim/adam.h>
+
+#include "networks/networks.hpp"
+
+namespace ppo {
+
+// Logits with invalid actions (mask 0) set to -1e8: probability 0, entropy term 0.
+at::Tensor mask_logits(const at::Tensor& logits, const at::Tensor& masks);
+
+struct LossOptions {
+  double clip_coef = 0.2;
+  bool clip_vloss = true;
+  double ent_coef = 0.01, vf_coef = 0.5;
+  bool norm_adv = true;
+};
+
+struct LossTerms {
+  at::Tensor loss, pg_loss, v_loss, entropy;  // loss has the graph; the others are detached
+  at::Tensor approx_kl, old_approx_kl, clipfrac;
+};
+
+// One minibatch's loss. logits [B, A] (already masked), new_values [B], actions int64 [B],
+// the rest [B] float from the rollout.
+LossTerms ppo_loss(const at::Tensor& logits, const at::Tensor& new_values, const at::Tensor& actions,
+                   const at::Tensor& old_logprobs, const at::Tensor& advantages, const at::Tensor& returns,
+                   const at::Tensor& old_values, const LossOptions& options);
+
+// CleanRL: frac = 1 - (iteration - 1) / num_iterations; lr * frac. iteration is 1-based.
+double annealed_lr(double lr, int64_t iteration, int64_t num_iterations);
+
+// 1 - Var(y - pred) / Var(y) (NaN when Var(y) is 0).
+double explained_variance(const float* pred, const float* y, int64_t n);
+
+// Moves a module's parameters into one flat buffer (and their gradients into another).
+class FlatParameters {
+ public:
+  explicit FlatParameters(torch::nn::Module& module);
+  // Re-points the module's parameters into the buffer after something replaced their
+  // storage (loading a checkpoint), keeping their current values.
+  void rebind();
+  // Bumps every parameter's version counter. Writes through the flat buffer (Adam) bump only
+  // its counter; caches keyed on a parameter's version (the mlp's fast inference keeps
+  // transposed weights) must see that the parameters changed.
+  void mark_changed();
+  at::Tensor& flat() { return flat_; }
+  at::Tensor& grad() { return grad_; }
+  int64_t numel() const { return flat_.numel(); }
+
+ private:
+  torch::nn::Module& module_;
+  at::Tensor flat_, grad_;
+};
+
+// The rollout as the update reads it, all [batch, ...] on the training device.
+struct Batch {
+  at::Tensor obs, actions, logprobs, advantages, returns, values, masks;  // masks: bool [B, A] or undefined
+};
+
+struct UpdateOptions {
+  LossOptions loss;
+  int64_t update_epochs = 4, num_minibatches = 4;
+  double max_grad_norm = 0.5;
+  std::optional<double> target_kl;
+  mlh::rt::Precision precision = mlh::rt::Precision::kFp32;
+  bool autocast = false;  // run the forward pass under the plan's precision
+};
+
+struct UpdateStats {
+  double pg_loss = 0, v_loss = 0, entropy = 0, approx_kl = 0, old_approx_kl = 0, clipfrac = 0;
+  double grad_norm = 0;
+  int64_t minibatches = 0;
+  bool early_stop = false;
+};
+
+class FastMlpStep;
+
+class PpoUpdater {
+ public:
+  // use_fast: take the plain-C++ minibatch step (mlp_fast.hpp) where the network allows it.
+  PpoUpdater(std::shared_ptr<ActorCritic> net, double lr, const UpdateOptions& options, at::Device device,
+             bool use_fast = true);
+  ~PpoUpdater();
+  bool fast() const { return fast_ != nullptr; }
+  void set_lr(double lr);
+  double lr();
+  // Runs the epochs over `batch`; `rng` shuffles.
+  UpdateStats update(const Batch& batch, std::mt19937_64& rng);
+
+  torch::optim::Adam& optimizer() { return *optimizer_; }
+  mlh::rt::GradScaler& scaler() { return scaler_; }
+  FlatParameters& parameters() { return *flat_; }
+
+ private:
+  std::shared_ptr<ActorCritic> net_;
+  UpdateOptions options_;
+  at::Device device_;
+  std::unique_ptr<FlatParameters> flat_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  mlh::rt::GradScaler scaler_;
+  std::unique_ptr<FastMlpStep> fast_;
+  std::vector<int64_t> perm_;
+  std::vector<float> mb_obs_, mb_logprobs_, mb_adv_, mb_returns_, mb_values_;
+  std::vector<int64_t> mb_actions_;
+  UpdateStats update_fast(const Batch& batch, std::mt19937_64& rng);
+};
+
+}  // namespace ppo

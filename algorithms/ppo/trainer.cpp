@@ -1,0 +1,246 @@
+#include "trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <mlh/plugin.hpp>
+#include <mlh/runtime/seed.hpp>
+
+#include "gae.hpp"
+
+namespace ppo {
+
+using nlohmann::json;
+
+NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, const std::vector<int64_t>& obs_shape,
+                         int num_actions) {
+  NetworkSpec s;
+  s.kind = cfg.network_kind();
+  s.observation_shape = obs_shape;
+  s.num_actions = num_actions;
+  s.mlp_hidden = cfg.network.mlp_hidden;
+  s.hidden_dim = cfg.network.hidden_dim;
+  s.num_heads = cfg.network.num_heads;
+  s.num_recursive_steps = cfg.network.num_recursive_steps;
+  const bool full = plan.preset && *plan.preset == "full";
+  s.blocks = cfg.network.blocks > 0 ? cfg.network.blocks : (full ? 30 : 20);
+  s.channels = cfg.network.channels > 0 ? cfg.network.channels : (full ? 192 : 128);
+  s.gradient_checkpointing = s.kind != "mlp" && plan.gradient_checkpointing;
+  return s;
+}
+
+int sample_action(const float* logits, const uint8_t* mask, int n, std::mt19937_64& rng, float* logprob) {
+  bool any = false;
+  for (int a = 0; a < n && mask; ++a) any = any || mask[a];
+  if (!any) mask = nullptr;
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int a = 0; a < n; ++a)
+    if (!mask || mask[a]) mx = std::max(mx, static_cast<double>(logits[a]));
+  double p[64];
+  double sum = 0;
+  for (int a = 0; a < n; ++a) {
+    p[a] = (!mask || mask[a]) ? std::exp(logits[a] - mx) : 0.0;
+    sum += p[a];
+  }
+  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * sum;
+  double c = 0;
+  int chosen = -1;
+  for (int a = 0; a < n; ++a) {
+    if (p[a] == 0) continue;
+    chosen = a;
+    c += p[a];
+    if (u < c) break;
+  }
+  *logprob = static_cast<float>(logits[chosen] - mx - std::log(sum));
+  return chosen;
+}
+
+int greedy_action(const float* logits, const uint8_t* mask, int n) {
+  int best = -1;
+  for (int a = 0; a < n; ++a)
+    if ((!mask || mask[a]) && (best < 0 || logits[a] > logits[best])) best = a;
+  if (best < 0)
+    for (int a = 0; a < n; ++a)
+      if (best < 0 || logits[a] > logits[best]) best = a;
+  return best;
+}
+
+Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task& task)
+    : cfg_(cfg),
+      plan_(plan),
+      task_(task),
+      envs_(task.make_env, static_cast<int>(cfg.num_envs), cfg.seed * 1000003ULL + 17),
+      T_(cfg.num_steps),
+      N_(cfg.num_envs),
+      obs_size_(envs_.observation_size()),
+      A_(envs_.num_actions()),
+      rng_(cfg.seed ^ 0x9e3779b97f4a7c15ULL) {
+  if (A_ > 64) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "more than 64 actions");
+  const NetworkSpec spec = network_spec(cfg, plan, envs_.observation_shape(), A_);
+  net_ = make_network(spec);
+  net_->to(plan.device);
+  // The CartPole MLP stays fp32 whatever the plan: it is tiny and overhead-bound (casts would
+  // cost more than they save) and its inference runs in plain float C++.
+  autocast_ = spec.kind != "mlp" && plan.precision != mlh::rt::Precision::kFp32;
+  use_masks_ = cfg.mask_invalid_moves && cfg.env == "puzzle";
+  UpdateOptions u;
+  u.loss = {cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv};
+  u.update_epochs = cfg.update_epochs;
+  u.num_minibatches = cfg.num_minibatches;
+  u.max_grad_norm = cfg.max_grad_norm;
+  u.target_kl = cfg.target_kl;
+  u.precision = plan.precision;
+  u.autocast = autocast_;
+  updater_ = std::make_unique<PpoUpdater>(net_, cfg.lr, u, plan.device);
+
+  const size_t tn = static_cast<size_t>(T_ * N_);
+  obs_.assign(tn * obs_size_, 0.f);
+  logprobs_.assign(tn, 0.f);
+  values_.assign(tn, 0.f);
+  rewards_.assign(tn, 0.f);
+  final_values_.assign(tn, 0.f);
+  advantages_.assign(tn, 0.f);
+  returns_.assign(tn, 0.f);
+  actions_.assign(tn, 0);
+  ends_.assign(tn, 0);
+  truncated_.assign(tn, 0);
+  masks_.assign(tn * A_, 1);
+  next_values_.assign(N_, 0.f);
+  logits_.assign(N_ * A_, 0.f);
+  step_values_.assign(N_, 0.f);
+  step_actions_.assign(N_, 0);
+  scratch_obs_.assign(N_ * obs_size_, 0.f);
+  scratch_values_.assign(N_, 0.f);
+  scratch_logits_.assign(N_ * A_, 0.f);
+  envs_.reset();
+}
+
+double Trainer::average_return() const {
+  if (recent_returns_.empty()) return std::nan("");
+  double s = 0;
+  for (double r : recent_returns_) s += r;
+  return s / static_cast<double>(recent_returns_.size());
+}
+
+void Trainer::collect() {
+  const bool was_training = net_->is_training();
+  net_->eval();  // BatchNorm (resnet) uses running statistics while acting
+  const int64_t O = obs_size_;
+  iteration_episodes_.clear();
+  for (int64_t t = 0; t < T_; ++t) {
+    const int64_t base = t * N_;
+    std::copy_n(envs_.observations(), N_ * O, obs_.data() + base * O);
+    net_->infer(envs_.observations(), N_, logits_.data(), values_.data() + base);
+    uint8_t* m = masks_.data() + base * A_;
+    if (use_masks_) std::copy_n(envs_.action_masks(), N_ * A_, m);
+    for (int64_t i = 0; i < N_; ++i) {
+      const int a = sample_action(logits_.data() + i * A_, use_masks_ ? m + i * A_ : nullptr, A_, rng_,
+                                  logprobs_.data() + base + i);
+      step_actions_[i] = a;
+      actions_[base + i] = a;
+    }
+    envs_.step(step_actions_.data());
+    const float* r = envs_.rewards();
+    const uint8_t* term = envs_.terminated();
+    const uint8_t* trunc = envs_.truncated();
+    int64_t k = 0;
+    for (int64_t i = 0; i < N_; ++i) {
+      rewards_[base + i] = r[i];
+      ends_[base + i] = term[i] || trunc[i];
+      truncated_[base + i] = trunc[i];
+      final_values_[base + i] = 0.f;
+      if (trunc[i]) std::copy_n(envs_.final_observation(static_cast<int>(i)), O, scratch_obs_.data() + (k++) * O);
+    }
+    if (k > 0) {  // V(final observation) of the truncated episodes, for their bootstrap
+      net_->infer(scratch_obs_.data(), k, scratch_logits_.data(), scratch_values_.data());
+      int64_t j = 0;
+      for (int64_t i = 0; i < N_; ++i)
+        if (trunc[i]) final_values_[base + i] = scratch_values_[j++];
+    }
+    global_step_ += N_;
+    auto& finished = envs_.finished();
+    for (const EpisodeRecord& e : finished) {
+      recent_returns_.push_back(e.episode_return);
+      recent_solved_.push_back(e.solved);
+      if (recent_returns_.size() > 100) recent_returns_.pop_front();
+      if (recent_solved_.size() > 100) recent_solved_.pop_front();
+      iteration_episodes_.push_back(e);
+    }
+    episodes_finished_ += static_cast<int64_t>(finished.size());
+    finished.clear();
+  }
+  net_->infer(envs_.observations(), N_, logits_.data(), next_values_.data());
+  bootstrap_truncated(rewards_.data(), truncated_.data(), final_values_.data(), T_, N_, cfg_.gamma);
+  compute_gae(rewards_.data(), values_.data(), ends_.data(), next_values_.data(), T_, N_, cfg_.gamma,
+              cfg_.gae_lambda, advantages_.data(), returns_.data());
+  explained_variance_ = explained_variance(values_.data(), returns_.data(), T_ * N_);
+  net_->train(was_training);
+}
+
+UpdateStats Trainer::update() {
+  ++iteration_;
+  if (cfg_.anneal_lr) updater_->set_lr(annealed_lr(cfg_.lr, iteration_, cfg_.num_iterations()));
+  const int64_t B = T_ * N_;
+  std::vector<int64_t> shape{B};
+  for (int64_t d : envs_.observation_shape()) shape.push_back(d);
+  const at::Device dev = plan_.device;
+  Batch b;
+  b.obs = at::from_blob(obs_.data(), shape, at::kFloat).to(dev);
+  b.actions = at::from_blob(actions_.data(), {B}, at::kLong).to(dev);
+  b.logprobs = at::from_blob(logprobs_.data(), {B}, at::kFloat).to(dev);
+  b.advantages = at::from_blob(advantages_.data(), {B}, at::kFloat).to(dev);
+  b.returns = at::from_blob(returns_.data(), {B}, at::kFloat).to(dev);
+  b.values = at::from_blob(values_.data(), {B}, at::kFloat).to(dev);
+  if (use_masks_) b.masks = at::from_blob(masks_.data(), {B, A_}, at::kByte).to(dev).to(at::kBool);
+  net_->train();
+  return updater_->update(b, rng_);
+}
+
+IterationStats Trainer::iterate() {
+  collect();
+  IterationStats s;
+  s.update = update();
+  s.explained_variance = explained_variance_;
+  s.episodes = iteration_episodes_;
+  return s;
+}
+
+mlh::rt::TrainingState Trainer::state() {
+  mlh::rt::TrainingState s;
+  s.add("model", *net_).add("optimizer", updater_->optimizer());
+  s.tensors = mlh::rt::capture_rng_state().to_tensors();
+  std::ostringstream rng;
+  rng << rng_;
+  s.values = {{"iteration", iteration_},
+              {"global_step", global_step_},
+              {"episodes", episodes_finished_},
+              {"sampler_rng", rng.str()},
+              {"envs", envs_.state()},
+              {"recent_returns", std::vector<double>(recent_returns_.begin(), recent_returns_.end())},
+              {"recent_solved", std::vector<int>(recent_solved_.begin(), recent_solved_.end())},
+              {"network", to_json(net_->spec())},
+              {"scaler", updater_->scaler().state()}};
+  return s;
+}
+
+void Trainer::restore(mlh::rt::TrainingState& loaded) {
+  updater_->parameters().rebind();
+  const json& v = loaded.values;
+  iteration_ = v.at("iteration").get<int64_t>();
+  global_step_ = v.at("global_step").get<int64_t>();
+  episodes_finished_ = v.at("episodes").get<int64_t>();
+  std::istringstream rng(v.at("sampler_rng").get<std::string>());
+  rng >> rng_;
+  envs_.load_state(v.at("envs"));
+  const auto rr = v.at("recent_returns").get<std::vector<double>>();
+  recent_returns_.assign(rr.begin(), rr.end());
+  const auto rs = v.at("recent_solved").get<std::vector<int>>();
+  recent_solved_.assign(rs.begin(), rs.end());
+  updater_->scaler().load_state(v.at("scaler"));
+  mlh::rt::restore_rng_state(mlh::rt::RngState::from_tensors(loaded.tensors));
+}
+
+}  // namespace ppo

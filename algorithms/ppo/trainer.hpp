@@ -1,0 +1,108 @@
+// One PPO training run's state and its two phases, CleanRL's ppo.py loop:
+//   collect()  num_steps steps of num_envs environments with the current policy (plain-C++
+//              inference and sampling for the MLP, no autograd), then GAE over the rollout;
+//   update()   the PPO epochs over the rollout (ppo_update.hpp), after the LR annealing.
+// Plus its checkpoint state: network, Adam, iteration, global step, every RNG (torch's, the
+// sampler's, each environment's) and the running episode statistics, so that a resumed run
+// continues exactly where an uninterrupted one would (CartPole; puzzle envs restart their
+// episodes).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/checkpoint.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config.hpp"
+#include "env_pool.hpp"
+#include "networks/networks.hpp"
+#include "ppo_update.hpp"
+
+namespace ppo {
+
+// What the trainer needs of an environment family beyond Env: the factory, and for puzzles
+// the curriculum's metrics.
+struct Task {
+  EnvFactory make_env;
+  std::vector<int64_t> observation_shape;
+  int num_actions = 0;
+  std::function<std::map<std::string, double>()> metrics;  // e.g. curriculum level
+};
+
+// The network the config asks for on this task (resnet size from the plan's preset when unset).
+NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, const std::vector<int64_t>& obs_shape,
+                         int num_actions);
+
+// Samples an action from logits (masked where mask[a] == 0) with rng; writes its log
+// probability. Falls back to all actions when the mask allows none.
+int sample_action(const float* logits, const uint8_t* mask, int num_actions, std::mt19937_64& rng, float* logprob);
+// The most probable allowed action.
+int greedy_action(const float* logits, const uint8_t* mask, int num_actions);
+
+struct IterationStats {
+  UpdateStats update;
+  double explained_variance = 0;
+  std::vector<EpisodeRecord> episodes;  // finished during this iteration's collection
+};
+
+class Trainer {
+ public:
+  Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task& task);
+
+  // Collect + update; iteration() counts them.
+  IterationStats iterate();
+  // The two phases (iterate = collect + update).
+  void collect();
+  UpdateStats update();
+
+  int64_t iteration() const { return iteration_; }
+  int64_t global_step() const { return global_step_; }
+  ActorCritic& net() { return *net_; }
+  std::shared_ptr<ActorCritic> net_ptr() { return net_; }
+  PpoUpdater& updater() { return *updater_; }
+  EnvPool& envs() { return envs_; }
+  const Config& config() const { return cfg_; }
+  const std::deque<double>& recent_returns() const { return recent_returns_; }  // last 100
+  const std::deque<uint8_t>& recent_solved() const { return recent_solved_; }   // last 100
+  double average_return() const;  // over recent_returns(), NaN when none
+  int64_t episodes_finished() const { return episodes_finished_; }
+  bool use_masks() const { return use_masks_; }
+
+  // Checkpoint state (call load_state's result handling: restore()).
+  mlh::rt::TrainingState state();
+  // After a checkpoint was loaded into state(): restores everything else from its values.
+  void restore(mlh::rt::TrainingState& loaded);
+
+ private:
+  Config cfg_;
+  mlh::rt::RuntimePlan plan_;
+  Task task_;
+  EnvPool envs_;
+  std::shared_ptr<ActorCritic> net_;
+  std::unique_ptr<PpoUpdater> updater_;
+  bool use_masks_ = false, autocast_ = false;
+  int64_t T_, N_, obs_size_;
+  int A_;
+  std::mt19937_64 rng_;
+  int64_t iteration_ = 0, global_step_ = 0, episodes_finished_ = 0;
+  std::deque<double> recent_returns_;
+  std::deque<uint8_t> recent_solved_;
+  std::vector<EpisodeRecord> iteration_episodes_;
+  // rollout, [T][N] (obs [T][N][obs_size], masks [T][N][A])
+  std::vector<float> obs_, logprobs_, values_, rewards_, final_values_, advantages_, returns_;
+  std::vector<int64_t> actions_;
+  std::vector<uint8_t> ends_, truncated_, masks_;
+  std::vector<float> next_values_, logits_, step_values_, scratch_obs_, scratch_values_, scratch_logits_;
+  std::vector<int> step_actions_;
+  double explained_variance_ = 0;
+};
+
+}  // namespace ppo

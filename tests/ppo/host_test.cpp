@@ -1,0 +1,108 @@
+// The plugin through the real host: describe, a short CartPole train writing checkpoints,
+// metrics and the exported model in the run folder, eval from it; a short puzzle train, eval
+// and play of a level file.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct Result {
+  int rc = -1;
+  std::string output;
+};
+
+Result host(const std::string& args) {
+  const std::string cmd = std::string(PPO_HOST_BIN) + " --no-default-plugin-dir --plugin-dir " + PPO_PLUGIN_DIR +
+                          " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+class PpoHost : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() / ("ppo-host-" + std::to_string(::getpid()))).string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(PpoHost, Describe) {
+  const Result r = host("--describe ppo");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json d = json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(d["commands"], json({"train", "eval", "play", "benchmark"}));
+  EXPECT_EQ(d["config_defaults"]["num_envs"], 4);
+  EXPECT_TRUE(d["presets"].contains("puzzle4"));
+}
+
+TEST_F(PpoHost, TrainAndEvalCartPole) {
+  const std::string run = dir_ + "/cartpole";
+  const std::string common = " --device cpu --run-dir " + run;
+  const Result train = host("--algorithm ppo" + common + " --set total_timesteps=8192 --set checkpoint_every=4");
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json s = read_json(run + "/summary.json");
+  EXPECT_EQ(s["status"], "completed") << s.dump();
+  EXPECT_EQ(s["result"]["global_step"], 8192);
+  EXPECT_TRUE(s["last_metrics"].contains("charts/avg_return_100"));
+  EXPECT_TRUE(fs::exists(run + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(run + "/network.json"));
+  EXPECT_TRUE(fs::exists(run + "/metrics.jsonl"));
+  EXPECT_FALSE(fs::is_empty(run + "/checkpoints"));
+
+  const Result eval = host("--algorithm ppo --command eval --resume" + common + " --set eval_episodes=5");
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  const json e = read_json(run + "/summary.json");
+  EXPECT_GT(e["result"]["mean_return"].get<double>(), 9.0) << e.dump();
+}
+
+TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
+  const std::string run = dir_ + "/puzzle";
+  const std::string common = " --device cpu --run-dir " + run +
+                             " --set preset=puzzle4 --set network.hidden_dim=16 --set network.num_heads=2"
+                             " --set network.num_recursive_steps=1 --set puzzle.eval_count=20";
+  const Result train = host("--algorithm ppo" + common + " --set total_timesteps=2048 --set num_envs=8 --set num_steps=32");
+  ASSERT_EQ(train.rc, 0) << train.output;
+  EXPECT_TRUE(read_json(run + "/summary.json")["last_metrics"].contains("curriculum/level"));
+  const Result eval = host("--algorithm ppo --command eval --resume" + common);
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  const json e = read_json(run + "/summary.json");
+  EXPECT_TRUE(e["result"].contains("solve_rate")) << e.dump();
+  EXPECT_TRUE(e["result"].contains("random_solve_rate")) << e.dump();
+
+  const std::string levels = dir_ + "/level.txt";
+  std::ofstream(levels) << "size 4\nboard\n#..T\n....\n.#x.\n....\nend\n";
+  const Result play = host("--algorithm ppo --command play --resume" + common + " --set level_file=" + levels);
+  ASSERT_EQ(play.rc, 0) << play.output;
+  EXPECT_NE(play.output.find("move 1: "), std::string::npos) << play.output;
+  const Result bad = host("--algorithm ppo --command play --resume" + common + " --set level_file=" + dir_ + "/none.txt");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.output.find("none.txt"), std::string::npos) << bad.output;
+}
+
+}  // namespace

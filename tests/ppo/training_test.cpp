@@ -1,0 +1,221 @@
+// PPO's commands through a fake host: a short CartPole run improves well above a random
+// policy, a short easy-puzzle run solves more than a random policy, a run stopped half way
+// and resumed ends with exactly the parameters of an uninterrupted one, eval works from the
+// checkpoint, and play/eval errors name the file.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <mlh/plugin.hpp>
+#include <mlh/runtime/safetensors.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "env/generator.hpp"
+#include "env/level_file.hpp"
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct FakeHost {
+  std::vector<std::string> logs;
+  std::map<std::string, std::vector<double>> metrics;
+  std::string summary;
+  int64_t progress = 0;
+  int64_t stop_at = -1;  // should_stop turns true once progress reaches this
+
+  mlh_host_callbacks callbacks() {
+    mlh_host_callbacks h{};
+    h.struct_size = sizeof(h);
+    h.host_data = this;
+    h.log = [](void* d, int32_t, const char* m) { static_cast<FakeHost*>(d)->logs.push_back(m); };
+    h.metric = [](void* d, const char* n, double v, int64_t) { static_cast<FakeHost*>(d)->metrics[n].push_back(v); };
+    h.progress = [](void* d, int64_t done, int64_t, const char*) { static_cast<FakeHost*>(d)->progress = done; };
+    h.should_stop = [](void* d) -> int32_t {
+      auto* self = static_cast<FakeHost*>(d);
+      return self->stop_at >= 0 && self->progress >= self->stop_at;
+    };
+    h.summary = [](void* d, const char* s) { static_cast<FakeHost*>(d)->summary = s; };
+    return h;
+  }
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = (fs::temp_directory_path() / ("ppo-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++)))
+                .string();
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+};
+
+const char* kPlan = R"({"torch_device": "cpu", "precision": "fp32", "threads": {"intra_op": 1}})";
+
+mlh_status run(FakeHost& host, const std::string& command, const json& config, const std::string& run_dir,
+               bool resume = false, std::string* error = nullptr) {
+  const mlh_host_callbacks callbacks = host.callbacks();
+  const std::string config_json = config.dump();
+  mlh_run_context c{};
+  c.struct_size = sizeof(c);
+  c.command = command.c_str();
+  c.config_json = config_json.c_str();
+  c.device_json = "{}";
+  c.torch_device = "cpu";
+  c.plan_json = kPlan;
+  c.run_dir = run_dir.c_str();
+  c.resume = resume ? 1 : 0;
+  c.world_size = 1;
+  c.host = &callbacks;
+  mlh::RunContext ctx(c);
+  try {
+    ppo::run_command(ctx);
+    return MLH_OK;
+  } catch (const mlh::Error& e) {
+    if (error) *error = e.what();
+    return e.code();
+  }
+}
+
+double mean(const std::vector<double>& v, size_t from, size_t to) {
+  double s = 0;
+  for (size_t i = from; i < to; ++i) s += v[i];
+  return s / static_cast<double>(to - from);
+}
+
+TEST(PpoTraining, ShortCartPoleRunImproves) {
+  TempDir dir;
+  FakeHost host;
+  const json cfg = {{"total_timesteps", 61440}, {"seed", 1}, {"checkpoint_every", 1000}};
+  ASSERT_EQ(run(host, "train", cfg, dir.path()), MLH_OK) << (host.logs.empty() ? "" : host.logs.back());
+  const json s = json::parse(host.summary);
+  const auto& returns = host.metrics["charts/episodic_return"];
+  ASSERT_GE(returns.size(), 20u);
+  const double first = mean(returns, 0, 5), last = mean(returns, returns.size() - 5, returns.size());
+  // A random policy averages about 22 on CartPole.
+  EXPECT_GT(last, 100.0) << s.dump();
+  EXPECT_GT(last, 3 * first) << s.dump();
+  EXPECT_GT(s["avg_return_100"].get<double>(), 60.0) << s.dump();
+  EXPECT_EQ(s["global_step"], 61440);
+  EXPECT_TRUE(fs::exists(dir.path() + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/network.json"));
+  for (const char* m : {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl",
+                        "losses/clipfrac", "losses/explained_variance", "charts/learning_rate", "perf/env_steps_per_s"})
+    EXPECT_EQ(host.metrics[m].size(), 120u) << m;
+  // The LR anneals linearly towards 0.
+  EXPECT_DOUBLE_EQ(host.metrics["charts/learning_rate"].front(), 2.5e-4);
+  EXPECT_NEAR(host.metrics["charts/learning_rate"].back(), 2.5e-4 / 120, 1e-12);
+
+  FakeHost eval;
+  ASSERT_EQ(run(eval, "eval", {{"eval_episodes", 10}}, dir.path(), true), MLH_OK);
+  const json e = json::parse(eval.summary);
+  EXPECT_GT(e["mean_return"].get<double>(), 60.0) << e.dump();
+}
+
+json easy_puzzle_config() {
+  return {{"env", "puzzle"},
+          {"network", {{"kind", "recursive"}, {"hidden_dim", 32}, {"num_heads", 2}, {"num_recursive_steps", 1}}},
+          {"puzzle",
+           {{"size", 4}, {"tiles", 1}, {"blocked_density", 0.2}, {"min_moves", 1}, {"max_moves", 3}, {"max_steps", 4},
+            {"curriculum", {{"enabled", false}}}, {"eval_count", 200}}},
+          {"num_envs", 16}, {"num_steps", 32}, {"num_minibatches", 4}, {"update_epochs", 4}, {"lr", 1e-3},
+          {"gamma", 0.95}, {"total_timesteps", 24576}, {"seed", 3}, {"checkpoint_every", 1000},
+          {"eval_deterministic", false}};
+}
+
+TEST(PpoTraining, ShortPuzzleRunBeatsRandom) {
+  TempDir dir;
+  FakeHost host;
+  ASSERT_EQ(run(host, "train", easy_puzzle_config(), dir.path()), MLH_OK) << (host.logs.empty() ? "" : host.logs.back());
+  FakeHost eval;
+  ASSERT_EQ(run(eval, "eval", easy_puzzle_config(), dir.path(), true), MLH_OK);
+  const json e = json::parse(eval.summary);
+  std::printf("short puzzle run, eval: %s\n", e.dump().c_str());
+  // Held-out puzzles of 1-3 optimal moves with 4 moves allowed: the random policy (over the
+  // valid moves) solves some, the trained one (sampling its actions) many more.
+  EXPECT_GT(e["solve_rate"].get<double>(), e["random_solve_rate"].get<double>() + 0.1) << e.dump();
+  EXPECT_GE(e["mean_ratio_to_optimal"].get<double>(), 1.0) << e.dump();
+
+  // play: a level file with one puzzle; each move and board is printed.
+  std::mt19937_64 rng(5);
+  ppo::GeneratorSpec g;
+  g.size = 4;
+  g.min_moves = 2;
+  g.max_moves = 3;
+  const std::string levels = dir.path() + "/levels.txt";
+  ppo::save_levels(levels, {ppo::generate_puzzle(g, rng)});
+  json cfg = easy_puzzle_config();
+  cfg["level_file"] = levels;
+  FakeHost play;
+  ASSERT_EQ(run(play, "play", cfg, dir.path(), true), MLH_OK);
+  const json p = json::parse(play.summary);
+  EXPECT_FALSE(p["moves"].empty());
+  bool printed_move = false;
+  for (const auto& l : play.logs) printed_move = printed_move || l.rfind("move 1: ", 0) == 0;
+  EXPECT_TRUE(printed_move);
+}
+
+std::map<std::string, at::Tensor> weights(const std::string& run_dir) {
+  return mlh::rt::load_safetensors(run_dir + "/model.safetensors");
+}
+
+TEST(PpoTraining, ResumeGivesTheSameParameters) {
+  const json cfg = {{"total_timesteps", 4096}, {"seed", 7}, {"checkpoint_every", 2}, {"torch_threads", 1}};
+  TempDir straight, split;
+  FakeHost a;
+  ASSERT_EQ(run(a, "train", cfg, straight.path()), MLH_OK);
+  FakeHost b;
+  b.stop_at = 2048;  // after iteration 4 of 8
+  std::string error;
+  ASSERT_EQ(run(b, "train", cfg, split.path(), false, &error), MLH_ERR_CANCELLED) << error;
+  FakeHost c;
+  ASSERT_EQ(run(c, "train", cfg, split.path(), true), MLH_OK);
+  const json sa = json::parse(a.summary), sc = json::parse(c.summary);
+  EXPECT_EQ(sc["global_step"], 4096);
+  EXPECT_EQ(sa["episodes"], sc["episodes"]);
+  const auto wa = weights(straight.path()), wc = weights(split.path());
+  ASSERT_EQ(wa.size(), wc.size());
+  for (const auto& [name, t] : wa) EXPECT_TRUE(at::equal(t, wc.at(name))) << name;
+}
+
+TEST(PpoCommands, ErrorsNameTheFile) {
+  TempDir dir;
+  FakeHost host;
+  json cfg = easy_puzzle_config();
+  std::string error;
+  // eval without a trained run
+  EXPECT_EQ(run(host, "eval", cfg, dir.path(), true, &error), MLH_ERR_IO);
+  EXPECT_NE(error.find("network.json"), std::string::npos) << error;
+  // play: missing level file
+  cfg["level_file"] = dir.path() + "/nope.txt";
+  EXPECT_EQ(run(host, "play", cfg, dir.path(), true, &error), MLH_ERR_IO);
+  EXPECT_NE(error.find("nope.txt"), std::string::npos) << error;
+  // play: a malformed level file
+  const std::string bad = dir.path() + "/bad.txt";
+  std::ofstream(bad) << "size 3\nboard\n.T.\n.x\n...\nend\n";
+  cfg["level_file"] = bad;
+  EXPECT_EQ(run(host, "play", cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("bad.txt"), std::string::npos) << error;
+  // eval on a missing level file
+  cfg["puzzle"]["eval_level_file"] = dir.path() + "/missing-eval.txt";
+  EXPECT_NE(run(host, "eval", cfg, dir.path(), true, &error), MLH_OK);
+  // unknown command
+  EXPECT_EQ(run(host, "dance", json::object(), dir.path(), false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("dance"), std::string::npos);
+}
+
+}  // namespace
