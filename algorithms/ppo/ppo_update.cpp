@@ -10,6 +10,31 @@
 #include <torch/autograd.h>
 
 namespace ppo {
+namespace {
+
+// The update's statistics, averaged over its minibatches (both update paths).
+struct MinibatchMeans {
+  double approx_kl = 0, old_approx_kl = 0, pg_loss = 0, v_loss = 0, entropy = 0, clipfrac = 0, grad_norm = 0;
+  int64_t n = 0;
+
+  void add(double kl, double old_kl, double pg, double v, double ent, double clip, double gn) {
+    approx_kl += kl, old_approx_kl += old_kl, pg_loss += pg, v_loss += v, entropy += ent, clipfrac += clip;
+    grad_norm += gn;
+    ++n;
+  }
+  void write(UpdateStats& s) const {
+    const double k = static_cast<double>(std::max<int64_t>(n, 1));
+    s.approx_kl = approx_kl / k;
+    s.old_approx_kl = old_approx_kl / k;
+    s.pg_loss = pg_loss / k;
+    s.v_loss = v_loss / k;
+    s.entropy = entropy / k;
+    s.clipfrac = clipfrac / k;
+    s.grad_norm = grad_norm / k;
+  }
+};
+
+}  // namespace
 
 at::Tensor mask_logits(const at::Tensor& logits, const at::Tensor& masks) {
   if (!masks.defined()) return logits;
@@ -140,7 +165,7 @@ UpdateStats PpoUpdater::update_fast(const Batch& b, std::mt19937_64& rng) {
   mb_returns_.resize(mb);
   mb_values_.resize(mb);
   perm_.resize(static_cast<size_t>(n));
-  double kl_sum = 0, old_kl_sum = 0, pg_sum = 0, v_sum = 0, ent_sum = 0, clip_sum = 0, gn_sum = 0;
+  MinibatchMeans means;
   for (int64_t epoch = 0; epoch < options_.update_epochs; ++epoch) {
     std::iota(perm_.begin(), perm_.end(), int64_t{0});
     for (size_t i = perm_.size(); i > 1; --i) std::swap(perm_[i - 1], perm_[rng() % i]);
@@ -157,14 +182,9 @@ UpdateStats PpoUpdater::update_fast(const Batch& b, std::mt19937_64& rng) {
       }
       const FastLoss t = fast_->loss_and_grad(mb_obs_.data(), mb_actions_.data(), mb_logprobs_.data(), mb_adv_.data(),
                                               mb_returns_.data(), mb_values_.data(), mb, options_.loss);
-      gn_sum += fast_->clip_and_adam(options_.max_grad_norm, *optimizer_);
+      const double grad_norm = fast_->clip_and_adam(options_.max_grad_norm, *optimizer_);
       epoch_kl = t.approx_kl;
-      kl_sum += t.approx_kl;
-      old_kl_sum += t.old_approx_kl;
-      pg_sum += t.pg_loss;
-      v_sum += t.v_loss;
-      ent_sum += t.entropy;
-      clip_sum += t.clipfrac;
+      means.add(t.approx_kl, t.old_approx_kl, t.pg_loss, t.v_loss, t.entropy, t.clipfrac, grad_norm);
       ++s.minibatches;
     }
     if (options_.target_kl && epoch_kl > *options_.target_kl) {
@@ -173,14 +193,7 @@ UpdateStats PpoUpdater::update_fast(const Batch& b, std::mt19937_64& rng) {
     }
   }
   flat_->mark_changed();
-  const double k = static_cast<double>(std::max<int64_t>(s.minibatches, 1));
-  s.approx_kl = kl_sum / k;
-  s.old_approx_kl = old_kl_sum / k;
-  s.pg_loss = pg_sum / k;
-  s.v_loss = v_sum / k;
-  s.entropy = ent_sum / k;
-  s.clipfrac = clip_sum / k;
-  s.grad_norm = gn_sum / k;
+  means.write(s);
   return s;
 }
 
@@ -198,7 +211,7 @@ UpdateStats PpoUpdater::update(const Batch& b, std::mt19937_64& rng) {
   const int64_t n = b.obs.size(0);
   const int64_t mb = n / options_.num_minibatches;
   perm_.resize(static_cast<size_t>(n));
-  double kl_sum = 0, old_kl_sum = 0, pg_sum = 0, v_sum = 0, ent_sum = 0, clip_sum = 0, gn_sum = 0;
+  MinibatchMeans means;
   for (int64_t epoch = 0; epoch < options_.update_epochs; ++epoch) {
     std::iota(perm_.begin(), perm_.end(), int64_t{0});
     for (size_t i = perm_.size(); i > 1; --i) std::swap(perm_[i - 1], perm_[rng() % i]);
@@ -233,13 +246,8 @@ UpdateStats PpoUpdater::update(const Batch& b, std::mt19937_64& rng) {
       scaler_.step(*optimizer_);
       scaler_.update();
       epoch_kl = t.approx_kl.item<double>();
-      kl_sum += epoch_kl;
-      old_kl_sum += t.old_approx_kl.item<double>();
-      pg_sum += t.pg_loss.item<double>();
-      v_sum += t.v_loss.item<double>();
-      ent_sum += t.entropy.item<double>();
-      clip_sum += t.clipfrac.item<double>();
-      gn_sum += norm.item<double>();
+      means.add(epoch_kl, t.old_approx_kl.item<double>(), t.pg_loss.item<double>(), t.v_loss.item<double>(),
+                t.entropy.item<double>(), t.clipfrac.item<double>(), norm.item<double>());
       ++s.minibatches;
     }
     if (options_.target_kl && epoch_kl > *options_.target_kl) {
@@ -248,14 +256,7 @@ UpdateStats PpoUpdater::update(const Batch& b, std::mt19937_64& rng) {
     }
   }
   flat_->mark_changed();
-  const double k = static_cast<double>(std::max<int64_t>(s.minibatches, 1));
-  s.approx_kl = kl_sum / k;
-  s.old_approx_kl = old_kl_sum / k;
-  s.pg_loss = pg_sum / k;
-  s.v_loss = v_sum / k;
-  s.entropy = ent_sum / k;
-  s.clipfrac = clip_sum / k;
-  s.grad_norm = gn_sum / k;
+  means.write(s);
   return s;
 }
 

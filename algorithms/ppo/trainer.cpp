@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include <ATen/ATen.h>
 #include <mlh/plugin.hpp>
@@ -132,10 +133,10 @@ void Trainer::collect() {
   iteration_episodes_.clear();
   for (int64_t t = 0; t < T_; ++t) {
     const int64_t base = t * N_;
-    std::copy_n(envs_.observations(), N_ * O, obs_.data() + base * O);
-    net_->infer(envs_.observations(), N_, logits_.data(), values_.data() + base);
+    std::copy_n(envs_.observations().data(), N_ * O, obs_.data() + base * O);
+    net_->infer(envs_.observations().data(), N_, logits_.data(), values_.data() + base);
     uint8_t* m = masks_.data() + base * A_;
-    if (use_masks_) std::copy_n(envs_.action_masks(), N_ * A_, m);
+    if (use_masks_) std::copy_n(envs_.action_masks().data(), N_ * A_, m);
     for (int64_t i = 0; i < N_; ++i) {
       const int a = sample_action(logits_.data() + i * A_, use_masks_ ? m + i * A_ : nullptr, A_, rng_,
                                   logprobs_.data() + base + i);
@@ -143,9 +144,9 @@ void Trainer::collect() {
       actions_[base + i] = a;
     }
     envs_.step(step_actions_.data());
-    const float* r = envs_.rewards();
-    const uint8_t* term = envs_.terminated();
-    const uint8_t* trunc = envs_.truncated();
+    const float* r = envs_.rewards().data();
+    const uint8_t* term = envs_.terminated().data();
+    const uint8_t* trunc = envs_.truncated().data();
     int64_t k = 0;
     for (int64_t i = 0; i < N_; ++i) {
       rewards_[base + i] = r[i];
@@ -161,7 +162,7 @@ void Trainer::collect() {
         if (trunc[i]) final_values_[base + i] = scratch_values_[j++];
     }
     global_step_ += N_;
-    auto& finished = envs_.finished();
+    auto& finished = envs_.finished_episodes();
     for (const EpisodeRecord& e : finished) {
       recent_returns_.push_back(e.episode_return);
       recent_solved_.push_back(e.solved);
@@ -172,7 +173,7 @@ void Trainer::collect() {
     episodes_finished_ += static_cast<int64_t>(finished.size());
     finished.clear();
   }
-  net_->infer(envs_.observations(), N_, logits_.data(), next_values_.data());
+  net_->infer(envs_.observations().data(), N_, logits_.data(), next_values_.data());
   bootstrap_truncated(rewards_.data(), truncated_.data(), final_values_.data(), T_, N_, cfg_.gamma);
   compute_gae(rewards_.data(), values_.data(), ends_.data(), next_values_.data(), T_, N_, cfg_.gamma,
               cfg_.gae_lambda, advantages_.data(), returns_.data());
@@ -234,7 +235,11 @@ void Trainer::restore(mlh::rt::TrainingState& loaded) {
   episodes_finished_ = v.at("episodes").get<int64_t>();
   std::istringstream rng(v.at("sampler_rng").get<std::string>());
   rng >> rng_;
-  envs_.load_state(v.at("envs"));
+  try {
+    envs_.load_state(v.at("envs"));
+  } catch (const std::invalid_argument& e) {
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("checkpoint: ") + e.what());
+  }
   const auto rr = v.at("recent_returns").get<std::vector<double>>();
   recent_returns_.assign(rr.begin(), rr.end());
   const auto rs = v.at("recent_solved").get<std::vector<int>>();

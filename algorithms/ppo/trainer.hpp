@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
-#include "env_pool.hpp"
+#include "env/vector_env.hpp"
 #include "networks/networks.hpp"
 #include "ppo_update.hpp"
 
@@ -68,7 +68,7 @@ class Trainer {
   ActorCritic& net() { return *net_; }
   std::shared_ptr<ActorCritic> net_ptr() { return net_; }
   PpoUpdater& updater() { return *updater_; }
-  EnvPool& envs() { return envs_; }
+  VectorEnv& envs() { return envs_; }
   const Config& config() const { return cfg_; }
   const std::deque<double>& recent_returns() const { return recent_returns_; }  // last 100
   const std::deque<uint8_t>& recent_solved() const { return recent_solved_; }   // last 100
@@ -85,7 +85,7 @@ class Trainer {
   Config cfg_;
   mlh::rt::RuntimePlan plan_;
   Task task_;
-  EnvPool envs_;
+  VectorEnv envs_;
   std::shared_ptr<ActorCritic> net_;
   std::unique_ptr<PpoUpdater> updater_;
   bool use_masks_ = false, autocast_ = false;

@@ -44,4 +44,13 @@ void CartPole::write(float* observation) const {
   for (int i = 0; i < 4; ++i) observation[i] = static_cast<float>(state_[i]);
 }
 
+std::vector<double> CartPole::snapshot() const {
+  return {state_[0], state_[1], state_[2], state_[3], static_cast<double>(steps_)};
+}
+
+void CartPole::restore(const std::vector<double>& snapshot) {
+  if (snapshot.size() != 5) throw std::invalid_argument("CartPole::restore: expected 5 values");
+  set_state({snapshot[0], snapshot[1], snapshot[2], snapshot[3]}, static_cast<int>(snapshot[4]));
+}
+
 }  // namespace ppo

@@ -33,6 +33,9 @@ class CartPole final : public Env {
 
   // Test hooks: the double-precision state {x, x_dot, theta, theta_dot} and the step count.
   void set_state(const std::array<double, 4>& state, int steps = 0);
+  // {x, x_dot, theta, theta_dot, steps}
+  std::vector<double> snapshot() const override;
+  void restore(const std::vector<double>& snapshot) override;
   const std::array<double, 4>& state() const { return state_; }
   int steps() const { return steps_; }
 

@@ -39,6 +39,11 @@ class Env {
   // Which actions change the state now (1) and which would be invalid moves (0). CartPole:
   // all valid. Policies may mask with it; the environment never requires that.
   virtual void action_mask(uint8_t* mask) const;
+  // The state of the running episode as numbers, for checkpoints that resume exactly; empty
+  // when the env cannot capture it (a restored VectorEnv then starts a fresh episode).
+  virtual std::vector<double> snapshot() const { return {}; }
+  // Puts back what snapshot() returned.
+  virtual void restore(const std::vector<double>& /*snapshot*/) {}
 };
 
 // Makes a fresh environment; VectorEnv calls it once per slot.

@@ -1,6 +1,7 @@
 #include "vector_env.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -92,5 +93,47 @@ const float* VectorEnv::final_observation(int i) const {
 }
 const std::vector<uint8_t>& VectorEnv::action_masks() const { return masks_; }
 std::vector<EpisodeRecord>& VectorEnv::finished_episodes() { return finished_; }
+
+nlohmann::json VectorEnv::state() const {
+  nlohmann::json envs = nlohmann::json::array();
+  for (int i = 0; i < num_envs(); ++i) {
+    std::ostringstream rng;
+    rng << rngs_[i];
+    nlohmann::json e = {{"rng", rng.str()}, {"return", running_return_[i]}, {"length", running_length_[i]}};
+    const std::vector<double> snapshot = envs_[i]->snapshot();
+    if (!snapshot.empty()) {
+      e["snapshot"] = snapshot;
+      e["observation"] = std::vector<float>(observations_.begin() + i * obs_size_,
+                                            observations_.begin() + (i + 1) * obs_size_);
+    }
+    envs.push_back(e);
+  }
+  return envs;
+}
+
+void VectorEnv::load_state(const nlohmann::json& state) {
+  if (!state.is_array() || static_cast<int>(state.size()) != num_envs())
+    throw std::invalid_argument("the saved environment state does not fit " + std::to_string(num_envs()) + " envs");
+  for (int i = 0; i < num_envs(); ++i) {
+    const nlohmann::json& e = state[i];
+    std::istringstream rng(e.at("rng").get<std::string>());
+    rng >> rngs_[i];
+    float* observation = observations_.data() + i * obs_size_;
+    if (e.contains("snapshot")) {
+      envs_[i]->restore(e["snapshot"].get<std::vector<double>>());
+      const auto saved = e.at("observation").get<std::vector<float>>();
+      if (static_cast<int64_t>(saved.size()) != obs_size_)
+        throw std::invalid_argument("the saved observation does not fit the environment");
+      std::copy(saved.begin(), saved.end(), observation);
+      running_return_[i] = e.at("return").get<double>();
+      running_length_[i] = e.at("length").get<int64_t>();
+    } else {
+      envs_[i]->reset(rngs_[i], observation);
+      running_return_[i] = 0.0;
+      running_length_[i] = 0;
+    }
+    envs_[i]->action_mask(masks_.data() + static_cast<size_t>(i) * num_actions_);
+  }
+}
 
 }  // namespace ppo

@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "env.hpp"
 
 namespace ppo {
@@ -51,8 +53,13 @@ class VectorEnv {
   const std::vector<uint8_t>& action_masks() const;
   std::vector<EpisodeRecord>& finished_episodes();
 
-  // The RNG state of every env and the running episode statistics are not checkpointed: a
-  // resumed run starts fresh episodes (reset()) with seeds derived from the resume step.
+  // Everything exact resumption needs, for checkpoints: each env's RNG, its running
+  // episode's return and length, its snapshot() and current observation. An env without a
+  // snapshot starts a fresh episode from its restored RNG on load_state().
+  nlohmann::json state() const;
+  // Throws std::invalid_argument when `state` does not fit (another num_envs).
+  void load_state(const nlohmann::json& state);
+
  private:
   std::vector<std::unique_ptr<Env>> envs_;
   std::vector<std::mt19937_64> rngs_;
