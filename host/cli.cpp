@@ -1,6 +1,8 @@
 #include "cli.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
@@ -79,8 +81,24 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   try {
     po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
     po::notify(vm);
-  } catch (const po::error& e) {
-    throw CliError(e.what());
+  } catch (const po::error&) {
+    // Boost fills the %placeholders% of its messages with the arguments as typed and loops
+    // forever when an argument holds one itself ("--x%canonical_option%"): take the message
+    // from a copy with every '%' swapped for a stand-in, then put the '%' back.
+    std::vector<std::string> safe(argv, argv + argc);
+    for (auto& a : safe) std::replace(a.begin(), a.end(), '%', '\x1f');
+    std::vector<const char*> safe_argv;
+    for (const auto& a : safe) safe_argv.push_back(a.c_str());
+    std::string message = "invalid command line";
+    try {
+      po::variables_map unused;
+      po::store(po::command_line_parser(argc, safe_argv.data()).options(all).run(), unused);
+      po::notify(unused);
+    } catch (const po::error& e) {
+      message = e.what();
+    }
+    std::replace(message.begin(), message.end(), '\x1f', '%');
+    throw CliError(message);
   }
 
   static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};

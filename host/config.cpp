@@ -11,7 +11,8 @@ using nlohmann::json;
 namespace {
 
 std::string show(const json& v) {
-  std::string s = v.dump();
+  // Replace, not throw on, invalid UTF-8: --set values are the user's bytes as given.
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
 
@@ -31,8 +32,9 @@ bool has_type(const json& v, const std::string& type) {
 std::string type_words(const json& t) {
   if (t.is_string()) return (t == "integer" || t == "array" || t == "object" ? "an " : "a ") + t.get<std::string>();
   std::string out;
-  for (const auto& x : t) out += (out.empty() ? "" : " or ") + x.get<std::string>();
-  return out;
+  for (const auto& x : t)
+    if (x.is_string()) out += (out.empty() ? "" : " or ") + x.get<std::string>();
+  return out.empty() ? "a value of type " + t.dump() : out;
 }
 
 void check(const json& v, const json& schema, const std::string& path) {
@@ -74,7 +76,8 @@ void check(const json& v, const json& schema, const std::string& path) {
         if (k.is_string() && !v.contains(k.get<std::string>()))
           throw ConfigError("config field '" + (path.empty() ? "" : path + ".") + k.get<std::string>() +
                             "' is required");
-    const bool closed = schema.value("additionalProperties", true) == false;
+    const auto extra = schema.find("additionalProperties");
+    const bool closed = extra != schema.end() && *extra == false;
     for (const auto& [key, value] : v.items()) {
       const std::string sub = path.empty() ? key : path + "." + key;
       if (props && props->contains(key))
@@ -110,12 +113,15 @@ json load_config_file(const std::filesystem::path& path) {
   if (!in) throw ConfigError("config file '" + path.string() + "': cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
+  return parse_config_text(text.str(), path);
+}
+
+json parse_config_text(const std::string& s, const std::filesystem::path& path) {
   json doc;
   try {
-    doc = json::parse(text.str());
+    doc = json::parse(s);
   } catch (const json::parse_error& e) {
     // e.byte is the offset of the error: turn it into line and column.
-    const std::string s = text.str();
     size_t line = 1, col = 1;
     for (size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
       if (s[i] == '\n') ++line, col = 1;
@@ -123,6 +129,10 @@ json load_config_file(const std::filesystem::path& path) {
     }
     throw ConfigError("config file '" + path.string() + "': invalid JSON at line " + std::to_string(line) +
                       ", column " + std::to_string(col));
+  } catch (const json::exception& e) {
+    // Not a syntax error but a value the parser cannot hold (a number out of range).
+    const std::string what = e.what();
+    throw ConfigError("config file '" + path.string() + "': invalid JSON: " + what.substr(what.find("] ") + 2));
   }
   if (!doc.is_object()) throw ConfigError("config file '" + path.string() + "': must hold a JSON object");
   return doc;

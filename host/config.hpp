@@ -20,6 +20,9 @@ class ConfigError : public std::runtime_error {
 // Reads a JSON object from `path`. Throws ConfigError naming the file (and line/column).
 nlohmann::json load_config_file(const std::filesystem::path& path);
 
+// The same from text already read (used by fuzzing); `origin` names the file in messages.
+nlohmann::json parse_config_text(const std::string& text, const std::filesystem::path& origin);
+
 // Deep merge: objects merge key by key, anything else in `overlay` replaces `base`.
 nlohmann::json merge_config(nlohmann::json base, const nlohmann::json& overlay);
 

@@ -49,7 +49,7 @@ PluginManifest parse_manifest(const std::string& text, const std::filesystem::pa
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     fail(origin, std::string("invalid JSON: ") + e.what());
   }
   if (!doc.is_object()) fail(origin, "must be a JSON object");

@@ -123,8 +123,10 @@ HardwareSettings read_hardware_settings(const std::filesystem::path& file) {
   if (!in) throw SettingsError("hardware settings file '" + file.string() + "': cannot be read");
   std::ostringstream buf;
   buf << in.rdbuf();
-  const std::string text = buf.str();
+  return parse_hardware_settings(buf.str(), file);
+}
 
+HardwareSettings parse_hardware_settings(const std::string& text, const std::filesystem::path& file) {
   po::parsed_options parsed(nullptr);
   try {
     std::istringstream stream(text);

@@ -39,4 +39,7 @@ const std::vector<std::string>& hardware_setting_keys();
 // Reads and checks a settings file. Throws SettingsError.
 HardwareSettings read_hardware_settings(const std::filesystem::path& file);
 
+// The same from text already read (used by fuzzing); `file` names it in messages.
+HardwareSettings parse_hardware_settings(const std::string& text, const std::filesystem::path& file);
+
 }  // namespace mlhost

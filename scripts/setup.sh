@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev                             # tests
   libstb-dev zlib1g-dev                                 # PNG/JPEG decoding, gzip'd IDX files
   dataset-fashion-mnist                                 # the demo data (IDX files)
+  clang libclang-rt-14-dev                              # libFuzzer targets (scripts/fuzz.sh; not run by CI)
 )
 
 missing=()

@@ -5,3 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j2 --timeout 600
+# The torch-free part again under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+bash scripts/sanitize.sh

@@ -64,6 +64,7 @@ const Case kCases[] = {
     {"good-gpu", "fakegpu", 1},
     {"dup-cpu", "cpu", 1},
     {"cgood", "cgood", 1},
+    {"abi-v1-0", "abi-v1-0", 1},
 };
 
 fs::path case_dir(const std::string& dir) { return fs::path(MLH_TEST_PLUGIN_ROOT) / dir; }

@@ -65,6 +65,24 @@ TEST(Decode, ErrorsNameTheFile) {
   EXPECT_DATA_ERROR(decode_image_file(d / "none.png", 1), d / "none.png");
 }
 
+// Found by fuzzing (fuzz/regressions/image/): Debian's stb_image 2.27 writes past its Huffman
+// size table when a JPEG's DHT counts add up to more than 256; the loader refuses such files.
+TEST(Decode, RefusesJpegHuffmanTableWithMoreThan256Codes) {
+  std::vector<uint8_t> jpeg = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x13, 0x10};  // SOI, DHT: AC table 0
+  for (int len = 1; len <= 16; ++len) jpeg.push_back(len == 8 ? 200 : len == 9 ? 100 : 0);  // 300 codes
+  try {
+    decode_image_memory(jpeg.data(), jpeg.size(), 1, "evil.jpg");
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("image 'evil.jpg': corrupt JPEG: Huffman table (DHT) table 1/0: 300 codes"),
+              std::string::npos)
+        << e.what();
+  }
+  // Counts cut off by the end of the file read as 0, as stb reads them: still refused.
+  jpeg.resize(7 + 9);
+  EXPECT_THROW(decode_image_memory(jpeg.data(), jpeg.size(), 1, "short.jpg"), DataError);
+}
+
 TEST(Decode, ExtensionsAreCaseInsensitive) {
   EXPECT_TRUE(has_image_extension("a.PNG"));
   EXPECT_TRUE(has_image_extension("a.JpEg"));

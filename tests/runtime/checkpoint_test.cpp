@@ -265,6 +265,28 @@ TEST(CheckpointManager, KeepsTheLastNAndTheBest) {
   EXPECT_EQ(maximize.load_best(state, at::kCPU)->step, 6);
 }
 
+// A writer killed mid-save leaves "<name>.tmp-<pid>"; the next save removes those of dead
+// writers and leaves those of live ones (a write in progress) alone.
+TEST(CheckpointManager, SavingRemovesTempFilesOfDeadWriters) {
+  TempDir dir;
+  CheckpointManager manager(dir.path(), 2);
+  TrainingState state;
+  manager.save(state, 1);
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // reaped: its pid names no process now
+  const fs::path dead = fs::path(manager.dir()) / (step_name(2) + ".tmp-" + std::to_string(child));
+  const fs::path alive = fs::path(manager.dir()) / (step_name(3) + ".tmp-" + std::to_string(::getppid()));
+  const fs::path other = fs::path(manager.dir()) / "notes.tmp-file";
+  for (const fs::path& p : {dead, alive, other}) std::ofstream(p) << "partial";
+  manager.save(state, 4);
+  EXPECT_FALSE(fs::exists(dead)) << dead;
+  EXPECT_TRUE(fs::exists(alive)) << "a live process's write must not be touched";
+  EXPECT_TRUE(fs::exists(other)) << "only <name>.tmp-<pid> files are ours";
+  EXPECT_EQ(manager.load_latest(state, at::kCPU)->step, 4);
+}
+
 TEST(CheckpointManager, AFailingSaveThrowsAndKeepsEarlierCheckpoints) {
   TempDir dir;
   CheckpointManager manager(dir.path());

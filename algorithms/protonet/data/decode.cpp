@@ -34,16 +34,68 @@ bool is_png(const uint8_t* p, size_t n) {
 }
 bool is_jpeg(const uint8_t* p, size_t n) { return n >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF; }
 
+// stb_image 2.27 (Debian 12's libstb) trusts the 16 code counts of a JPEG Huffman table (DHT)
+// and writes past its 257-entry size array when they add up to more than 256 (fixed in stb
+// 2.28). Walks the JPEG's segments, skipping entropy-coded data, and returns the first DHT
+// table that does so, as "table <class>/<id>: <n> codes"; "" when there is none.
+std::string oversized_huffman_table(const uint8_t* p, size_t n) {
+  size_t i = 2;  // after SOI
+  while (i + 1 < n) {
+    if (p[i] != 0xFF) {  // entropy-coded data after SOS: find the next marker
+      ++i;
+      continue;
+    }
+    const uint8_t marker = p[i + 1];
+    if (marker == 0xFF) {  // fill byte
+      ++i;
+      continue;
+    }
+    if (marker == 0x00 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01 || marker == 0xD8) {
+      i += 2;  // stuffed 0xFF, restart markers, TEM, SOI: no length
+      continue;
+    }
+    if (marker == 0xD9) break;  // EOI
+    if (i + 3 >= n) break;
+    const size_t length = (size_t{p[i + 2]} << 8) | p[i + 3];  // counts itself, not the marker
+    if (length < 2) break;
+    if (marker == 0xC4) {
+      // As stb reads it: table after table while the segment's length lasts, from the file
+      // whatever the length says, bytes past the end reading as 0.
+      auto byte = [&](size_t k) -> size_t { return k < n ? p[k] : 0; };
+      long left = static_cast<long>(length) - 2;
+      for (size_t t = i + 4; left > 0;) {
+        if ((byte(t) >> 4) > 1 || (byte(t) & 15) > 3) break;  // stb rejects the table itself
+        size_t codes = 0;
+        for (size_t k = 1; k <= 16; ++k) codes += byte(t + k);
+        if (codes > 256)
+          return "table " + std::to_string(byte(t) >> 4) + "/" + std::to_string(byte(t) & 15) + ": " +
+                 std::to_string(codes) + " codes";
+        left -= static_cast<long>(17 + codes);
+        t += 17 + codes;
+      }
+    }
+    i += 2 + length;
+  }
+  return "";
+}
+
 }  // namespace
 
-RawImage decode_image_memory(const uint8_t* bytes, size_t size, int channels, const std::string& name) {
-  if (channels != 1 && channels != 3)
-    throw DataError("image '" + name + "': " + std::to_string(channels) + " channels asked for (1 or 3 supported)");
+void check_image_bytes(const uint8_t* bytes, size_t size, const std::string& name) {
   // stb reads more formats (BMP, GIF, ...); the datasets are PNG or JPEG, and naming what the
   // file is not gives a clearer error than stb's reason for an arbitrary file.
   if (!is_png(bytes, size) && !is_jpeg(bytes, size))
     throw DataError("image '" + name + "': not a PNG or JPEG file (unknown signature)");
   if (size > static_cast<size_t>(INT32_MAX)) throw DataError("image '" + name + "': file too large");
+  if (is_jpeg(bytes, size))
+    if (const std::string bad = oversized_huffman_table(bytes, size); !bad.empty())
+      throw DataError("image '" + name + "': corrupt JPEG: Huffman table (DHT) " + bad + ", at most 256 allowed");
+}
+
+RawImage decode_image_memory(const uint8_t* bytes, size_t size, int channels, const std::string& name) {
+  if (channels != 1 && channels != 3)
+    throw DataError("image '" + name + "': " + std::to_string(channels) + " channels asked for (1 or 3 supported)");
+  check_image_bytes(bytes, size, name);
   int w = 0, h = 0, comp = 0;
   stbi_uc* px = stbi_load_from_memory(bytes, static_cast<int>(size), &w, &h, &comp, channels);
   if (!px) {

@@ -17,6 +17,10 @@ struct RawImage {
   std::vector<uint8_t> data;
 };
 
+// The checks made before stb sees the bytes: a PNG or JPEG signature, and no JPEG Huffman
+// table that stb 2.27 would overflow on. Throws DataError naming `name`.
+void check_image_bytes(const uint8_t* bytes, size_t size, const std::string& name);
+
 // Decodes a PNG or JPEG held in memory with `channels` channels (1 or 3; stb converts).
 // `name` is only used in error messages.
 RawImage decode_image_memory(const uint8_t* bytes, size_t size, int channels, const std::string& name);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <torch/nn/module.h>
@@ -12,11 +13,13 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 
 #include "mlh/plugin.hpp"
 #include "mlh/crc32c.hpp"
@@ -170,22 +173,27 @@ void read_archive(torch::serialize::InputArchive& archive, TrainingState& state)
   torch::serialize::InputArchive modules, optimizers;
   if (!archive.try_read("modules", modules) || !archive.try_read("optimizers", optimizers))
     mismatch("'modules' or 'optimizers' is missing");
-  std::map<std::string, torch::serialize::InputArchive> module_archives;
+  // Held by pointer: InputArchive's copy constructor takes a non-const reference, which
+  // clang rejects in a std::map value (the fuzz build compiles this file with clang).
+  using Archives = std::map<std::string, std::unique_ptr<torch::serialize::InputArchive>>;
+  Archives module_archives;
   for (const auto& [name, module] : state.modules) {
     check_name(name, "module");
-    if (!modules.try_read(name, module_archives[name])) mismatch("module '" + name + "' is missing");
-    check_module(*module, module_archives[name], name + ".");
+    auto& sub = module_archives[name] = std::make_unique<torch::serialize::InputArchive>();
+    if (!modules.try_read(name, *sub)) mismatch("module '" + name + "' is missing");
+    check_module(*module, *sub, name + ".");
   }
-  std::map<std::string, torch::serialize::InputArchive> optimizer_archives;
+  Archives optimizer_archives;
   for (const auto& [name, optimizer] : state.optimizers) {
     check_name(name, "optimizer");
-    if (!optimizers.try_read(name, optimizer_archives[name])) mismatch("optimizer '" + name + "' is missing");
+    auto& sub = optimizer_archives[name] = std::make_unique<torch::serialize::InputArchive>();
+    if (!optimizers.try_read(name, *sub)) mismatch("optimizer '" + name + "' is missing");
   }
 
-  for (auto& [name, module] : state.modules) module->load(module_archives[name]);
+  for (auto& [name, module] : state.modules) module->load(*module_archives[name]);
   for (auto& [name, optimizer] : state.optimizers) {
     try {
-      optimizer->load(optimizer_archives[name]);
+      optimizer->load(*optimizer_archives[name]);
     } catch (const c10::Error& e) {
       mismatch("optimizer '" + name + "' does not fit: " + first_line(e.what()));
     }
@@ -321,10 +329,7 @@ std::string CheckpointManager::save(const TrainingState& state, int64_t step, st
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw Error(MLH_ERR_IO, "cannot create checkpoint folder '" + dir_ + "': " + ec.message());
-  // Temporaries of an earlier process that was killed while writing.
-  for (const auto& entry : fs::directory_iterator(dir_, ec))
-    if (entry.path().filename().string().find(AtomicFile::kTempMarker) != std::string::npos)
-      fs::remove(entry.path(), ec);
+  remove_abandoned_temp_files();
 
   char name[40];
   std::snprintf(name, sizeof name, "step-%09lld.ckpt", static_cast<long long>(step));
@@ -402,6 +407,24 @@ void CheckpointManager::prune() {
     std::error_code ec;
     // The checkpoint was saved; a file that cannot be removed only costs space.
     if (!fs::remove(files[i], ec) && ec) warn("cannot remove old checkpoint '" + files[i] + "': " + ec.message());
+  }
+}
+
+// A process killed while writing leaves "<name>.tmp-<pid>" (see mlh/atomic_file.hpp), never
+// read as a checkpoint; remove those whose writer no longer exists, so they do not pile up,
+// and leave a live writer's alone.
+void CheckpointManager::remove_abandoned_temp_files() {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const size_t marker = name.rfind(mlh::AtomicFile::kTempMarker);
+    if (marker == std::string::npos) continue;
+    const std::string pid_text = name.substr(marker + std::strlen(mlh::AtomicFile::kTempMarker));
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    if (pid == static_cast<long>(::getpid()) || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code remove_ec;
+    fs::remove(it->path(), remove_ec);
   }
 }
 

@@ -46,7 +46,7 @@ void save_safetensors(const std::map<std::string, at::Tensor>& tensors, const st
       throw Error(MLH_ERR_INVALID_ARGUMENT, "safetensors '" + path + "': '__metadata__' cannot name a tensor");
     const auto& names = dtype_names();
     const auto it =
-        std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == tensor.scalar_type(); });
+        std::find_if(names.begin(), names.end(), [&, &t = tensor](const auto& n) { return n.first == t.scalar_type(); });
     if (it == names.end())
       throw Error(MLH_ERR_INVALID_ARGUMENT, "safetensors '" + path + "': tensor '" + name + "' has dtype " +
                                                 c10::toString(tensor.scalar_type()) + ", which the format lacks");

@@ -104,6 +104,7 @@ class CheckpointManager {
                                              at::Device device);
   void update_best(const std::string& path, double metric);
   void prune();
+  void remove_abandoned_temp_files();
   void warn(const std::string& message) const;
 
   std::string dir_;
