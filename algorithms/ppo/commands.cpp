@@ -227,7 +227,10 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
   const PuzzleEnvOptions options = puzzle_env_options(cfg, obs_size);
   const PuzzleEval trained = evaluate_puzzles(p.net.get(), puzzles, options, cfg.eval_deterministic,
                                               cfg.mask_invalid_moves, cfg.seed + 99);
-  const PuzzleEval random = evaluate_puzzles(nullptr, puzzles, options, false, cfg.mask_invalid_moves, cfg.seed + 98);
+  // Two baselines: a uniformly random policy over the four moves, and (with masking) the
+  // stronger random walk over the valid moves, the one the trained policy's masking matches.
+  const PuzzleEval random = evaluate_puzzles(nullptr, puzzles, options, false, false, cfg.seed + 98);
+  const PuzzleEval random_valid = evaluate_puzzles(nullptr, puzzles, options, false, true, cfg.seed + 97);
   const std::string what = cfg.puzzle.eval_level_file.empty()
                                ? std::to_string(puzzles.size()) + " held-out generated puzzles (seed " +
                                      std::to_string(cfg.puzzle.eval_seed) + ")"
@@ -238,17 +241,22 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
   };
   ctx.info("evaluating on " + what);
   line("policy", trained);
-  line("random policy" + std::string(cfg.mask_invalid_moves ? " (valid moves)" : ""), random);
+  line("random policy (any move)", random);
+  line("random policy (valid moves)", random_valid);
   ctx.metric("eval/solve_rate", trained.solve_rate, p.step);
   ctx.metric("eval/mean_steps", trained.mean_steps, p.step);
   ctx.metric("eval/mean_ratio_to_optimal", trained.mean_ratio, p.step);
   ctx.metric("eval/random_solve_rate", random.solve_rate, p.step);
+  ctx.metric("eval/random_valid_solve_rate", random_valid.solve_rate, p.step);
   ctx.summary(json{{"solve_rate", trained.solve_rate},
                    {"mean_steps", trained.mean_steps},
                    {"mean_ratio_to_optimal", trained.mean_ratio},
                    {"random_solve_rate", random.solve_rate},
                    {"random_mean_steps", random.mean_steps},
                    {"random_mean_ratio_to_optimal", random.mean_ratio},
+                   {"random_valid_solve_rate", random_valid.solve_rate},
+                   {"random_valid_mean_steps", random_valid.mean_steps},
+                   {"random_valid_mean_ratio_to_optimal", random_valid.mean_ratio},
                    {"puzzles", puzzles.size()},
                    {"checkpoint", p.path},
                    {"step", p.step}}

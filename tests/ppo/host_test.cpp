@@ -93,7 +93,7 @@ TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
   ASSERT_EQ(eval.rc, 0) << eval.output;
   const json e = read_json(run + "/summary.json");
   EXPECT_TRUE(e["result"].contains("solve_rate")) << e.dump();
-  EXPECT_TRUE(e["result"].contains("random_solve_rate")) << e.dump();
+  EXPECT_TRUE(e["result"].contains("random_solve_rate") && e["result"].contains("random_valid_solve_rate")) << e.dump();
 
   const std::string levels = dir_ + "/level.txt";
   std::ofstream(levels) << "size 4\nboard\n#..T\n....\n.#x.\n....\nend\n";
