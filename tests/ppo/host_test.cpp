@@ -1,10 +1,8 @@
 // The plugin through the real host: describe, a short CartPole train writing checkpoints,
 // metrics and the exported model in the run folder, eval from it; a short puzzle train, eval
 // and play of a level file.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,44 +10,22 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "algorithm_host_test.hpp"
+
 namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct Result {
-  int rc = -1;
-  std::string output;
-};
+using Result = HostResult;
 
-Result host(const std::string& args) {
-  const std::string cmd = std::string(PPO_HOST_BIN) + " --no-default-plugin-dir --plugin-dir " + PPO_PLUGIN_DIR +
-                          " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result host(const std::string& args) { return run_host(PPO_HOST_BIN, PPO_PLUGIN_DIR, args); }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
+json read_json(const std::string& path) { return read_json_file(path); }
 
-class PpoHost : public ::testing::Test {
+class PpoHost : public HostTempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("ppo-host-" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  PpoHost() : HostTempDirTest("ppo-host-") {}
 };
 
 TEST_F(PpoHost, Describe) {

@@ -1,10 +1,8 @@
 // The plugin through the real host: describe, a tiny train on Fashion-MNIST classes 0-4,
 // eval on classes 5-9, and classify with a support folder of PNGs. Skipped without the
 // Fashion-MNIST files.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -14,34 +12,18 @@
 #include <nlohmann/json.hpp>
 #include <stb/stb_image_write.h>
 
+#include "algorithm_host_test.hpp"
+
 namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct Result {
-  int rc = -1;
-  std::string output;
-};
+using Result = HostResult;
 
-Result host(const std::string& args) {
-  const std::string cmd = std::string(PROTONET_HOST_BIN) + " --no-default-plugin-dir --plugin-dir " +
-                          PROTONET_PLUGIN_DIR + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result host(const std::string& args) { return run_host(PROTONET_HOST_BIN, PROTONET_PLUGIN_DIR, args); }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
+json read_json(const std::string& path) { return read_json_file(path); }
 
 bool have_fashion_mnist() {
   for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
@@ -62,15 +44,9 @@ void write_bar(const std::string& path, bool vertical, int shift) {
   ASSERT_NE(stbi_write_png(path.c_str(), 28, 28, 1, px.data(), 28), 0) << path;
 }
 
-class ProtonetHost : public ::testing::Test {
+class ProtonetHost : public HostTempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("protonet-host-" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  ProtonetHost() : HostTempDirTest("protonet-host-") {}
 };
 
 TEST_F(ProtonetHost, Describe) {

@@ -1,0 +1,53 @@
+// For tests that run an algorithm plugin through the real host: the host binary with only
+// the plugin's folder on the search path (the build's cpu plugin comes from --plugin-dir
+// too, the caller passes it), a fresh temporary folder per test, and JSON files read back.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+struct HostResult {
+  int rc = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs `host_bin --no-default-plugin-dir --plugin-dir plugin_dir args`.
+inline HostResult run_host(const std::string& host_bin, const std::string& plugin_dir, const std::string& args) {
+  const std::string cmd = host_bin + " --no-default-plugin-dir --plugin-dir " + plugin_dir + " " + args + " 2>&1";
+  HostResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// dir_: a fresh folder for each test, removed after it.
+class HostTempDirTest : public ::testing::Test {
+ protected:
+  explicit HostTempDirTest(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() / (prefix_ + std::to_string(::getpid()))).string();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string prefix_;
+  std::string dir_;
+};
