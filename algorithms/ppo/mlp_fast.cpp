@@ -7,30 +7,10 @@
 #include <ATen/ATen.h>
 #include <c10/util/string_utils.h>
 
+#include "networks/fast_tanh.hpp"
+
 namespace ppo {
 namespace {
-
-// tanh as Eigen's generic_fast_tanh_float (as the mlp's own inference path): a 13/6
-// rational approximation, a few float ulps from std::tanh, branch-free so loops vectorise.
-inline float fast_tanh(float a) {
-  const float c = 7.90531110763549805f;
-  const float x = std::min(std::max(a, -c), c);
-  const float x2 = x * x;
-  float p = -2.76076847742355e-16f;
-  p = p * x2 + 2.00018790482477e-13f;
-  p = p * x2 + -8.60467152213735e-11f;
-  p = p * x2 + 5.12229709037114e-08f;
-  p = p * x2 + 1.48572235717979e-05f;
-  p = p * x2 + 6.37261928875436e-04f;
-  p = p * x2 + 4.89352455891786e-03f;
-  p = p * x;
-  float q = 1.19825839466702e-06f;
-  q = q * x2 + 1.18534705686654e-04f;
-  q = q * x2 + 2.26843463243900e-03f;
-  q = q * x2 + 4.89352518554385e-03f;
-  const float r = p / q;
-  return std::fabs(a) < 0.0004f ? a : r;
-}
 
 // The hot loops, compiled for AVX-512 and AVX2+FMA as well as the baseline, picked at load
 // time (GCC function multi-versioning), so the library stays portable.

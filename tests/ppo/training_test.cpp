@@ -20,27 +20,12 @@
 #include "env/generator.hpp"
 #include "env/level_file.hpp"
 #include "fake_host.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = (fs::temp_directory_path() / ("ppo-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++)))
-                .string();
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  std::string path_;
-};
 
 const char* kPlan = R"({"torch_device": "cpu", "precision": "fp32", "threads": {"intra_op": 1}})";
 

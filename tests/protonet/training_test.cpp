@@ -16,6 +16,7 @@
 
 #include "commands.hpp"
 #include "fake_host.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -63,22 +64,6 @@ ImageSet fake_load(const protonet::DatasetSpec& spec) {
   }
   return out;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = (fs::temp_directory_path() / ("protonet-test-" + std::to_string(::getpid()) + "-" +
-                                          std::to_string(counter_++))).string();
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  std::string path_;
-};
 
 // Runs `command` with the config; returns the status code (MLH_OK or the mlh::Error's).
 const char* kPlan = R"({"torch_device": "cpu", "precision": "fp32"})";
