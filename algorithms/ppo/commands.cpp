@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <mlh/format.hpp>
 #include <mlh/atomic_file.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/benchmark.hpp>
@@ -32,13 +33,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string fmt(double v, int digits = 2) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(digits);
-  s << v;
-  return s.str();
-}
+std::string fmt(double v, int digits = 2) { return mlh::fixed(v, digits); }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 

@@ -1,10 +1,13 @@
 #include "config.hpp"
 
+#include <mlh/config_fields.hpp>
 #include <mlh/plugin.hpp>
 
 namespace ppo {
 
 using nlohmann::json;
+using mlh::config_check;
+using mlh::config_field;
 
 const char* config_schema_json() {
   return R"json({
@@ -125,130 +128,110 @@ std::string Config::network_kind() const {
   return env == "cartpole" ? "mlp" : "recursive";
 }
 
-namespace {
-
-// The value at `path` (dotted, for messages) in `j`; a wrong type names the field.
-template <class T>
-T field(const json& j, const std::string& key, const std::string& path) {
-  if (!j.contains(key)) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field '" + path + "' is missing");
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                     "config field '" + path + "': unexpected value " + j.at(key).dump() + " (" + e.what() + ")");
-  }
-}
-
-void check(bool ok, const std::string& path, const std::string& what) {
-  if (!ok) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field '" + path + "': " + what);
-}
-
-}  // namespace
-
 Config parse_config(const json& user) {
   if (!user.is_object()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "ppo config: expected a JSON object");
   json cfg = json::parse(config_defaults_json());
   cfg.merge_patch(user);
   Config c;
-  c.env = field<std::string>(cfg, "env", "env");
-  check(c.env == "cartpole" || c.env == "puzzle", "env", "expected cartpole or puzzle, got '" + c.env + "'");
+  c.env = config_field<std::string>(cfg, "env", "env");
+  config_check(c.env == "cartpole" || c.env == "puzzle", "env", "expected cartpole or puzzle, got '" + c.env + "'");
   const json& n = cfg.at("network");
-  c.network.kind = field<std::string>(n, "kind", "network.kind");
-  check(c.network.kind == "auto" || c.network.kind == "mlp" || c.network.kind == "recursive" ||
+  c.network.kind = config_field<std::string>(n, "kind", "network.kind");
+  config_check(c.network.kind == "auto" || c.network.kind == "mlp" || c.network.kind == "recursive" ||
             c.network.kind == "resnet",
         "network.kind", "expected auto, mlp, recursive or resnet, got '" + c.network.kind + "'");
-  c.network.mlp_hidden = field<std::vector<int64_t>>(n, "mlp_hidden", "network.mlp_hidden");
-  for (int64_t h : c.network.mlp_hidden) check(h >= 1, "network.mlp_hidden", "widths must be >= 1");
-  c.network.hidden_dim = field<int64_t>(n, "hidden_dim", "network.hidden_dim");
-  c.network.num_heads = field<int64_t>(n, "num_heads", "network.num_heads");
-  c.network.num_recursive_steps = field<int64_t>(n, "num_recursive_steps", "network.num_recursive_steps");
-  c.network.blocks = field<int64_t>(n, "blocks", "network.blocks");
-  c.network.channels = field<int64_t>(n, "channels", "network.channels");
-  check(c.network.hidden_dim >= 1, "network.hidden_dim", "must be >= 1");
-  check(c.network.num_heads >= 1 && c.network.hidden_dim % c.network.num_heads == 0, "network.num_heads",
+  c.network.mlp_hidden = config_field<std::vector<int64_t>>(n, "mlp_hidden", "network.mlp_hidden");
+  for (int64_t h : c.network.mlp_hidden) config_check(h >= 1, "network.mlp_hidden", "widths must be >= 1");
+  c.network.hidden_dim = config_field<int64_t>(n, "hidden_dim", "network.hidden_dim");
+  c.network.num_heads = config_field<int64_t>(n, "num_heads", "network.num_heads");
+  c.network.num_recursive_steps = config_field<int64_t>(n, "num_recursive_steps", "network.num_recursive_steps");
+  c.network.blocks = config_field<int64_t>(n, "blocks", "network.blocks");
+  c.network.channels = config_field<int64_t>(n, "channels", "network.channels");
+  config_check(c.network.hidden_dim >= 1, "network.hidden_dim", "must be >= 1");
+  config_check(c.network.num_heads >= 1 && c.network.hidden_dim % c.network.num_heads == 0, "network.num_heads",
         "must be >= 1 and divide network.hidden_dim (" + std::to_string(c.network.hidden_dim) + ")");
-  check(c.network.num_recursive_steps >= 1, "network.num_recursive_steps", "must be >= 1");
-  check(c.network.blocks >= 0, "network.blocks", "must be >= 0");
-  check(c.network.channels >= 0, "network.channels", "must be >= 0");
-  check(c.env == "puzzle" || c.network_kind() == "mlp", "network.kind",
+  config_check(c.network.num_recursive_steps >= 1, "network.num_recursive_steps", "must be >= 1");
+  config_check(c.network.blocks >= 0, "network.blocks", "must be >= 0");
+  config_check(c.network.channels >= 0, "network.channels", "must be >= 0");
+  config_check(c.env == "puzzle" || c.network_kind() == "mlp", "network.kind",
         "cartpole's observation is a vector: use mlp (got '" + c.network_kind() + "')");
 
-  c.total_timesteps = field<int64_t>(cfg, "total_timesteps", "total_timesteps");
-  c.num_envs = field<int64_t>(cfg, "num_envs", "num_envs");
-  c.num_steps = field<int64_t>(cfg, "num_steps", "num_steps");
-  c.num_minibatches = field<int64_t>(cfg, "num_minibatches", "num_minibatches");
-  c.update_epochs = field<int64_t>(cfg, "update_epochs", "update_epochs");
-  check(c.num_envs >= 1, "num_envs", "must be >= 1");
-  check(c.num_steps >= 1, "num_steps", "must be >= 1");
-  check(c.num_minibatches >= 1 && c.batch_size() % c.num_minibatches == 0, "num_minibatches",
+  c.total_timesteps = config_field<int64_t>(cfg, "total_timesteps", "total_timesteps");
+  c.num_envs = config_field<int64_t>(cfg, "num_envs", "num_envs");
+  c.num_steps = config_field<int64_t>(cfg, "num_steps", "num_steps");
+  c.num_minibatches = config_field<int64_t>(cfg, "num_minibatches", "num_minibatches");
+  c.update_epochs = config_field<int64_t>(cfg, "update_epochs", "update_epochs");
+  config_check(c.num_envs >= 1, "num_envs", "must be >= 1");
+  config_check(c.num_steps >= 1, "num_steps", "must be >= 1");
+  config_check(c.num_minibatches >= 1 && c.batch_size() % c.num_minibatches == 0, "num_minibatches",
         "must divide num_envs x num_steps (" + std::to_string(c.batch_size()) + ")");
-  check(c.update_epochs >= 1, "update_epochs", "must be >= 1");
-  check(c.total_timesteps >= c.batch_size(), "total_timesteps",
+  config_check(c.update_epochs >= 1, "update_epochs", "must be >= 1");
+  config_check(c.total_timesteps >= c.batch_size(), "total_timesteps",
         "must be at least one iteration, num_envs x num_steps (" + std::to_string(c.batch_size()) + ")");
-  c.lr = field<double>(cfg, "lr", "lr");
-  check(c.lr > 0, "lr", "must be > 0");
-  c.anneal_lr = field<bool>(cfg, "anneal_lr", "anneal_lr");
-  c.gamma = field<double>(cfg, "gamma", "gamma");
-  check(c.gamma >= 0 && c.gamma <= 1, "gamma", "must be in [0, 1]");
-  c.gae_lambda = field<double>(cfg, "gae_lambda", "gae_lambda");
-  check(c.gae_lambda >= 0 && c.gae_lambda <= 1, "gae_lambda", "must be in [0, 1]");
-  c.clip_coef = field<double>(cfg, "clip_coef", "clip_coef");
-  check(c.clip_coef > 0, "clip_coef", "must be > 0");
-  c.clip_vloss = field<bool>(cfg, "clip_vloss", "clip_vloss");
-  c.ent_coef = field<double>(cfg, "ent_coef", "ent_coef");
-  c.vf_coef = field<double>(cfg, "vf_coef", "vf_coef");
-  c.max_grad_norm = field<double>(cfg, "max_grad_norm", "max_grad_norm");
-  check(c.max_grad_norm > 0, "max_grad_norm", "must be > 0");
-  c.norm_adv = field<bool>(cfg, "norm_adv", "norm_adv");
+  c.lr = config_field<double>(cfg, "lr", "lr");
+  config_check(c.lr > 0, "lr", "must be > 0");
+  c.anneal_lr = config_field<bool>(cfg, "anneal_lr", "anneal_lr");
+  c.gamma = config_field<double>(cfg, "gamma", "gamma");
+  config_check(c.gamma >= 0 && c.gamma <= 1, "gamma", "must be in [0, 1]");
+  c.gae_lambda = config_field<double>(cfg, "gae_lambda", "gae_lambda");
+  config_check(c.gae_lambda >= 0 && c.gae_lambda <= 1, "gae_lambda", "must be in [0, 1]");
+  c.clip_coef = config_field<double>(cfg, "clip_coef", "clip_coef");
+  config_check(c.clip_coef > 0, "clip_coef", "must be > 0");
+  c.clip_vloss = config_field<bool>(cfg, "clip_vloss", "clip_vloss");
+  c.ent_coef = config_field<double>(cfg, "ent_coef", "ent_coef");
+  c.vf_coef = config_field<double>(cfg, "vf_coef", "vf_coef");
+  c.max_grad_norm = config_field<double>(cfg, "max_grad_norm", "max_grad_norm");
+  config_check(c.max_grad_norm > 0, "max_grad_norm", "must be > 0");
+  c.norm_adv = config_field<bool>(cfg, "norm_adv", "norm_adv");
   if (cfg.contains("target_kl") && !cfg.at("target_kl").is_null()) {
-    c.target_kl = field<double>(cfg, "target_kl", "target_kl");
-    check(*c.target_kl > 0, "target_kl", "must be > 0 (or null)");
+    c.target_kl = config_field<double>(cfg, "target_kl", "target_kl");
+    config_check(*c.target_kl > 0, "target_kl", "must be > 0 (or null)");
   }
-  c.seed = field<uint64_t>(cfg, "seed", "seed");
-  c.mask_invalid_moves = field<bool>(cfg, "mask_invalid_moves", "mask_invalid_moves");
+  c.seed = config_field<uint64_t>(cfg, "seed", "seed");
+  c.mask_invalid_moves = config_field<bool>(cfg, "mask_invalid_moves", "mask_invalid_moves");
 
   const json& p = cfg.at("puzzle");
-  c.puzzle.size = field<int>(p, "size", "puzzle.size");
-  check(c.puzzle.size >= 2 && c.puzzle.size <= 16, "puzzle.size", "must be in [2, 16]");
-  c.puzzle.tiles = field<int>(p, "tiles", "puzzle.tiles");
-  check(c.puzzle.tiles >= 1 && c.puzzle.tiles < c.puzzle.size * c.puzzle.size, "puzzle.tiles",
+  c.puzzle.size = config_field<int>(p, "size", "puzzle.size");
+  config_check(c.puzzle.size >= 2 && c.puzzle.size <= 16, "puzzle.size", "must be in [2, 16]");
+  c.puzzle.tiles = config_field<int>(p, "tiles", "puzzle.tiles");
+  config_check(c.puzzle.tiles >= 1 && c.puzzle.tiles < c.puzzle.size * c.puzzle.size, "puzzle.tiles",
         "must be >= 1 and fewer than the cells");
-  c.puzzle.blocked_density = field<double>(p, "blocked_density", "puzzle.blocked_density");
-  check(c.puzzle.blocked_density >= 0 && c.puzzle.blocked_density <= 0.9, "puzzle.blocked_density",
+  c.puzzle.blocked_density = config_field<double>(p, "blocked_density", "puzzle.blocked_density");
+  config_check(c.puzzle.blocked_density >= 0 && c.puzzle.blocked_density <= 0.9, "puzzle.blocked_density",
         "must be in [0, 0.9]");
-  c.puzzle.multi_color = field<bool>(p, "multi_color", "puzzle.multi_color");
-  c.puzzle.max_steps = field<int>(p, "max_steps", "puzzle.max_steps");
-  check(c.puzzle.max_steps >= 1, "puzzle.max_steps", "must be >= 1");
-  c.puzzle.min_moves = field<int>(p, "min_moves", "puzzle.min_moves");
-  c.puzzle.max_moves = field<int>(p, "max_moves", "puzzle.max_moves");
-  check(c.puzzle.min_moves >= 1, "puzzle.min_moves", "must be >= 1");
-  check(c.puzzle.max_moves >= c.puzzle.min_moves, "puzzle.max_moves", "must be >= puzzle.min_moves");
+  c.puzzle.multi_color = config_field<bool>(p, "multi_color", "puzzle.multi_color");
+  c.puzzle.max_steps = config_field<int>(p, "max_steps", "puzzle.max_steps");
+  config_check(c.puzzle.max_steps >= 1, "puzzle.max_steps", "must be >= 1");
+  c.puzzle.min_moves = config_field<int>(p, "min_moves", "puzzle.min_moves");
+  c.puzzle.max_moves = config_field<int>(p, "max_moves", "puzzle.max_moves");
+  config_check(c.puzzle.min_moves >= 1, "puzzle.min_moves", "must be >= 1");
+  config_check(c.puzzle.max_moves >= c.puzzle.min_moves, "puzzle.max_moves", "must be >= puzzle.min_moves");
   const json& cu = p.at("curriculum");
-  c.puzzle.curriculum.enabled = field<bool>(cu, "enabled", "puzzle.curriculum.enabled");
-  c.puzzle.curriculum.promote_at = field<double>(cu, "promote_at", "puzzle.curriculum.promote_at");
-  check(c.puzzle.curriculum.promote_at > 0 && c.puzzle.curriculum.promote_at <= 1, "puzzle.curriculum.promote_at",
+  c.puzzle.curriculum.enabled = config_field<bool>(cu, "enabled", "puzzle.curriculum.enabled");
+  c.puzzle.curriculum.promote_at = config_field<double>(cu, "promote_at", "puzzle.curriculum.promote_at");
+  config_check(c.puzzle.curriculum.promote_at > 0 && c.puzzle.curriculum.promote_at <= 1, "puzzle.curriculum.promote_at",
         "must be in (0, 1]");
-  c.puzzle.curriculum.window = field<int64_t>(cu, "window", "puzzle.curriculum.window");
-  check(c.puzzle.curriculum.window >= 1, "puzzle.curriculum.window", "must be >= 1");
-  c.puzzle.eval_count = field<int64_t>(p, "eval_count", "puzzle.eval_count");
-  check(c.puzzle.eval_count >= 1, "puzzle.eval_count", "must be >= 1");
-  c.puzzle.eval_seed = field<uint64_t>(p, "eval_seed", "puzzle.eval_seed");
-  c.puzzle.eval_level_file = field<std::string>(p, "eval_level_file", "puzzle.eval_level_file");
+  c.puzzle.curriculum.window = config_field<int64_t>(cu, "window", "puzzle.curriculum.window");
+  config_check(c.puzzle.curriculum.window >= 1, "puzzle.curriculum.window", "must be >= 1");
+  c.puzzle.eval_count = config_field<int64_t>(p, "eval_count", "puzzle.eval_count");
+  config_check(c.puzzle.eval_count >= 1, "puzzle.eval_count", "must be >= 1");
+  c.puzzle.eval_seed = config_field<uint64_t>(p, "eval_seed", "puzzle.eval_seed");
+  c.puzzle.eval_level_file = config_field<std::string>(p, "eval_level_file", "puzzle.eval_level_file");
 
-  c.eval_episodes = field<int64_t>(cfg, "eval_episodes", "eval_episodes");
-  check(c.eval_episodes >= 1, "eval_episodes", "must be >= 1");
-  c.checkpoint_every = field<int64_t>(cfg, "checkpoint_every", "checkpoint_every");
-  check(c.checkpoint_every >= 1, "checkpoint_every", "must be >= 1");
-  c.keep_checkpoints = field<int>(cfg, "keep_checkpoints", "keep_checkpoints");
-  check(c.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1");
-  c.checkpoint = field<std::string>(cfg, "checkpoint", "checkpoint");
-  check(c.checkpoint == "best" || c.checkpoint == "latest", "checkpoint", "expected best or latest");
-  c.level_file = field<std::string>(cfg, "level_file", "level_file");
-  c.play_index = field<int64_t>(cfg, "play_index", "play_index");
-  check(c.play_index >= 0, "play_index", "must be >= 0");
-  c.eval_deterministic = field<bool>(cfg, "eval_deterministic", "eval_deterministic");
-  c.torch_threads = field<int>(cfg, "torch_threads", "torch_threads");
-  check(c.torch_threads >= 0, "torch_threads", "must be >= 0");
+  c.eval_episodes = config_field<int64_t>(cfg, "eval_episodes", "eval_episodes");
+  config_check(c.eval_episodes >= 1, "eval_episodes", "must be >= 1");
+  c.checkpoint_every = config_field<int64_t>(cfg, "checkpoint_every", "checkpoint_every");
+  config_check(c.checkpoint_every >= 1, "checkpoint_every", "must be >= 1");
+  c.keep_checkpoints = config_field<int>(cfg, "keep_checkpoints", "keep_checkpoints");
+  config_check(c.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1");
+  c.checkpoint = config_field<std::string>(cfg, "checkpoint", "checkpoint");
+  config_check(c.checkpoint == "best" || c.checkpoint == "latest", "checkpoint", "expected best or latest");
+  c.level_file = config_field<std::string>(cfg, "level_file", "level_file");
+  c.play_index = config_field<int64_t>(cfg, "play_index", "play_index");
+  config_check(c.play_index >= 0, "play_index", "must be >= 0");
+  c.eval_deterministic = config_field<bool>(cfg, "eval_deterministic", "eval_deterministic");
+  c.torch_threads = config_field<int>(cfg, "torch_threads", "torch_threads");
+  config_check(c.torch_threads >= 0, "torch_threads", "must be >= 0");
   return c;
 }
 

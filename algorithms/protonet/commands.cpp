@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <mlh/format.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/checkpoint.hpp>
@@ -34,13 +35,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string fmt(double v, int digits = 4) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(digits);
-  s << v;
-  return s.str();
-}
+std::string fmt(double v, int digits = 4) { return mlh::fixed(v, digits); }
 
 std::string shape_name(const EpisodeShape& s) {
   return std::to_string(s.way) + "-way " + std::to_string(s.shot) + "-shot " + std::to_string(s.query) + "-query";

@@ -31,27 +31,7 @@ const char* kPlan = R"({"torch_device": "cpu", "precision": "fp32", "threads": {
 
 mlh_status run(FakeHost& host, const std::string& command, const json& config, const std::string& run_dir,
                bool resume = false, std::string* error = nullptr) {
-  const mlh_host_callbacks callbacks = host.callbacks();
-  const std::string config_json = config.dump();
-  mlh_run_context c{};
-  c.struct_size = sizeof(c);
-  c.command = command.c_str();
-  c.config_json = config_json.c_str();
-  c.device_json = "{}";
-  c.torch_device = "cpu";
-  c.plan_json = kPlan;
-  c.run_dir = run_dir.c_str();
-  c.resume = resume ? 1 : 0;
-  c.world_size = 1;
-  c.host = &callbacks;
-  mlh::RunContext ctx(c);
-  try {
-    ppo::run_command(ctx);
-    return MLH_OK;
-  } catch (const mlh::Error& e) {
-    if (error) *error = e.what();
-    return e.code();
-  }
+  return run_in_process(host, ppo::run_command, {command, config.dump(), run_dir, kPlan, "{}", resume}, error);
 }
 
 double mean(const std::vector<double>& v, size_t from, size_t to) {

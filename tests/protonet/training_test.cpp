@@ -70,27 +70,8 @@ const char* kPlan = R"({"torch_device": "cpu", "precision": "fp32"})";
 
 mlh_status run(FakeHost& host, const std::string& command, const json& config, const std::string& run_dir,
                bool resume = false, std::string* error = nullptr, const std::string& plan_json = kPlan) {
-  const mlh_host_callbacks callbacks = host.callbacks();
-  const std::string config_json = config.dump();
-  mlh_run_context c{};
-  c.struct_size = sizeof(c);
-  c.command = command.c_str();
-  c.config_json = config_json.c_str();
-  c.device_json = "{}";
-  c.torch_device = "cpu";
-  c.plan_json = plan_json.c_str();
-  c.run_dir = run_dir.c_str();
-  c.resume = resume ? 1 : 0;
-  c.world_size = 1;
-  c.host = &callbacks;
-  mlh::RunContext ctx(c);
-  try {
-    protonet::run_command(ctx, fake_load);
-    return MLH_OK;
-  } catch (const mlh::Error& e) {
-    if (error) *error = e.what();
-    return e.code();
-  }
+  return run_in_process(host, [](mlh::RunContext& ctx) { protonet::run_command(ctx, fake_load); },
+                        {command, config.dump(), run_dir, plan_json, "{}", resume}, error);
 }
 
 json small_config() {
