@@ -1,0 +1,177 @@
+// benchmark: training samples per second of TRM on Sudoku-shaped data (seq 81, vocab 11) for
+// the TARGETS' two sizes and the config's model, in fp32 and in each reduced precision the
+// device runs (CPU: bf16; CUDA: fp16 and bf16), with model FLOPs utilization: model FLOP/s
+// (flops.hpp) over the peak FLOP/s of a large matmul measured in the same run and precision
+// (and, for GPUs whose datasheet peak we know, over that too). One training step = one ACT
+// step forward, loss, backward and the optimizer step (Trainer::step).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <mlh/format.hpp>
+#include <mlh/runtime/benchmark.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "flops.hpp"
+#include "run_model.hpp"
+#include "trainer.hpp"
+
+namespace trm {
+namespace {
+
+using nlohmann::json;
+
+// A random batch of Sudoku shape (tokens 1..10, every label set).
+Batch random_batch(int64_t rows, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> token(1, 10), digit(2, 10);
+  Batch b;
+  b.rows = rows;
+  b.seq_len = 81;
+  b.valid = rows;
+  for (int64_t i = 0; i < rows * 81; ++i) {
+    b.inputs.push_back(token(rng));
+    b.labels.push_back(digit(rng));
+  }
+  b.puzzle_identifiers.assign(static_cast<size_t>(rows), 0);
+  return b;
+}
+
+// FLOP/s of an n x n matmul in `dtype` on `device`: the practical peak MFU is measured against.
+double matmul_peak(c10::Device device, c10::ScalarType dtype, int64_t n) {
+  const at::Tensor a = at::randn({n, n}, at::TensorOptions().device(device)).to(dtype);
+  const at::Tensor b = at::randn({n, n}, at::TensorOptions().device(device)).to(dtype);
+  mlh::rt::BenchmarkOptions o;
+  o.device = device;
+  o.warmup_iterations = 2;
+  o.min_iterations = 5;
+  o.min_seconds = 0.5;
+  const auto r = mlh::rt::run_benchmark("matmul", [&] { (void)at::mm(a, b); }, o);
+  return 2.0 * static_cast<double>(n * n * n) / (r.median_ms / 1000.0);
+}
+
+// Datasheet dense peaks (FLOP/s) of GPUs we know, by a substring of the device name.
+std::optional<double> datasheet_peak(const std::string& device_name, mlh::rt::Precision p) {
+  struct Gpu {
+    const char* name;
+    double fp32, half;
+  };
+  static const Gpu gpus[] = {{"H200", 67e12, 989.4e12}, {"H100", 67e12, 989.4e12}, {"A100", 19.5e12, 312e12}};
+  for (const Gpu& g : gpus)
+    if (device_name.find(g.name) != std::string::npos) return p == mlh::rt::Precision::kFp32 ? g.fp32 : g.half;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void benchmark_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::RuntimePlan& plan) {
+  const bool cpu = plan.device.is_cpu();
+  // The TARGETS measure batch 32 on the CPU; a GPU gets the plan's batch.
+  const int64_t batch_size = cpu ? 32 : user_cfg.batch_size;
+  std::string device_name;
+  try {
+    device_name = json::parse(ctx.device_json()).value("name", "");
+  } catch (const json::exception&) {
+  }
+  std::vector<mlh::rt::Precision> precisions{mlh::rt::Precision::kFp32};
+  if (!cpu) precisions.push_back(mlh::rt::Precision::kFp16);
+  precisions.push_back(mlh::rt::Precision::kBf16);
+
+  struct Size {
+    std::string name;
+    Config cfg;
+  };
+  std::vector<Size> sizes;
+  auto sized = [&](const std::string& name, int64_t hidden, int64_t heads, int64_t h, int64_t l) {
+    Config c = user_cfg;
+    c.model.hidden = hidden;
+    c.model.num_heads = heads;
+    c.model.h_cycles = h;
+    c.model.l_cycles = l;
+    c.model.l_layers = 2;
+    sizes.push_back({name, c});
+  };
+  sized("small_h128_H2_L2", 128, 4, 2, 2);
+  sized("default_h512_H3_L6", 512, 8, 3, 6);
+  sizes.push_back({"config", user_cfg});
+
+  DatasetMetadata sudoku;
+  sudoku.seq_len = 81;
+  sudoku.vocab_size = 11;
+  sudoku.num_puzzle_identifiers = 1;
+  const Batch batch = random_batch(batch_size, user_cfg.seed);
+  std::vector<mlh::rt::BenchmarkResult> results;
+  json mfu = json::object();
+  std::map<mlh::rt::Precision, double> peaks;
+  const int plan_threads = at::get_num_threads();
+
+  for (Size& size : sizes) {
+    size.cfg.model.puzzle_emb_ndim = 0;  // the TARGETS' shape: 81 positions
+    size.cfg.ema = false;
+    ModelConfig model = puzzle_model_config(size.cfg, sudoku);
+    model.gradient_checkpointing = plan.gradient_checkpointing;
+    const double flops_per_sample = train_flops_per_step(model);
+    for (mlh::rt::Precision precision : precisions) {
+      mlh::rt::RuntimePlan p = plan;
+      p.precision = precision;
+      const std::string name = size.name + "_" + mlh::rt::to_string(precision);
+      mlh::rt::BenchmarkResult r;
+      try {
+        Trainer t(size.cfg, p, model);
+        mlh::rt::BenchmarkOptions o;
+        o.device = plan.device;
+        o.items_per_iteration = static_cast<double>(batch_size);
+        o.unit = "samples";
+        o.warmup_iterations = 1;
+        o.min_iterations = size.name == "default_h512_H3_L6" && cpu ? 2 : 5;
+        o.min_seconds = cpu ? 2.0 : 1.0;
+        r = mlh::rt::run_benchmark("train_" + name, [&] { t.step(batch); }, o);
+      } catch (const std::exception& e) {
+        ctx.warn(name + ": not measured (" + e.what() + ")");
+        continue;
+      }
+      results.push_back(r);
+      if (!peaks.count(precision)) peaks[precision] = matmul_peak(plan.device, mlh::rt::scalar_type(precision), cpu ? 1024 : 8192);
+      const double model_flops = flops_per_sample * r.throughput;
+      json m = {{"model_tflops_per_s", model_flops / 1e12},
+                {"measured_matmul_tflops_per_s", peaks[precision] / 1e12},
+                {"mfu_vs_measured_matmul", model_flops / peaks[precision]}};
+      std::string line = "train " + name + ": " + mlh::fixed(r.throughput, 1) + " samples/s (median " +
+                         mlh::fixed(r.median_ms, 1) + " ms per batch of " + std::to_string(batch_size) + "), " +
+                         mlh::fixed(model_flops / 1e9, 1) + " model GFLOP/s = " +
+                         mlh::fixed(100.0 * model_flops / peaks[precision], 1) + "% of a measured " +
+                         (cpu ? "1024" : "8192") + "^2 matmul";
+      if (auto peak = datasheet_peak(device_name, precision)) {
+        m["mfu_vs_datasheet"] = model_flops / *peak;
+        line += ", " + mlh::fixed(100.0 * model_flops / *peak, 1) + "% of the datasheet peak";
+      }
+      mfu[name] = m;
+      ctx.info(line);
+    }
+  }
+  // One thread against the plan's threads on the small model (TARGETS: never slower).
+  if (cpu && plan_threads > 1) {
+    Config c = sizes[0].cfg;
+    ModelConfig model = puzzle_model_config(c, sudoku);
+    for (int threads : {1, plan_threads}) {
+      at::set_num_threads(threads);
+      Trainer t(c, plan, model);
+      mlh::rt::BenchmarkOptions o;
+      o.items_per_iteration = static_cast<double>(batch_size);
+      o.unit = "samples";
+      o.warmup_iterations = 1;
+      o.min_iterations = 5;
+      o.min_seconds = 2.0;
+      const auto r = mlh::rt::run_benchmark(
+          "train_small_h128_H2_L2_fp32_" + std::to_string(threads) + "thread" + (threads > 1 ? "s" : ""), [&] { t.step(batch); }, o);
+      results.push_back(r);
+      ctx.info(r.name + ": " + mlh::fixed(r.throughput, 1) + " samples/s");
+    }
+    at::set_num_threads(plan_threads);
+  }
+  json summary = mlh::rt::benchmarks_summary(results);
+  summary["mfu"] = mfu;
+  summary["batch_size"] = batch_size;
+  ctx.summary(summary.dump());
+}
+
+}  // namespace trm

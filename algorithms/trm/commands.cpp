@@ -1,0 +1,293 @@
+#include "commands.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include <ATen/Parallel.h>
+#include <mlh/format.hpp>
+#include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/checkpoint.hpp>
+#include <mlh/runtime/safetensors.hpp>
+#include <mlh/runtime/seed.hpp>
+#include <nlohmann/json.hpp>
+
+#include "evaluate.hpp"
+#include "run_model.hpp"
+#include "text_data.hpp"
+#include "trained_model.hpp"
+#include "trainer.hpp"
+
+namespace trm {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(double v, int digits = 2) { return mlh::fixed(v, digits); }
+using mlh::scientific;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+
+// The training data of either mode behind one interface: batches, the held-out evaluation,
+// and the sampler's state for checkpoints.
+struct TrainingData {
+  std::function<Batch()> next;
+  std::function<json()> state;
+  std::function<void(const json&)> load_state;
+  // Evaluates `model` on the held-out data; fills metrics and returns the checkpoint metric
+  // (puzzles: exact accuracy; text: held-out loss) and a one-line description.
+  std::function<std::pair<double, std::string>(Trm&, int64_t max_examples, json& metrics)> evaluate;
+};
+
+struct PuzzleSource {
+  DatasetSplit train, test;
+  TrainSampler sampler;
+  PuzzleSource(DatasetSplit tr, DatasetSplit te, int64_t batch, uint64_t seed)
+      : train(std::move(tr)), test(std::move(te)), sampler(train, batch, seed) {}
+};
+
+}  // namespace
+
+void build_data_command(mlh::RunContext& ctx, const Config& cfg) {
+  const std::string out = cfg.build.out_dir.empty() ? cfg.data.dir : cfg.build.out_dir;
+  const BuildReport r = build_dataset(cfg, out, [&](const std::string& m) { ctx.info(m); });
+  ctx.info("wrote a " + cfg.build.kind + " dataset to '" + out + "': " + std::to_string(r.train_examples) +
+           " training and " + std::to_string(r.test_examples) + " test examples in " + fmt(r.seconds) + " s");
+  ctx.summary(json{{"dir", out},
+                   {"kind", cfg.build.kind},
+                   {"train_examples", r.train_examples},
+                   {"test_examples", r.test_examples},
+                   {"seconds", r.seconds}}
+                  .dump());
+}
+
+void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  RunModel run_model;
+  run_model.mode = cfg.mode;
+  TrainingData data;
+  std::unique_ptr<PuzzleSource> puzzles;
+  std::unique_ptr<TextCorpus> corpus;
+  std::unique_ptr<TextSampler> text_sampler;
+  std::vector<Batch> text_eval;
+  if (cfg.text()) {
+    corpus = std::make_unique<TextCorpus>(cfg.data.text_file, cfg.data.text_eval_fraction, cfg.model.text_seq_len);
+    text_sampler = std::make_unique<TextSampler>(*corpus, cfg.batch_size, cfg.seed);
+    run_model.model = text_model_config(cfg);
+    run_model.text_file = cfg.data.text_file;
+    ctx.info("text '" + cfg.data.text_file + "': " + std::to_string(corpus->train().size()) + " training bytes, " +
+             std::to_string(corpus->eval().size()) + " held out");
+    data.next = [&] { return text_sampler->next(); };
+    data.state = [&] { return text_sampler->state(); };
+    data.load_state = [&](const json& s) { text_sampler->load_state(s); };
+    data.evaluate = [&](Trm& model, int64_t max_examples, json& metrics) {
+      if (text_eval.empty()) text_eval = text_eval_batches(*corpus, cfg.batch_size, 0);
+      std::vector<Batch> batches = text_eval;
+      if (max_examples > 0) batches.resize(std::min<size_t>(batches.size(), static_cast<size_t>(
+                                                                                 (max_examples + cfg.batch_size - 1) / cfg.batch_size)));
+      const TextEvalResult r = evaluate_text(model, batches, make_eval_settings(cfg, plan, 0));
+      metrics = {{"loss", r.loss}, {"bits_per_byte", r.bits_per_byte}, {"token_accuracy", r.token_accuracy}};
+      return std::make_pair(r.loss, "held-out loss " + fmt(r.loss, 4) + " (" + fmt(r.bits_per_byte, 3) +
+                                        " bits/byte), next-byte accuracy " + fmt(r.token_accuracy, 3));
+    };
+  } else {
+    const std::string dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
+    puzzles = std::make_unique<PuzzleSource>(DatasetSplit::open(dir + "/train"), DatasetSplit::open(dir + "/test"),
+                                             cfg.batch_size, cfg.seed);
+    for (const DatasetSplit* split : {&puzzles->train, &puzzles->test})
+      for (const std::string& w : split->warnings()) ctx.warn(w);
+    const DatasetMetadata& tm = puzzles->train.metadata();
+    const DatasetMetadata& em = puzzles->test.metadata();
+    if (tm.seq_len != em.seq_len || tm.vocab_size != em.vocab_size)
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "dataset '" + dir + "': train/ and test/ disagree (seq_len " +
+                                                     std::to_string(tm.seq_len) + " vs " + std::to_string(em.seq_len) +
+                                                     ", vocab_size " + std::to_string(tm.vocab_size) + " vs " +
+                                                     std::to_string(em.vocab_size) + ")");
+    run_model.model = puzzle_model_config(cfg, tm);
+    run_model.data_dir = dir;
+    ctx.info("dataset '" + dir + "': " + std::to_string(puzzles->train.num_examples()) + " training examples (" +
+             std::to_string(puzzles->train.num_groups()) + " groups), " + std::to_string(puzzles->test.num_examples()) +
+             " test examples; seq_len " + std::to_string(tm.seq_len) + ", vocab " + std::to_string(tm.vocab_size));
+    data.next = [&] { return puzzles->sampler.next(); };
+    data.state = [&] { return puzzles->sampler.state(); };
+    data.load_state = [&](const json& s) { puzzles->sampler.load_state(s); };
+    data.evaluate = [&](Trm& model, int64_t max_examples, json& metrics) {
+      const PuzzleEvalResult r = evaluate_puzzles(model, puzzles->test, make_eval_settings(cfg, plan, max_examples));
+      metrics = {{"exact_accuracy", r.exact_accuracy},
+                 {"token_accuracy", r.token_accuracy},
+                 {"mean_halt_steps", r.mean_halt_steps},
+                 {"halted_exact_accuracy", r.halted_exact_accuracy},
+                 {"examples", r.examples}};
+      return std::make_pair(r.exact_accuracy, "exact accuracy " + fmt(r.exact_accuracy, 4) + ", token accuracy " +
+                                                  fmt(r.token_accuracy, 4) + ", mean halting steps " +
+                                                  fmt(r.mean_halt_steps) + " on " + std::to_string(r.examples) +
+                                                  " test examples");
+    };
+  }
+  run_model.model.gradient_checkpointing = plan.gradient_checkpointing;
+  write_run_model(ctx.run_dir(), run_model);
+
+  Trainer t(cfg, plan, run_model.model);
+  const mlh::rt::Goal goal = cfg.text() ? mlh::rt::Goal::Minimize : mlh::rt::Goal::Maximize;
+  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, goal,
+                                         [&](const std::string& w) { ctx.warn(w); });
+  if (ctx.resume()) {
+    mlh::rt::TrainingState s = t.state();
+    if (auto loaded = checkpoints.load_latest(s, plan.device)) {
+      t.restored(s);
+      if (s.values.contains("sampler")) data.load_state(s.values["sampler"]);
+      ctx.info("resumed at step " + std::to_string(t.global_step()) + " (" + loaded->path + ")");
+    }
+  }
+  int64_t parameters = 0;
+  for (const at::Tensor& p : t.model()->parameters()) parameters += p.numel();
+  const ModelConfig& m = run_model.model;
+  ctx.info("trm " + cfg.mode + ": " + std::to_string(parameters) + " parameters (hidden " + std::to_string(m.hidden) +
+           ", " + std::to_string(m.num_heads) + " heads, " + std::to_string(m.l_layers) + " layers, H " +
+           std::to_string(m.h_cycles) + " x L " + std::to_string(m.l_cycles) + (m.mlp_t ? ", mlp_t" : "") +
+           (m.causal ? ", causal" : "") + "), up to " + std::to_string(m.halt_max_steps) + " supervision steps; batch " +
+           std::to_string(cfg.batch_size) + ", " + std::to_string(cfg.train_steps) + " steps; precision " +
+           mlh::rt::to_string(plan.precision) + (plan.gradient_checkpointing ? ", gradient checkpointing" : "") +
+           "; torch threads " + std::to_string(at::get_num_threads()));
+
+  std::optional<double> last_eval;
+  json last_eval_metrics;
+  auto evaluate = [&](int64_t max_examples) {
+    std::optional<Ema::Swapped> ema_weights;
+    if (t.ema()) ema_weights.emplace(*t.ema());
+    json metrics;
+    auto [metric, line] = data.evaluate(t.model(), max_examples, metrics);
+    for (auto& [name, value] : metrics.items()) ctx.metric("eval/" + name, value.get<double>(), t.global_step());
+    ctx.info("step " + std::to_string(t.global_step()) + " eval" + (t.ema() ? " (EMA weights)" : "") + ": " + line);
+    last_eval = metric;
+    last_eval_metrics = metrics;
+  };
+  auto save = [&] {
+    mlh::rt::TrainingState s = t.state();
+    s.values["sampler"] = data.state();
+    checkpoints.save(s, t.global_step(), last_eval);
+  };
+
+  const auto start = Clock::now();
+  const int64_t start_step = t.global_step();
+  auto last_log = Clock::now();
+  StepStats s;
+  bool out_of_time = false;
+  while (t.global_step() < cfg.train_steps) {
+    const auto step_start = Clock::now();
+    s = t.step(data.next());
+    const int64_t step = t.global_step();
+    const double step_seconds = seconds_since(step_start);
+    ctx.metric("train/loss", s.loss, step);
+    ctx.metric("train/lr", s.lr, step);
+    ctx.metric("perf/samples_per_s", static_cast<double>(cfg.batch_size) / step_seconds, step);
+    if (s.count > 0) {
+      ctx.metric("train/accuracy", s.accuracy, step);
+      ctx.metric("train/exact_accuracy", s.exact_accuracy, step);
+      ctx.metric("train/q_halt_accuracy", s.q_halt_accuracy, step);
+      ctx.metric("train/steps", s.steps, step);
+    }
+    ctx.progress(step, cfg.train_steps, "steps");
+    if (cfg.max_minutes > 0 && seconds_since(start) >= cfg.max_minutes * 60.0) out_of_time = true;
+    const bool last = step == cfg.train_steps || out_of_time;
+    if (seconds_since(last_log) >= 5.0 || last) {
+      last_log = Clock::now();
+      ctx.info("step " + std::to_string(step) + "/" + std::to_string(cfg.train_steps) + ": loss " + fmt(s.loss, 4) +
+               (s.count > 0 ? ", halted rows: accuracy " + fmt(s.accuracy, 3) + ", exact " + fmt(s.exact_accuracy, 3) +
+                                  ", steps " + fmt(s.steps)
+                            : std::string()) +
+               ", lr " + scientific(s.lr) + ", " +
+               fmt(static_cast<double>((step - start_step) * cfg.batch_size) / seconds_since(start), 1) + " samples/s");
+    }
+    if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && !last) evaluate(cfg.eval_examples);
+    if (step % cfg.checkpoint_every == 0 && !last) save();
+    if (ctx.should_stop()) {
+      save();
+      throw mlh::Error(MLH_ERR_CANCELLED, "stopped at step " + std::to_string(step) + " (checkpoint saved)");
+    }
+    if (out_of_time) {
+      ctx.info("max_minutes (" + fmt(cfg.max_minutes) + ") reached at step " + std::to_string(step));
+      break;
+    }
+  }
+  const double wall = seconds_since(start);
+  evaluate(0);  // the whole held-out set
+  save();
+  {
+    std::optional<Ema::Swapped> ema_weights;
+    if (t.ema()) ema_weights.emplace(*t.ema());
+    json model_json = to_json(run_model.model);
+    model_json.erase("gradient_checkpointing");
+    mlh::rt::export_module_weights(*t.model(), ctx.run_dir() + "/model.safetensors",
+                                   {{"model", model_json.dump()}, {"mode", cfg.mode}, {"ema", t.ema() ? "true" : "false"}});
+  }
+  const double sps = static_cast<double>((t.global_step() - start_step) * cfg.batch_size) / wall;
+  ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + fmt(wall) + " s (" + fmt(sps, 1) + " samples/s)");
+  json summary = {{"steps", t.global_step()},
+                  {"wall_seconds", wall},
+                  {"samples_per_s", sps},
+                  {"parameters", parameters},
+                  {"torch_threads", at::get_num_threads()},
+                  {"final_train_loss", s.loss},
+                  {"eval", last_eval_metrics},
+                  {"mode", cfg.mode}};
+  ctx.summary(summary.dump());
+}
+
+void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  TrainedModel tm = load_trained_model(ctx, cfg, plan);
+  ctx.info("evaluating " + tm.checkpoint_path + " (step " + std::to_string(tm.step) + (tm.ema_weights ? ", EMA weights" : "") +
+           ") on " + plan.torch_device);
+  json summary = {{"checkpoint", tm.checkpoint_path}, {"step", tm.step}, {"ema", tm.ema_weights}};
+  if (tm.run.mode == "text") {
+    const TextCorpus corpus(tm.run.text_file, cfg.data.text_eval_fraction, tm.run.model.seq_len);
+    const TextEvalResult r =
+        evaluate_text(tm.model(), text_eval_batches(corpus, cfg.batch_size, 0), make_eval_settings(cfg, plan, 0));
+    ctx.info("held-out text: loss " + fmt(r.loss, 4) + " nats/byte (" + fmt(r.bits_per_byte, 3) +
+             " bits/byte), next-byte accuracy " + fmt(r.token_accuracy, 4) + " over " + std::to_string(r.tokens) + " bytes");
+    ctx.metric("eval/loss", r.loss, tm.step);
+    ctx.metric("eval/token_accuracy", r.token_accuracy, tm.step);
+    summary.update({{"loss", r.loss}, {"bits_per_byte", r.bits_per_byte}, {"token_accuracy", r.token_accuracy},
+                    {"tokens", r.tokens}});
+  } else {
+    const std::string dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
+    const DatasetSplit test = DatasetSplit::open(dir + "/test");
+    const PuzzleEvalResult r = evaluate_puzzles(tm.model(), test, make_eval_settings(cfg, plan, cfg.eval_examples));
+    ctx.info("test split '" + test.dir() + "' (" + std::to_string(r.examples) + " examples): exact accuracy " +
+             fmt(r.exact_accuracy, 4) + ", token accuracy " + fmt(r.token_accuracy, 4) + ", mean halting steps " +
+             fmt(r.mean_halt_steps) + " (exact accuracy when halting there: " + fmt(r.halted_exact_accuracy, 4) + "), " +
+             fmt(r.seconds) + " s");
+    ctx.metric("eval/exact_accuracy", r.exact_accuracy, tm.step);
+    ctx.metric("eval/token_accuracy", r.token_accuracy, tm.step);
+    ctx.metric("eval/mean_halt_steps", r.mean_halt_steps, tm.step);
+    summary.update({{"exact_accuracy", r.exact_accuracy},
+                    {"token_accuracy", r.token_accuracy},
+                    {"mean_halt_steps", r.mean_halt_steps},
+                    {"halted_exact_accuracy", r.halted_exact_accuracy},
+                    {"examples", r.examples},
+                    {"data_dir", dir}});
+  }
+  ctx.summary(summary.dump());
+}
+
+void run_command(mlh::RunContext& ctx) {
+  const Config cfg = parse_config(json::parse(ctx.config_json()));
+  const std::string command = ctx.command().empty() ? "train" : ctx.command();
+  if (command == "build-data") return build_data_command(ctx, cfg);  // no LibTorch work
+  const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
+  mlh::rt::apply_plan(plan);
+  if (cfg.torch_threads > 0) at::set_num_threads(cfg.torch_threads);
+  mlh::rt::seed_everything(cfg.seed);
+  if (command == "train") return train_command(ctx, cfg, plan);
+  if (command == "eval") return eval_command(ctx, cfg, plan);
+  if (command == "solve") return solve_command(ctx, cfg, plan);
+  if (command == "generate") return generate_command(ctx, cfg, plan);
+  if (command == "benchmark") return benchmark_command(ctx, cfg, plan);
+  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
+                   "unknown command '" + command + "' (build-data, train, eval, solve, generate, benchmark)");
+}
+
+}  // namespace trm

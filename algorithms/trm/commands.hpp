@@ -1,0 +1,38 @@
+// TRM's commands, run by the plugin (trm_plugin.cpp) and by the tests:
+//   build-data  writes a generated Sudoku or maze dataset in the reference's format
+//               (build.*) to build.out_dir or data.dir
+//   train       ACT deep supervision on a puzzle dataset (data.dir, or one generated into the
+//               run folder) or on a text file; metrics per step (loss, token and exact
+//               accuracy of the rows that halted, mean halting steps, LR, samples/s), evals
+//               every eval_every steps with the EMA weights, checkpoints, resume,
+//               model.json and model.safetensors in the run folder
+//   eval        puzzles: exact accuracy (whole answer right), token accuracy and mean halting
+//               steps on the test split; text: held-out loss, bits per byte, accuracy
+//   solve       prints a test puzzle (solve.index) or a given Sudoku (solve.puzzle) and the
+//               model's answer
+//   generate    text: continues generate.prompt (temperature, top-k, top-p, max_tokens)
+//   benchmark   training samples/s and model FLOPs utilization
+// eval, solve and generate load the run folder's model on whatever device the plan chose.
+#pragma once
+
+#include <mlh/plugin.hpp>
+
+#include "config.hpp"
+
+namespace mlh::rt {
+struct RuntimePlan;
+}
+
+namespace trm {
+
+void run_command(mlh::RunContext& ctx);
+
+// The commands' bodies (commands.cpp, inference_commands.cpp, benchmark_command.cpp).
+void build_data_command(mlh::RunContext& ctx, const Config& cfg);
+void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void solve_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void generate_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void benchmark_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+
+}  // namespace trm

@@ -1,0 +1,40 @@
+// Writing Sudoku and maze datasets in the reference's format (build_sudoku_dataset.py,
+// build_maze_dataset.py): <out>/train and <out>/test splits with the one set "all", each
+// original puzzle a group, the original and each of its `augmentations` variants (train
+// only) separate puzzles of one example; puzzle_identifiers all 0 (num_puzzle_identifiers
+// 1, blank_identifier_id 0), pad_id 0, ignore_label_id 0, mean_puzzle_examples 1,
+// total_puzzles = total_groups (as the reference writes it), and <out>/identifiers.json
+// ["<blank>"]. Generated from the seed alone (deterministic); test puzzles never repeat a
+// train puzzle (separate random streams, and a check against the train set).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace trm {
+
+struct SudokuBuildOptions {
+  int64_t train_puzzles = 1000, test_puzzles = 200;
+  int min_givens = 75, max_givens = 80;  // each puzzle's givens uniform in [min, max]
+  int64_t augmentations = 0;              // shuffle_sudoku variants per train puzzle
+  uint64_t seed = 0;
+};
+struct MazeBuildOptions {
+  int64_t train_mazes = 1000, test_mazes = 200;
+  int size = 30;
+  int64_t augmentations = 0;  // 0..7 distinct non-identity dihedral variants per train maze
+  uint64_t seed = 0;
+};
+struct BuildReport {
+  int64_t train_examples = 0, test_examples = 0;
+  double seconds = 0;
+};
+
+// Errors: mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the option; MLH_ERR_IO for the files.
+BuildReport build_sudoku_dataset(const std::string& out_dir, const SudokuBuildOptions&,
+                                 const std::function<void(const std::string&)>& log = {});
+BuildReport build_maze_dataset(const std::string& out_dir, const MazeBuildOptions&,
+                               const std::function<void(const std::string&)>& log = {});
+
+}  // namespace trm

@@ -1,0 +1,162 @@
+// The reference's layers in LibTorch (see layers.hpp).
+#include "model/layers.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <mlh/runtime/compat.hpp>
+
+namespace trm {
+
+void trunc_normal_(at::Tensor& tensor, double std, double lower, double upper) {
+  at::NoGradGuard no_grad;
+  if (std == 0) {
+    tensor.zero_();
+    return;
+  }
+  // Inverse-CDF sampling of the truncated normal, then the variance correction of JAX's
+  // truncated_normal initializer (the truncation shrinks the std by this factor).
+  const double sqrt2 = std::sqrt(2.0);
+  const double a = std::erf(lower / sqrt2), b = std::erf(upper / sqrt2), z = (b - a) / 2;
+  const double c = 1.0 / std::sqrt(2 * M_PI);
+  const double pdf_u = c * std::exp(-0.5 * lower * lower), pdf_l = c * std::exp(-0.5 * upper * upper);
+  const double comp_std =
+      std / std::sqrt(1 - (upper * pdf_u - lower * pdf_l) / z - ((pdf_u - pdf_l) / z) * ((pdf_u - pdf_l) / z));
+  tensor.uniform_(a, b);
+  tensor.erfinv_();
+  tensor.mul_(sqrt2 * comp_std);
+  tensor.clamp_(lower * comp_std, upper * comp_std);
+}
+
+at::Tensor rms_norm(const at::Tensor& x, double eps) {
+  const at::Tensor x32 = x.to(at::kFloat);
+  const at::Tensor variance = x32.square().mean(-1, /*keepdim=*/true);
+  return (x32 * at::rsqrt(variance + eps)).to(x.scalar_type());
+}
+
+int64_t swiglu_intermediate(int64_t hidden, double expansion) {
+  const auto inter = static_cast<int64_t>(std::nearbyint(expansion * static_cast<double>(hidden) * 2.0 / 3.0));
+  return (inter + 255) / 256 * 256;
+}
+
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, x.size(-1) - half), x.narrow(-1, 0, half)}, -1);
+}
+
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const at::Tensor xc = x.to(cos.scalar_type());
+  return (xc * cos.unsqueeze(-2) + rotate_half(xc) * sin.unsqueeze(-2)).to(x.scalar_type());
+}
+
+CastedLinearImpl::CastedLinearImpl(int64_t in_features, int64_t out_features, bool with_bias) {
+  at::Tensor w = at::empty({out_features, in_features});
+  trunc_normal_(w, 1.0 / std::sqrt(static_cast<double>(in_features)));
+  weight = register_parameter("weight", w);
+  if (with_bias) bias = register_parameter("bias", at::zeros({out_features}));
+}
+
+at::Tensor CastedLinearImpl::forward(const at::Tensor& x) {
+  // The reference casts the weights to the input's dtype; a no-op in float32 and under
+  // autocast, where linear casts both itself...
+  auto dtype = x.scalar_type();
+  // ...except under no-grad: LibTorch 1.13's autocast caches its cast of a weight whatever
+  // the grad mode, so the no-grad H-cycles would leave a cast without a graph in the cache,
+  // which the grad cycle then reuses and the weight gets no gradient. Casting here keeps the
+  // no-grad casts out of the cache.
+  const auto device = x.device().type();
+  if (!at::GradMode::is_enabled() && mlh::rt::compat::autocast_enabled(device) && at::isFloatingType(dtype))
+    dtype = mlh::rt::compat::autocast_dtype(device);
+  return at::linear(x, weight.to(dtype), bias.defined() ? bias.to(dtype) : at::Tensor());
+}
+
+CastedEmbeddingImpl::CastedEmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, double init_std) {
+  at::Tensor w = at::empty({num_embeddings, embedding_dim});
+  trunc_normal_(w, init_std);
+  embedding_weight = register_parameter("embedding_weight", w);
+}
+
+at::Tensor CastedEmbeddingImpl::forward(const at::Tensor& ids) { return at::embedding(embedding_weight, ids.to(at::kLong)); }
+
+SwiGLUImpl::SwiGLUImpl(int64_t hidden, double expansion) : intermediate_(swiglu_intermediate(hidden, expansion)) {
+  gate_up_proj = register_module("gate_up_proj", CastedLinear(hidden, 2 * intermediate_, false));
+  down_proj = register_module("down_proj", CastedLinear(intermediate_, hidden, false));
+}
+
+at::Tensor SwiGLUImpl::forward(const at::Tensor& x) {
+  const auto gate_up = gate_up_proj->forward(x).chunk(2, -1);
+  return down_proj->forward(at::silu(gate_up[0]) * gate_up[1]);
+}
+
+RotaryEmbeddingImpl::RotaryEmbeddingImpl(int64_t dim, int64_t max_positions, double base) {
+  const at::Tensor inv_freq = 1.0 / at::pow(base, at::arange(0, dim, 2, at::kFloat) / static_cast<double>(dim));
+  const at::Tensor t = at::arange(max_positions, at::kFloat);
+  const at::Tensor freqs = at::outer(t, inv_freq);
+  const at::Tensor emb = at::cat({freqs, freqs}, -1);
+  cos_cached = register_buffer("cos_cached", emb.cos());
+  sin_cached = register_buffer("sin_cached", emb.sin());
+}
+
+AttentionImpl::AttentionImpl(int64_t hidden, int64_t num_heads, bool causal)
+    : num_heads_(num_heads), head_dim_(hidden / num_heads), causal_(causal) {
+  qkv_proj = register_module("qkv_proj", CastedLinear(hidden, 3 * num_heads * head_dim_, false));
+  o_proj = register_module("o_proj", CastedLinear(num_heads * head_dim_, hidden, false));
+}
+
+at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t b = x.size(0), s = x.size(1), h = num_heads_, d = head_dim_;
+  const at::Tensor qkv = qkv_proj->forward(x).view({b, s, 3 * h, d});
+  at::Tensor q = qkv.narrow(2, 0, h), k = qkv.narrow(2, h, h), v = qkv.narrow(2, 2 * h, h);
+  if (cos.defined()) {
+    q = apply_rotary(q, cos, sin);
+    k = apply_rotary(k, cos, sin);
+  }
+  q = q.transpose(1, 2);  // [B, heads, S, d]
+  k = k.transpose(1, 2);
+  v = v.transpose(1, 2);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(d)));
+  if (causal_) {
+    const at::Tensor future = at::ones({s, s}, x.options().dtype(at::kBool)).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  }
+  const at::Tensor probs = at::softmax(scores, -1).to(v.scalar_type());
+  const at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, s, h * d});
+  return o_proj->forward(out);
+}
+
+BlockImpl::BlockImpl(const ModelConfig& config) : eps_(config.rms_norm_eps) {
+  if (config.mlp_t)
+    mlp_t = register_module("mlp_t", SwiGLU(total_seq_len(config), config.expansion));
+  else
+    self_attn = register_module("self_attn", Attention(config.hidden, config.num_heads, config.causal));
+  mlp = register_module("mlp", SwiGLU(config.hidden, config.expansion));
+}
+
+at::Tensor BlockImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  at::Tensor h;
+  if (mlp_t) {
+    const at::Tensor t = x.transpose(1, 2);  // [B, hidden, S']
+    h = rms_norm(t + mlp_t->forward(t), eps_).transpose(1, 2);
+  } else {
+    h = rms_norm(x + self_attn->forward(x, cos, sin), eps_);
+  }
+  return rms_norm(h + mlp->forward(h), eps_);
+}
+
+ReasoningModuleImpl::ReasoningModuleImpl(const ModelConfig& config) {
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config.l_layers; ++i) {
+    blocks_.emplace_back(config);
+    layers->push_back(blocks_.back());
+  }
+}
+
+at::Tensor ReasoningModuleImpl::forward(const at::Tensor& h, const at::Tensor& injection, const at::Tensor& cos,
+                                        const at::Tensor& sin) {
+  at::Tensor out = h + injection;
+  for (auto& block : blocks_) out = block->forward(out, cos, sin);
+  return out;
+}
+
+}  // namespace trm

@@ -1,0 +1,140 @@
+#include "run_model.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <mlh/atomic_file.hpp>
+#include <mlh/plugin.hpp>
+#include <nlohmann/json.hpp>
+
+#include "text_data.hpp"
+
+namespace trm {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string model_json_path(const std::string& run_dir) { return run_dir + "/model.json"; }
+
+void write_run_model(const std::string& run_dir, const RunModel& m) {
+  fs::create_directories(run_dir);
+  json model = to_json(m.model);
+  model.erase("gradient_checkpointing");
+  const std::string text =
+      json{{"mode", m.mode}, {"model", model}, {"data_dir", m.data_dir}, {"text_file", m.text_file}}.dump(2) + "\n";
+  mlh::AtomicFile f(model_json_path(run_dir));
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+RunModel read_run_model(const std::string& run_dir) {
+  const std::string path = model_json_path(run_dir);
+  std::ifstream in(path);
+  if (!in) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder: '" + path + "' is missing (train first)");
+  try {
+    const json j = json::parse(in);
+    RunModel m;
+    m.mode = j.at("mode").get<std::string>();
+    if (m.mode != "puzzle" && m.mode != "text") throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "unknown mode '" + m.mode + "'");
+    m.model = model_config_from_json(j.at("model"));
+    m.data_dir = j.at("data_dir").get<std::string>();
+    m.text_file = j.at("text_file").get<std::string>();
+    return m;
+  } catch (const json::exception& e) {
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "'" + path + "': " + e.what());
+  } catch (const mlh::Error& e) {
+    throw mlh::Error(e.code(), "'" + path + "': " + e.what());
+  }
+}
+
+namespace {
+
+ModelConfig common_model_config(const Config& cfg) {
+  ModelConfig m;
+  m.hidden = cfg.model.hidden;
+  m.num_heads = cfg.model.num_heads;
+  m.expansion = cfg.model.expansion;
+  m.h_cycles = cfg.model.h_cycles;
+  m.l_cycles = cfg.model.l_cycles;
+  m.l_layers = cfg.model.l_layers;
+  m.halt_max_steps = cfg.model.halt_max_steps;
+  m.halt_exploration_prob = cfg.model.halt_exploration_prob;
+  m.no_act_continue = cfg.model.no_act_continue;
+  m.mlp_t = cfg.model.mlp_t;
+  m.rope_theta = cfg.model.rope_theta;
+  return m;
+}
+
+bool holds_dataset(const std::string& dir) {
+  return fs::exists(dir + "/train/dataset.json") && fs::exists(dir + "/test/dataset.json");
+}
+
+}  // namespace
+
+ModelConfig puzzle_model_config(const Config& cfg, const DatasetMetadata& metadata) {
+  ModelConfig m = common_model_config(cfg);
+  m.seq_len = metadata.seq_len;
+  m.vocab_size = metadata.vocab_size;
+  m.num_puzzle_identifiers = metadata.num_puzzle_identifiers;
+  m.puzzle_emb_ndim = cfg.model.puzzle_emb_ndim;
+  m.puzzle_emb_len = cfg.model.puzzle_emb_len;
+  validate(m);
+  return m;
+}
+
+ModelConfig text_model_config(const Config& cfg) {
+  ModelConfig m = common_model_config(cfg);
+  m.seq_len = cfg.model.text_seq_len;
+  m.vocab_size = kTextVocab;
+  m.num_puzzle_identifiers = 1;
+  m.puzzle_emb_ndim = 0;
+  m.causal = true;
+  validate(m);
+  return m;
+}
+
+BuildReport build_dataset(const Config& cfg, const std::string& out_dir,
+                          const std::function<void(const std::string&)>& log) {
+  if (out_dir.empty())
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
+                     "build-data needs an output folder: set build.out_dir or data.dir (--set data.dir=FOLDER)");
+  if (holds_dataset(out_dir))
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "'" + out_dir + "' already holds a dataset (train/ and test/); " +
+                                                   "choose another folder or remove it");
+  if (cfg.build.kind == "sudoku") {
+    SudokuBuildOptions o;
+    o.train_puzzles = cfg.build.train;
+    o.test_puzzles = cfg.build.test;
+    o.min_givens = cfg.build.min_givens;
+    o.max_givens = cfg.build.max_givens;
+    o.augmentations = cfg.build.augmentations;
+    o.seed = cfg.build.seed;
+    return build_sudoku_dataset(out_dir, o, log);
+  }
+  MazeBuildOptions o;
+  o.train_mazes = cfg.build.train;
+  o.test_mazes = cfg.build.test;
+  o.size = cfg.build.maze_size;
+  o.augmentations = cfg.build.augmentations;
+  o.seed = cfg.build.seed;
+  return build_maze_dataset(out_dir, o, log);
+}
+
+std::string ensure_puzzle_dataset(const Config& cfg, const std::string& run_dir,
+                                  const std::function<void(const std::string&)>& log) {
+  if (!cfg.data.dir.empty()) {
+    if (!holds_dataset(cfg.data.dir))
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'data.dir': '" + cfg.data.dir +
+                                                     "' is not a dataset folder (it needs train/dataset.json and "
+                                                     "test/dataset.json; build one with --command build-data)");
+    return cfg.data.dir;
+  }
+  const std::string dir = run_dir + "/data";
+  if (!holds_dataset(dir)) {
+    log("no data.dir: generating a " + cfg.build.kind + " dataset into '" + dir + "'");
+    build_dataset(cfg, dir, log);
+  }
+  return dir;
+}
+
+}  // namespace trm

@@ -1,0 +1,44 @@
+// What a TRM run folder records about its model, so that eval, solve and generate rebuild it
+// on any device: <run>/model.json holds the mode, the ModelConfig (gradient checkpointing is
+// the current plan's, not saved), and where the data came from. Also: the model config a new
+// run derives from its config and data, and the dataset a puzzle run uses (generated into the
+// run folder when data.dir is empty). Free of LibTorch.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "config.hpp"
+#include "data/build_data.hpp"
+#include "data/dataset.hpp"
+#include "model/model_config.hpp"
+
+namespace trm {
+
+struct RunModel {
+  std::string mode = "puzzle";  // puzzle or text
+  ModelConfig model;
+  std::string data_dir;   // puzzle: the dataset folder
+  std::string text_file;  // text: the corpus
+};
+
+std::string model_json_path(const std::string& run_dir);
+void write_run_model(const std::string& run_dir, const RunModel& run_model);
+// mlh::Error naming the file when missing ("train first") or malformed.
+RunModel read_run_model(const std::string& run_dir);
+
+// The model of a puzzle run on a split with this metadata / of a text run.
+ModelConfig puzzle_model_config(const Config& cfg, const DatasetMetadata& metadata);
+ModelConfig text_model_config(const Config& cfg);
+
+// The dataset folder of a puzzle run: data.dir, or <run>/data, built from cfg.build when it
+// does not hold a dataset yet (log receives the builder's progress).
+std::string ensure_puzzle_dataset(const Config& cfg, const std::string& run_dir,
+                                  const std::function<void(const std::string&)>& log);
+
+// build-data: writes cfg.build's dataset to build.out_dir (or data.dir); the out folder must
+// not already hold a dataset (nothing is overwritten).
+BuildReport build_dataset(const Config& cfg, const std::string& out_dir,
+                          const std::function<void(const std::string&)>& log);
+
+}  // namespace trm

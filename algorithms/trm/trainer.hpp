@@ -1,0 +1,75 @@
+// One TRM training run's state and its step, as the reference's pretrain.py train_batch:
+// the ACT carry persists across steps (halted rows take the next batch's rows), the summed
+// loss is divided by the global batch, AdamW steps the dense weights and sign-SGD the
+// puzzle-embedding rows of the batch, both on the warmup + cosine schedule; the EMA of the
+// weights follows each step. Precision follows the plan (autocast; fp16 with a gradient
+// scaler), gradient checkpointing of the recursion too.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/checkpoint.hpp>
+#include <mlh/runtime/grad_scaler.hpp>
+#include <torch/optim/adamw.h>
+
+#include "config.hpp"
+#include "data/sampler.hpp"
+#include "model/ema.hpp"
+#include "model/loss.hpp"
+#include "model/sign_sgd.hpp"
+#include "model/trm.hpp"
+
+namespace trm {
+
+// The reference's cosine_schedule_with_warmup_lr_lambda at `step` (1-based, as the
+// reference counts after incrementing): linear warmup from 0, then a half cosine from
+// base_lr down to base_lr * min_ratio at total_steps.
+double scheduled_lr(int64_t step, double base_lr, int64_t warmup_steps, int64_t total_steps, double min_ratio);
+
+// Host batch -> tensors on the device (int32).
+BatchTensors to_tensors(const Batch& batch, c10::Device device);
+
+struct StepStats {
+  double loss = 0;        // the step's loss / batch size
+  double count = 0;       // rows that halted this step (with labels): the metrics below are over them
+  double accuracy = 0;    // token accuracy
+  double exact_accuracy = 0;
+  double q_halt_accuracy = 0;
+  double steps = 0;       // mean supervision steps at halting
+  double lr = 0;
+  bool skipped = false;   // fp16: inf/NaN gradients, step skipped by the scaler
+};
+
+class Trainer {
+ public:
+  Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const ModelConfig& model_config);
+
+  // One ACT step on `batch` (rows of halted sequences are replaced by its rows).
+  StepStats step(const Batch& batch);
+
+  Trm& model() { return model_; }
+  Ema* ema() { return ema_.get(); }
+  int64_t global_step() const { return step_; }
+  const ModelConfig& model_config() const { return model_config_; }
+
+  // Model, optimizer and EMA; the caller adds its own values (sampler state, ...). After
+  // loading, call restored() so that the step counter is taken from state.values.
+  mlh::rt::TrainingState state();
+  void restored(const mlh::rt::TrainingState& state);
+
+ private:
+  Config cfg_;
+  mlh::rt::RuntimePlan plan_;
+  ModelConfig model_config_;
+  Trm model_;
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+  std::unique_ptr<SignSgd> sign_sgd_;
+  std::unique_ptr<Ema> ema_;
+  mlh::rt::GradScaler scaler_;
+  std::optional<Carry> carry_;
+  int64_t step_ = 0;
+};
+
+}  // namespace trm

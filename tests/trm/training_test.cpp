@@ -1,0 +1,194 @@
+// TRM's commands through a fake host: a small model learns easy generated Sudoku (exact
+// accuracy on unseen puzzles far above what copying the givens gives), eval reloads the same
+// weights, a cancelled run resumes where it stopped, solve prints a board, a text model's
+// held-out loss falls and generate writes bytes of the corpus' alphabet; and the errors of
+// bad data, missing runs and bad puzzles.
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <mlh/plugin.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "fake_host.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const char* kPlan = R"({"torch_device": "cpu", "precision": "fp32", "threads": {"intra_op": 2}})";
+
+mlh_status run(FakeHost& host, const std::string& command, const json& config, const std::string& run_dir,
+               bool resume = false, std::string* error = nullptr) {
+  return run_in_process(host, trm::run_command, {command, config.dump(), run_dir, kPlan, "{}", resume}, error);
+}
+
+// Sudoku with 1-3 blanks and a small model of the MLP variant (a SwiGLU across the 81
+// positions learns the row/column/box relations fast): learns within a minute on two cores.
+json easy_sudoku_config() {
+  return {{"build", {{"kind", "sudoku"}, {"train", 3000}, {"test", 100}, {"min_givens", 78}, {"max_givens", 80}}},
+          {"model", {{"hidden", 64}, {"num_heads", 4}, {"h_cycles", 1}, {"l_cycles", 1}, {"l_layers", 2},
+                     {"halt_max_steps", 2}, {"puzzle_emb_ndim", 0}, {"mlp_t", true}}},
+          {"batch_size", 32}, {"train_steps", 400}, {"lr", 3e-3}, {"lr_warmup_steps", 20}, {"ema_rate", 0.95},
+          {"eval_every", 100}, {"checkpoint_every", 100}, {"seed", 1}};
+}
+
+TEST(TrmTraining, LearnsEasySudoku) {
+  TempDir dir;
+  FakeHost host;
+  std::string error;
+  ASSERT_EQ(run(host, "train", easy_sudoku_config(), dir.path(), false, &error), MLH_OK) << error;
+  const json s = json::parse(host.summary);
+  const json& eval = s["eval"];
+  // Every test puzzle has at least one blank, so copying the input scores 0 exact; the model
+  // must fill blanks from their row, column and box.
+  EXPECT_GT(eval["token_accuracy"].get<double>(), 0.97) << s.dump();
+  EXPECT_GT(eval["exact_accuracy"].get<double>(), 0.6) << s.dump();
+  EXPECT_EQ(eval["examples"], 100);
+  // The training loss fell.
+  const std::vector<double>& loss = host.metrics["train/loss"];
+  ASSERT_EQ(loss.size(), 400u);
+  EXPECT_LT(loss.back(), 0.3 * loss.front());
+  EXPECT_TRUE(fs::exists(dir.path() + "/data/train/dataset.json"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/model.json"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/model.safetensors"));
+
+  // eval reloads the final checkpoint's EMA weights: the same exact accuracy.
+  FakeHost eval_host;
+  json eval_cfg = easy_sudoku_config();
+  eval_cfg["checkpoint"] = "latest";
+  ASSERT_EQ(run(eval_host, "eval", eval_cfg, dir.path(), true, &error), MLH_OK) << error;
+  const json e = json::parse(eval_host.summary);
+  EXPECT_DOUBLE_EQ(e["exact_accuracy"].get<double>(), eval["exact_accuracy"].get<double>());
+  EXPECT_DOUBLE_EQ(e["token_accuracy"].get<double>(), eval["token_accuracy"].get<double>());
+  EXPECT_TRUE(e["ema"].get<bool>());
+
+  // solve prints the puzzle and the answer, and checks it against the label.
+  FakeHost solve_host;
+  ASSERT_EQ(run(solve_host, "solve", eval_cfg, dir.path(), true, &error), MLH_OK) << error;
+  const json so = json::parse(solve_host.summary);
+  EXPECT_EQ(so["answer"].size(), 81u);
+  EXPECT_TRUE(so.contains("correct"));
+  EXPECT_TRUE(so.contains("valid_solution"));
+  bool board = false;
+  for (const std::string& l : solve_host.logs) board |= l.find("------+-------+------") != std::string::npos;
+  EXPECT_TRUE(board);
+
+  // A given puzzle: a solved grid with one blank.
+  eval_cfg["solve"] = {{"puzzle", "534678912672195348198342567859761423426853791713924856961537284287419635345286.79"}};
+  ASSERT_EQ(run(solve_host, "solve", eval_cfg, dir.path(), true, &error), MLH_OK) << error;
+  EXPECT_TRUE(json::parse(solve_host.summary).contains("valid_solution"));
+  eval_cfg["solve"] = {{"puzzle", "12x"}};
+  EXPECT_EQ(run(solve_host, "solve", eval_cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("solve.puzzle"), std::string::npos) << error;
+  eval_cfg["solve"] = {{"puzzle", "123"}};
+  EXPECT_EQ(run(solve_host, "solve", eval_cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("81 cells"), std::string::npos) << error;
+  eval_cfg["solve"] = {{"index", 100}};
+  EXPECT_EQ(run(solve_host, "solve", eval_cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("solve.index"), std::string::npos) << error;
+}
+
+TEST(TrmTraining, CancelledRunResumesWhereItStopped) {
+  TempDir dir;
+  json cfg = easy_sudoku_config();
+  cfg["build"]["train"] = 100;
+  cfg["build"]["test"] = 20;
+  cfg["train_steps"] = 12;
+  cfg["checkpoint_every"] = 100;
+  FakeHost first;
+  first.stop_at = 5;
+  std::string error;
+  EXPECT_EQ(run(first, "train", cfg, dir.path(), false, &error), MLH_ERR_CANCELLED);
+  EXPECT_NE(error.find("stopped at step 5"), std::string::npos) << error;
+  FakeHost second;
+  ASSERT_EQ(run(second, "train", cfg, dir.path(), true, &error), MLH_OK) << error;
+  EXPECT_EQ(second.metrics["train/loss"].size(), 7u);  // steps 6..12
+  EXPECT_EQ(json::parse(second.summary)["steps"], 12);
+  bool resumed = false;
+  for (const std::string& l : second.logs) resumed |= l.find("resumed at step 5") != std::string::npos;
+  EXPECT_TRUE(resumed);
+}
+
+TEST(TrmTraining, TextModelLearnsAndGenerates) {
+  TempDir dir;
+  const std::string corpus = dir.path() + "/corpus.txt";
+  {
+    std::ofstream out(corpus);
+    const char* words[] = {"the cat sat on the mat. ", "a dog ran in the fog. ", "the sun is hot. "};
+    for (int i = 0; i < 400; ++i) out << words[(i * 7) % 3];
+  }
+  json cfg = json::parse(trm::presets_json())["text"];
+  cfg["data"] = {{"text_file", corpus}};
+  cfg["model"]["hidden"] = 64;
+  cfg["model"]["text_seq_len"] = 32;
+  cfg["batch_size"] = 16;
+  cfg["train_steps"] = 250;
+  cfg["lr"] = 3e-3;
+  cfg["eval_every"] = 0;
+  cfg["generate"] = {{"prompt", "the "}, {"max_tokens", 60}, {"temperature", 0.5}};
+  FakeHost host;
+  std::string error;
+  ASSERT_EQ(run(host, "train", cfg, dir.path(), false, &error), MLH_OK) << error;
+  const json s = json::parse(host.summary);
+  // Uniform over 256 bytes is ln 256 = 5.5 nats; the corpus is nearly deterministic text.
+  EXPECT_LT(s["eval"]["loss"].get<double>(), 1.0) << s.dump();
+  EXPECT_GT(s["eval"]["token_accuracy"].get<double>(), 0.6) << s.dump();
+
+  FakeHost gen;
+  ASSERT_EQ(run(gen, "generate", cfg, dir.path(), true, &error), MLH_OK) << error;
+  const json g = json::parse(gen.summary);
+  const std::string text = g["text"];
+  EXPECT_EQ(text.size(), 60u);
+  const std::set<char> alphabet{'t', 'h', 'e', ' ', 'c', 'a', 's', 'o', 'n', 'm', '.', 'd', 'g', 'r', 'i', 'f', 'u'};
+  int in_alphabet = 0;
+  for (char c : text) in_alphabet += alphabet.count(c);
+  EXPECT_GE(in_alphabet, 57) << text;
+
+  // A text model cannot solve puzzles, nor a puzzle model generate.
+  EXPECT_EQ(run(gen, "solve", cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("generate"), std::string::npos) << error;
+}
+
+TEST(TrmTraining, BadInputsAreClearErrors) {
+  TempDir dir;
+  FakeHost host;
+  std::string error;
+  json cfg = easy_sudoku_config();
+  cfg["data"] = {{"dir", dir.path() + "/nothing"}};
+  EXPECT_EQ(run(host, "train", cfg, dir.path() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("data.dir"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(dir.path() + "/run/model.json"));
+
+  EXPECT_EQ(run(host, "eval", easy_sudoku_config(), dir.path() + "/run", true, &error), MLH_ERR_IO);
+  EXPECT_NE(error.find("train first"), std::string::npos) << error;
+
+  json text = json::parse(trm::presets_json())["text"];
+  text["data"] = {{"text_file", dir.path() + "/missing.txt"}};
+  EXPECT_EQ(run(host, "train", text, dir.path() + "/run", false, &error), MLH_ERR_IO);
+  EXPECT_NE(error.find("missing.txt"), std::string::npos) << error;
+
+  EXPECT_EQ(run(host, "fly", easy_sudoku_config(), dir.path() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("build-data"), std::string::npos) << error;
+
+  // build-data writes once and never overwrites.
+  json build = easy_sudoku_config();
+  build["build"]["train"] = 20;
+  build["build"]["test"] = 5;
+  build["build"]["out_dir"] = dir.path() + "/sudoku";
+  ASSERT_EQ(run(host, "build-data", build, dir.path() + "/run", false, &error), MLH_OK) << error;
+  EXPECT_EQ(json::parse(host.summary)["train_examples"], 20);
+  EXPECT_TRUE(fs::exists(dir.path() + "/sudoku/test/all__inputs.npy"));
+  EXPECT_EQ(run(host, "build-data", build, dir.path() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("already holds a dataset"), std::string::npos) << error;
+  build["build"]["out_dir"] = "";
+  EXPECT_EQ(run(host, "build-data", build, dir.path() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("build.out_dir"), std::string::npos) << error;
+}
+
+}  // namespace
