@@ -97,6 +97,17 @@ void plan_precision(PlanBuilder& b) {
                                          : "auto: fp32 on CPU (bf16 only where an algorithm measured it faster)");
 }
 
+// The batch_size of the preset the user chose in the config (a task preset sized for its
+// task, e.g. trm's sudoku-easy), or nullptr.
+const json* user_preset_batch_size(const PlanBuilder& b, bool algorithm_has_batch) {
+  const json* cfg = b.in_.user_config;
+  if (!algorithm_has_batch || !cfg || !cfg->contains("preset") || !(*cfg)["preset"].is_string()) return nullptr;
+  const json& presets = b.in_.description->at("presets");
+  auto it = presets.find((*cfg)["preset"].get<std::string>());
+  if (it == presets.end() || !it->is_object() || !it->contains("batch_size")) return nullptr;
+  return &(*it)["batch_size"];
+}
+
 void plan_rule_values(PlanBuilder& b) {
   const Device& d = b.d_;
   const AutoRule* rule = b.in_.rules ? match_rule(*b.in_.rules, d) : nullptr;
@@ -111,6 +122,8 @@ void plan_rule_values(PlanBuilder& b) {
     b.set("batch_size", *b.in_.batch_size, "command line --batch-size");
   else if (algorithm_has_batch && cfg && cfg->contains("batch_size"))
     b.set("batch_size", (*cfg)["batch_size"], "config (batch_size)");
+  else if (const json* preset_batch = user_preset_batch_size(b, algorithm_has_batch))
+    b.set("batch_size", *preset_batch, "preset " + (*cfg)["preset"].get<std::string>() + " (batch_size)");
   else if (auto s = b.setting("batch_size"))
     b.set("batch_size", parse_int(s->value), "settings file " + s->origin);
   else if (rule && rule->batch_size)

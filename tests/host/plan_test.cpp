@@ -160,7 +160,7 @@ TEST_F(PlanTest, TheAlgorithmsOwnConfigAndPresetsCount) {
   const json description = json::parse(R"({
     "config_schema": {"type": "object", "properties": {"batch_size": {"type": "integer"}}},
     "config_defaults": {"batch_size": 32},
-    "presets": {"full": {}, "reduced": {}, "tiny": {}}})");
+    "presets": {"full": {}, "reduced": {}, "tiny": {}, "task": {"batch_size": 24}}})");
   const json user = {{"batch_size", 48}};
   json p = plan(cpu(), [&](PlanInputs& in) {
     in.description = &description;
@@ -175,12 +175,29 @@ TEST_F(PlanTest, TheAlgorithmsOwnConfigAndPresetsCount) {
     in.user_config = &tiny;
   });
   EXPECT_EQ(p["preset"], "tiny");
+  EXPECT_EQ(p["batch_size"], 256);  // the CPU rule's: "tiny" says nothing of batches
+
+  // A task preset the user chose brings its batch size, above the rules; the user's own
+  // batch_size still comes first.
+  json task = {{"preset", "task"}};
+  p = plan(cpu(), [&](PlanInputs& in) {
+    in.description = &description;
+    in.user_config = &task;
+  });
+  EXPECT_EQ(p["batch_size"], 24);
+  EXPECT_EQ(p["sources"]["batch_size"], "preset task (batch_size)");
+  task["batch_size"] = 40;
+  p = plan(cpu(), [&](PlanInputs& in) {
+    in.description = &description;
+    in.user_config = &task;
+  });
+  EXPECT_EQ(p["batch_size"], 40);
 
   const json bogus = {{"preset", "huge"}};
   EXPECT_NE(error(cpu(), [&](PlanInputs& in) {
               in.description = &description;
               in.user_config = &bogus;
-            }).find("preset 'huge' (config (preset)) is not one of the algorithm's presets (full, reduced, tiny)"),
+            }).find("preset 'huge' (config (preset)) is not one of the algorithm's presets (full, reduced, task, tiny)"),
             std::string::npos);
 
   const json no_presets = json::parse(R"({"config_schema": {}, "config_defaults": {}, "presets": {}})");

@@ -71,6 +71,15 @@ at::Tensor CastedLinearImpl::forward(const at::Tensor& x) {
   return at::linear(x, weight.to(dtype), bias.defined() ? bias.to(dtype) : at::Tensor());
 }
 
+at::Tensor CastedLinearImpl::forward_outputs(const at::Tensor& x, int64_t first, int64_t count) {
+  auto dtype = x.scalar_type();
+  const auto device = x.device().type();
+  if (!at::GradMode::is_enabled() && mlh::rt::compat::autocast_enabled(device) && at::isFloatingType(dtype))
+    dtype = mlh::rt::compat::autocast_dtype(device);  // see forward()
+  return at::linear(x, weight.narrow(0, first, count).to(dtype),
+                    bias.defined() ? bias.narrow(0, first, count).to(dtype) : at::Tensor());
+}
+
 CastedEmbeddingImpl::CastedEmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, double init_std) {
   at::Tensor w = at::empty({num_embeddings, embedding_dim});
   trunc_normal_(w, init_std);
@@ -85,8 +94,9 @@ SwiGLUImpl::SwiGLUImpl(int64_t hidden, double expansion) : intermediate_(swiglu_
 }
 
 at::Tensor SwiGLUImpl::forward(const at::Tensor& x) {
-  const auto gate_up = gate_up_proj->forward(x).chunk(2, -1);
-  return down_proj->forward(at::silu(gate_up[0]) * gate_up[1]);
+  const at::Tensor gate = gate_up_proj->forward_outputs(x, 0, intermediate_);
+  const at::Tensor up = gate_up_proj->forward_outputs(x, intermediate_, intermediate_);
+  return down_proj->forward(at::silu(gate) * up);
 }
 
 RotaryEmbeddingImpl::RotaryEmbeddingImpl(int64_t dim, int64_t max_positions, double base) {
