@@ -3,7 +3,7 @@
 # The subset that fits CI's time: everything that does not need LibTorch (the build is
 # configured with -DMLH_WITH_TORCH=OFF), i.e. the test areas below plus the fuzz corpus and
 # regression replays (CTest label "fuzz"), less the tests that run a LibTorch plugin. LibTorch itself is not instrumented, and the
-# LibTorch-based areas (runtime, sdk, algorithms, protonet, ppo, ppo_networks) take longer to
+# LibTorch-based areas (runtime, sdk, algorithms, protonet, ppo, ppo_networks, trm_model, trm) take longer to
 # build with the sanitizers than CI allows; they run in the ordinary build only.
 #   scripts/sanitize.sh [extra ctest arguments]
 set -euo pipefail
