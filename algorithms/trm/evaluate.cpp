@@ -1,6 +1,7 @@
 #include "evaluate.hpp"
 
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <optional>
 
@@ -28,36 +29,45 @@ std::vector<int32_t> to_vector(const at::Tensor& t) {
   return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
 }
 
-// Runs every ACT step; returns the final answers, the answers at each row's halting step and
-// the halting steps.
-struct Run {
-  at::Tensor final_tokens, halted_tokens, halt_steps;
-};
-
-Run run_all_steps(Trm& model, const Batch& batch, const EvalSettings& settings) {
+// Runs all halt_max_steps ACT steps of `data` in eval mode, without gradients, under the
+// settings' precision; `each(step, output)` sees every step's output (steps from 1). Returns
+// the last one.
+StepOutput run_every_step(Trm& model, const BatchTensors& data, const EvalSettings& settings,
+                          const std::function<void(int64_t, const StepOutput&)>& each = {}) {
   EvalModeScope eval_mode(model);
   at::NoGradGuard no_grad;
-  const BatchTensors data = to_tensors(batch, settings.device);
   Carry carry = model->initial_carry(data);
-  const int64_t max_steps = model->config().halt_max_steps;
-  at::Tensor halt_steps = at::zeros({batch.rows}, at::TensorOptions().dtype(at::kInt).device(settings.device));
-  at::Tensor halted_tokens, tokens;
-  for (int64_t step = 1; step <= max_steps; ++step) {
-    StepOutput out;
+  StepOutput out;
+  for (int64_t step = 1; step <= model->config().halt_max_steps; ++step) {
     {
       std::optional<mlh::rt::AutocastScope> autocast;
       if (settings.precision != mlh::rt::Precision::kFp32) autocast.emplace(settings.precision, settings.device);
       out = model->forward(carry, data);
     }
-    tokens = out.logits.argmax(-1).to(at::kInt);
-    if (!halted_tokens.defined()) halted_tokens = tokens.clone();
-    // Rows whose halt logit turns positive now (or that reach the limit) halt here.
-    const at::Tensor halts_now =
-        halt_steps.eq(0).logical_and(out.q_halt_logits.gt(0).logical_or(at::full_like(halt_steps, step >= max_steps, at::kBool)));
-    halt_steps.masked_fill_(halts_now, static_cast<int>(step));
-    halted_tokens = at::where(halts_now.unsqueeze(-1), tokens, halted_tokens);
+    if (each) each(step, out);
   }
-  return {tokens, halted_tokens, halt_steps};
+  return out;
+}
+
+// The final answers, the answers at each row's halting step and the halting steps.
+struct Run {
+  at::Tensor final_tokens, halted_tokens, halt_steps;
+};
+
+Run run_all_steps(Trm& model, const Batch& batch, const EvalSettings& settings) {
+  const int64_t max_steps = model->config().halt_max_steps;
+  Run r;
+  r.halt_steps = at::zeros({batch.rows}, at::TensorOptions().dtype(at::kInt).device(settings.device));
+  run_every_step(model, to_tensors(batch, settings.device), settings, [&](int64_t step, const StepOutput& out) {
+    r.final_tokens = out.logits.argmax(-1).to(at::kInt);
+    if (!r.halted_tokens.defined()) r.halted_tokens = r.final_tokens.clone();
+    // Rows whose halt logit turns positive now (or that reach the limit) halt here.
+    const at::Tensor halts = step >= max_steps ? at::ones_like(r.halt_steps, at::kBool) : out.q_halt_logits.gt(0);
+    const at::Tensor halts_now = r.halt_steps.eq(0).logical_and(halts);
+    r.halt_steps.masked_fill_(halts_now, static_cast<int>(step));
+    r.halted_tokens = at::where(halts_now.unsqueeze(-1), r.final_tokens, r.halted_tokens);
+  });
+  return r;
 }
 
 }  // namespace
@@ -72,16 +82,7 @@ EvalSettings make_eval_settings(const Config& cfg, const mlh::rt::RuntimePlan& p
 }
 
 at::Tensor next_token_logits(Trm& model, const Batch& batch, int64_t position, const EvalSettings& settings) {
-  EvalModeScope eval_mode(model);
-  at::NoGradGuard no_grad;
-  const BatchTensors data = to_tensors(batch, settings.device);
-  Carry carry = model->initial_carry(data);
-  StepOutput out;
-  for (int64_t step = 0; step < model->config().halt_max_steps; ++step) {
-    std::optional<mlh::rt::AutocastScope> autocast;
-    if (settings.precision != mlh::rt::Precision::kFp32) autocast.emplace(settings.precision, settings.device);
-    out = model->forward(carry, data);
-  }
+  const StepOutput out = run_every_step(model, to_tensors(batch, settings.device), settings);
   return out.logits[0][position].to(at::kCPU, at::kFloat).contiguous();
 }
 
@@ -134,20 +135,13 @@ PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const Ev
 }
 
 TextEvalResult evaluate_text(Trm& model, const std::vector<Batch>& batches, const EvalSettings& settings) {
-  EvalModeScope eval_mode(model);
   at::NoGradGuard no_grad;
   TextEvalResult r;
   double loss_sum = 0;
   int64_t right = 0;
   for (const Batch& batch : batches) {
     const BatchTensors data = to_tensors(batch, settings.device);
-    Carry carry = model->initial_carry(data);
-    StepOutput out;
-    for (int64_t step = 0; step < model->config().halt_max_steps; ++step) {
-      std::optional<mlh::rt::AutocastScope> autocast;
-      if (settings.precision != mlh::rt::Precision::kFp32) autocast.emplace(settings.precision, settings.device);
-      out = model->forward(carry, data);
-    }
+    const StepOutput out = run_every_step(model, data, settings);
     const at::Tensor valid_rows = at::arange(batch.rows, at::TensorOptions().device(settings.device)).lt(batch.valid);
     const at::Tensor labelled = data.labels.ne(kIgnoreLabel).logical_and(valid_rows.unsqueeze(-1));
     const at::Tensor ce = softmax_cross_entropy(out.logits, data.labels, kIgnoreLabel);

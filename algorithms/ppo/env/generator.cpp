@@ -7,15 +7,6 @@
 
 namespace ppo {
 
-uint64_t uniform_index(std::mt19937_64& rng, uint64_t n) {
-  // Rejection sampling: unbiased and defined by rng() alone.
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t v;
-  do v = rng();
-  while (v >= limit);
-  return v % n;
-}
-
 double uniform_unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 void validate(const GeneratorSpec& s) {
@@ -49,7 +40,7 @@ Puzzle generate_puzzle(const GeneratorSpec& spec, std::mt19937_64& rng) {
     }
     if (static_cast<int>(free_cells.size()) < spec.tiles + 1) continue;
     for (int i = 0; i < spec.tiles; ++i) {  // partial Fisher-Yates
-      const int j = i + static_cast<int>(uniform_index(rng, free_cells.size() - i));
+      const int j = i + static_cast<int>(mlh::uniform_index(rng, free_cells.size() - i));
       std::swap(free_cells[i], free_cells[j]);
       p.tiles.push_back(free_cells[i]);
     }
@@ -66,10 +57,10 @@ Puzzle generate_puzzle(const GeneratorSpec& spec, std::mt19937_64& rng) {
     // When the BFS was cut short the last depth is incomplete; it still holds states at
     // exactly that distance, which is all that matters.
     if (depths.empty()) continue;
-    const int d = depths[uniform_index(rng, depths.size())];
+    const int d = depths[mlh::uniform_index(rng, depths.size())];
     int end = first[d];
     while (end < static_cast<int>(r.depth.size()) && r.depth[end] == d) ++end;
-    const int pick = first[d] + static_cast<int>(uniform_index(rng, end - first[d]));
+    const int pick = first[d] + static_cast<int>(mlh::uniform_index(rng, end - first[d]));
     p.targets = r.states[pick];
     canonicalize(p);
     SolveOptions o;

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <random>
 
+#include <mlh/uniform_index.hpp>
+
 #include "puzzle.hpp"
 
 namespace ppo {
@@ -31,7 +33,7 @@ void validate(const GeneratorSpec& spec);
 Puzzle generate_puzzle(const GeneratorSpec& spec, std::mt19937_64& rng);
 
 // Uniform integer in [0, n) and uniform double in [0, 1) from rng() alone.
-uint64_t uniform_index(std::mt19937_64& rng, uint64_t n);
+using mlh::uniform_index;
 double uniform_unit(std::mt19937_64& rng);
 
 }  // namespace ppo

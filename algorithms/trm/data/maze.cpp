@@ -4,16 +4,10 @@
 #include <deque>
 #include <stdexcept>
 
+#include <mlh/uniform_index.hpp>
+
 namespace trm {
 namespace {
-
-uint64_t below(std::mt19937_64& rng, uint64_t n) {  // unbiased, portable
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do x = rng();
-  while (x >= limit);
-  return x % n;
-}
 
 // BFS distances from `from` over non-wall cells; -1 for unreachable.
 std::vector<int> bfs(const std::string& grid, int size, int from, std::vector<int>* parent = nullptr) {
@@ -64,7 +58,7 @@ Maze generate_maze(int size, std::mt19937_64& rng) {
   // Rooms on odd coordinates 1, 3, ..., up to size - 2; walls in between and around.
   const int rooms = (size - 1) / 2;
   std::vector<char> seen(static_cast<size_t>(rooms) * rooms, 0);
-  std::vector<std::pair<int, int>> stack{{static_cast<int>(below(rng, rooms)), static_cast<int>(below(rng, rooms))}};
+  std::vector<std::pair<int, int>> stack{{static_cast<int>(mlh::uniform_index(rng, rooms)), static_cast<int>(mlh::uniform_index(rng, rooms))}};
   seen[static_cast<size_t>(stack[0].first) * rooms + stack[0].second] = 1;
   at(2 * stack[0].first + 1, 2 * stack[0].second + 1) = ' ';
   static const int dr[4] = {-1, 1, 0, 0}, dc[4] = {0, 0, -1, 1};
@@ -79,7 +73,7 @@ Maze generate_maze(int size, std::mt19937_64& rng) {
       stack.pop_back();
       continue;
     }
-    const int d = options[below(rng, static_cast<uint64_t>(n))];
+    const int d = options[mlh::uniform_index(rng, static_cast<uint64_t>(n))];
     const int nr = r + dr[d], nc = c + dc[d];
     seen[static_cast<size_t>(nr) * rooms + nc] = 1;
     at(2 * r + 1 + dr[d], 2 * c + 1 + dc[d]) = ' ';
@@ -93,12 +87,12 @@ Maze generate_maze(int size, std::mt19937_64& rng) {
     for (int c = 1; c < 2 * rooms; ++c)
       if (at(r, c) == '#' && ((r % 2 == 1 && c % 2 == 0) || (r % 2 == 0 && c % 2 == 1))) between.push_back(r * size + c);
   for (int cell : between)
-    if (below(rng, 10) == 0) g[static_cast<size_t>(cell)] = ' ';
+    if (mlh::uniform_index(rng, 10) == 0) g[static_cast<size_t>(cell)] = ' ';
   // S and G far apart: from a random room, the farthest cell, then the farthest from it.
-  const int start_room = (2 * static_cast<int>(below(rng, rooms)) + 1) * size + 2 * static_cast<int>(below(rng, rooms)) + 1;
+  const int start_room = (2 * static_cast<int>(mlh::uniform_index(rng, rooms)) + 1) * size + 2 * static_cast<int>(mlh::uniform_index(rng, rooms)) + 1;
   const int a = farthest(bfs(g, size, start_room));
   const int b = farthest(bfs(g, size, a));
-  const bool swap = below(rng, 2) == 1;
+  const bool swap = mlh::uniform_index(rng, 2) == 1;
   g[static_cast<size_t>(swap ? b : a)] = 'S';
   g[static_cast<size_t>(swap ? a : b)] = 'G';
   Maze m;

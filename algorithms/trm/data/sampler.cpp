@@ -1,8 +1,10 @@
 #include "sampler.hpp"
 
 #include <algorithm>
-#include <mlh/plugin.hpp>
 #include <sstream>
+
+#include <mlh/plugin.hpp>
+#include <mlh/uniform_index.hpp>
 
 namespace trm {
 namespace {
@@ -12,15 +14,6 @@ uint64_t splitmix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
-}
-
-// Uniform in [0, n) without modulo bias (rejection of the short top range); n >= 1.
-uint64_t bounded(std::mt19937_64& rng, uint64_t n) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do x = rng();
-  while (x >= limit);
-  return x % n;
 }
 
 [[noreturn]] void bad_state(const std::string& what) {
@@ -94,11 +87,11 @@ void TrainSampler::start_epoch() {
   std::mt19937_64 order_rng(splitmix64(seed_ + splitmix64(static_cast<uint64_t>(epoch_))));
   order_.resize(static_cast<size_t>(index_.num_groups()));
   for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
-  for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[bounded(order_rng, i)]);
+  for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[mlh::uniform_index(order_rng, i)]);
   position_ = 0;
 }
 
-uint64_t TrainSampler::draw(uint64_t n) { return bounded(rng_, n); }
+uint64_t TrainSampler::draw(uint64_t n) { return mlh::uniform_index(rng_, n); }
 
 Batch TrainSampler::next() {
   Batch b;

@@ -4,6 +4,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include <mlh/uniform_index.hpp>
+
 namespace trm {
 namespace {
 
@@ -76,17 +78,9 @@ struct Solver {
   }
 };
 
-uint64_t below(std::mt19937_64& rng, uint64_t n) {  // unbiased, portable
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do x = rng();
-  while (x >= limit);
-  return x % n;
-}
-
 template <typename T, size_t N>
 void shuffle(std::array<T, N>& a, std::mt19937_64& rng) {
-  for (size_t i = N; i > 1; --i) std::swap(a[i - 1], a[below(rng, i)]);
+  for (size_t i = N; i > 1; --i) std::swap(a[i - 1], a[mlh::uniform_index(rng, i)]);
 }
 
 }  // namespace
@@ -168,7 +162,7 @@ SudokuPair augment(const SudokuPair& in, std::mt19937_64& rng) {
   std::iota(perm9.begin(), perm9.end(), uint8_t{1});
   shuffle(perm9, rng);
   for (int d = 1; d <= 9; ++d) digit[d] = perm9[d - 1];
-  const bool transpose = below(rng, 2) == 1;
+  const bool transpose = mlh::uniform_index(rng, 2) == 1;
   auto lines = [&] {  // a band (stack) order, then a line order within each
     std::array<int, 3> bands{0, 1, 2};
     shuffle(bands, rng);
