@@ -10,6 +10,7 @@
 #include <mlh/format.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/checkpoint.hpp>
+#include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
 #include <nlohmann/json.hpp>
@@ -171,6 +172,10 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     checkpoints.save(s, t.global_step(), last_eval);
   };
 
+  mlh::rt::MemoryMonitorOptions memory_options;
+  memory_options.empty_cache_steps = plan.empty_cache_steps;
+  mlh::rt::MemoryMonitor memory(plan.device, ctx, memory_options);  // memory/* metrics, low-memory warning
+
   const auto start = Clock::now();
   const int64_t start_step = t.global_step();
   auto last_log = Clock::now();
@@ -181,6 +186,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     s = t.step(data.next());
     const int64_t step = t.global_step();
     const double step_seconds = seconds_since(step_start);
+    memory.step(step);
     ctx.metric("train/loss", s.loss, step);
     ctx.metric("train/lr", s.lr, step);
     ctx.metric("perf/samples_per_s", static_cast<double>(cfg.batch_size) / step_seconds, step);

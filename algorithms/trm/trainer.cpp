@@ -60,8 +60,7 @@ StepStats Trainer::step(const Batch& batch) {
     std::optional<mlh::rt::AutocastScope> autocast;
     if (plan_.precision != mlh::rt::Precision::kFp32) autocast.emplace(plan_.precision, plan_.device);
     const StepOutput step_out = model_->forward(*carry_, data);
-    out = act_loss(step_out, *carry_, model_config_.causal || cfg_.model.loss == "softmax" ? LossKind::kSoftmax
-                                                                                             : LossKind::kStablemax);
+    out = act_loss(step_out, *carry_, cfg_.model.loss == "softmax" ? LossKind::kSoftmax : LossKind::kStablemax);
   }
   const at::Tensor loss = out.loss / static_cast<double>(batch.rows);
   scaler_.scale(loss).backward();

@@ -3,6 +3,7 @@
 // weights, a cancelled run resumes where it stopped, solve prints a board, a text model's
 // held-out loss falls and generate writes bytes of the corpus' alphabet; and the errors of
 // bad data, missing runs and bad puzzles.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -10,6 +11,7 @@
 
 #include <gtest/gtest.h>
 #include <mlh/plugin.hpp>
+#include <mlh/runtime/safetensors.hpp>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -92,6 +94,49 @@ TEST(TrmTraining, LearnsEasySudoku) {
   eval_cfg["solve"] = {{"index", 100}};
   EXPECT_EQ(run(solve_host, "solve", eval_cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("solve.index"), std::string::npos) << error;
+}
+
+// The reference's architecture (attention with rotary embeddings, a puzzle-identifier
+// prefix trained by sign-SGD, ACT with exploration), here with bf16 autocast and gradient
+// checkpointing from the plan: it trains, the embedding moves, and eval reloads the weights.
+TEST(TrmTraining, AttentionWithPuzzleEmbeddingUnderBf16AndCheckpointing) {
+  TempDir dir;
+  json cfg = easy_sudoku_config();
+  cfg["build"]["train"] = 200;
+  cfg["build"]["test"] = 20;
+  cfg["model"] = {{"hidden", 32}, {"num_heads", 2}, {"h_cycles", 2}, {"l_cycles", 1}, {"l_layers", 1},
+                  {"halt_max_steps", 3}, {"puzzle_emb_ndim", 32}, {"mlp_t", false}};
+  cfg["train_steps"] = 30;
+  cfg["eval_every"] = 0;
+  const std::string plan =
+      R"({"torch_device": "cpu", "precision": "bf16", "gradient_checkpointing": true, "threads": {"intra_op": 2}})";
+  FakeHost host;
+  std::string error;
+  ASSERT_EQ(run_in_process(host, trm::run_command, {"train", cfg.dump(), dir.path(), plan}, &error), MLH_OK) << error;
+  bool announced = false;
+  for (const std::string& l : host.logs)
+    announced |= l.find("precision bf16, gradient checkpointing") != std::string::npos;
+  EXPECT_TRUE(announced);
+  const std::vector<double>& loss = host.metrics["train/loss"];
+  ASSERT_EQ(loss.size(), 30u);
+  for (double v : loss) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_LT((loss[27] + loss[28] + loss[29]) / 3, (loss[0] + loss[1] + loss[2]) / 3);
+  // Rows halted along the way (the step limit, 3, at least).
+  EXPECT_FALSE(host.metrics["train/steps"].empty());
+
+  // The zero-initialised identifier embedding was trained (sign-SGD moves every used row).
+  const auto weights = mlh::rt::load_safetensors(dir.path() + "/model.safetensors");
+  ASSERT_EQ(weights.count("inner.puzzle_emb.weights"), 1u);
+  EXPECT_GT(weights.at("inner.puzzle_emb.weights").abs().sum().item<double>(), 0.0);
+
+  const json s = json::parse(host.summary);
+  FakeHost eval_host;
+  cfg["checkpoint"] = "latest";
+  ASSERT_EQ(run_in_process(eval_host, trm::run_command, {"eval", cfg.dump(), dir.path(), plan, "{}", true}, &error),
+            MLH_OK)
+      << error;
+  EXPECT_DOUBLE_EQ(json::parse(eval_host.summary)["token_accuracy"].get<double>(),
+                   s["eval"]["token_accuracy"].get<double>());
 }
 
 TEST(TrmTraining, CancelledRunResumesWhereItStopped) {
