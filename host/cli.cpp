@@ -19,7 +19,8 @@ const char* kUsage =
     "  host --describe NAME                     an algorithm's commands, config schema, defaults, presets\n"
     "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n"
     "  host --algorithm NAME --benchmark [--json]  the algorithm's benchmarks on the chosen device\n"
-    "  host --print-plan [--algorithm NAME] [--precision P] [--batch-size N] [--hardware-config FILE]\n";
+    "  host --print-plan [--algorithm NAME] [--precision P] [--batch-size N] [--hardware-config FILE]\n"
+    "  host --algorithm NAME --nproc-per-node N [--nnodes M --node-rank R --master-addr A]  data-parallel ranks\n";
 
 }  // namespace
 
@@ -70,8 +71,17 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                                                     "default: $MLH_HARDWARE_CONFIG")
       ("rules", po::value<std::string>(), "JSON file of auto-configuration rules tried before the shipped ones")
       ("print-plan", "show the plan for the chosen device (and --algorithm), run nothing");
+  po::options_description distributed("Distributed data-parallel training (torchrun's options)");
+  distributed.add_options()
+      ("nproc-per-node", po::value(&o.nproc_per_node), "worker processes (ranks) to start on this machine")
+      ("nnodes", po::value(&o.nnodes), "machines taking part (each runs host with the same options)")
+      ("node-rank", po::value(&o.node_rank), "this machine's place among them, 0 to nnodes-1")
+      ("master-addr", po::value(&o.master_addr), "address of node 0, where the ranks meet (default 127.0.0.1 on one machine)")
+      ("master-port", po::value(&o.master_port), "its TCP port (default: a free port on one machine, else 29500)")
+      ("dist-timeout", po::value(&o.dist_timeout_s)->default_value(300),
+       "seconds a rank waits for the others (rendezvous, collectives) before it fails");
   po::options_description all;
-  all.add(general).add(plugins).add(run).add(planning);
+  all.add(general).add(plugins).add(run).add(planning).add(distributed);
 
   std::ostringstream help;
   help << kUsage << "\n" << all;
@@ -163,11 +173,12 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   const bool running = o.action == CliOptions::Action::kRun;
   const bool planning_action = running || o.action == CliOptions::Action::kPrintPlan;
   if (!running) {
-    for (const char* opt : {"command", "run-dir", "resume", "benchmark"})
+    for (const char* opt : {"command", "run-dir", "resume", "benchmark", "nnodes", "node-rank", "master-addr",
+                            "master-port"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm");
   }
   if (!planning_action) {
-    for (const char* opt : {"config", "set", "precision", "batch-size", "hardware-config", "rules"})
+    for (const char* opt : {"config", "set", "precision", "batch-size", "hardware-config", "rules", "nproc-per-node"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm or --print-plan");
   }
   if (o.action == CliOptions::Action::kPrintPlan && o.algorithm.empty() && (vm.count("config") || vm.count("set")))
@@ -180,6 +191,19 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins && !o.benchmark)
     throw CliError("--json only applies with --probe, --list-plugins or --benchmark");
   if (o.resume && o.run_dir.empty()) throw CliError("--resume needs --run-dir naming the run to continue");
+  if (vm.count("nproc-per-node") && o.nproc_per_node < 1)
+    throw CliError("--nproc-per-node must be at least 1, got " + std::to_string(o.nproc_per_node));
+  if (vm.count("nnodes") && o.nnodes < 1) throw CliError("--nnodes must be at least 1, got " + std::to_string(o.nnodes));
+  if (vm.count("node-rank") && (o.node_rank < 0 || o.node_rank >= std::max(o.nnodes, 1)))
+    throw CliError("--node-rank " + std::to_string(o.node_rank) + " is outside 0.." + std::to_string(std::max(o.nnodes, 1) - 1) +
+                   " (--nnodes " + std::to_string(std::max(o.nnodes, 1)) + ")");
+  if (vm.count("master-port") && (o.master_port < 1 || o.master_port > 65535))
+    throw CliError("--master-port must be from 1 to 65535, got " + std::to_string(o.master_port));
+  if (o.dist_timeout_s < 1) throw CliError("--dist-timeout must be at least 1 second, got " + std::to_string(o.dist_timeout_s));
+  if (vm.count("master-addr") && o.master_addr.empty()) throw CliError("--master-addr needs an address");
+  if (o.nnodes > 1 && o.master_addr.empty())
+    throw CliError("--nnodes " + std::to_string(o.nnodes) + " needs --master-addr (the address of node 0)");
+  if (o.nnodes > 1 && !vm.count("node-rank")) throw CliError("--nnodes " + std::to_string(o.nnodes) + " needs --node-rank");
   return o;
 }
 

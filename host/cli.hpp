@@ -48,6 +48,14 @@ struct CliOptions {
   std::filesystem::path rules_file;          // --rules
   bool print_plan = false;                   // --print-plan: show the plan, run nothing
 
+  // Distributed (docs: README "Distributed training"); 0 / empty: not given.
+  int nproc_per_node = 0;     // --nproc-per-node
+  int nnodes = 0;             // --nnodes
+  int node_rank = -1;         // --node-rank
+  std::string master_addr;    // --master-addr
+  int master_port = 0;        // --master-port
+  int dist_timeout_s = 300;   // --dist-timeout
+
   std::string help;  // the --help text
 };
 

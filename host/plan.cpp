@@ -283,6 +283,11 @@ std::string plan_to_text(const json& plan) {
   row("cuDNN benchmark", show(plan["cudnn_benchmark"]), "cudnn_benchmark");
   row("TF32 matmul", show(plan["tf32_matmul"]), "tf32_matmul");
   row("deterministic", show(plan["deterministic"]), "deterministic");
+  if (plan.contains("distributed")) {
+    const json& d = plan["distributed"];
+    row("distributed", show(d["world_size"]) + " ranks, " + show(d["backend"]), "distributed");
+    row("global batch size", show(d["global_batch_size"]), "distributed");
+  }
   if (plan.contains("environment") && !plan["environment"].empty()) {
     o << "  environment             ";
     std::string env;

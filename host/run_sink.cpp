@@ -4,6 +4,7 @@
 
 #include <ctime>
 #include <stdexcept>
+#include <utility>
 
 #include <mlh/mlh_abi.h>
 #include <spdlog/spdlog.h>
@@ -30,11 +31,13 @@ double wall_time() {
 
 }  // namespace
 
-RunSink::RunSink(const fs::path& dir)
+RunSink::RunSink(const fs::path& dir, bool console, std::string console_prefix)
     : log_(dir / "log.txt", std::ios::app),
       jsonl_(dir / "metrics.jsonl", std::ios::app),
       events_(std::make_unique<EventFileWriter>(dir / "tensorboard")),
-      progress_(stderr, ::isatty(STDERR_FILENO) == 1) {
+      progress_(stderr, ::isatty(STDERR_FILENO) == 1),
+      console_(console),
+      console_prefix_(std::move(console_prefix)) {
   const bool new_csv = !fs::exists(dir / "metrics.csv") || fs::file_size(dir / "metrics.csv") == 0;
   csv_.open(dir / "metrics.csv", std::ios::app);
   if (new_csv) csv_ << "step,name,value,time\n" << std::flush;
@@ -46,8 +49,9 @@ void RunSink::log(int32_t level, const char* message) {
   static const char* names[] = {"trace", "debug", "info", "warn", "error"};
   const int lv = level < MLH_LOG_TRACE ? MLH_LOG_TRACE : level > MLH_LOG_ERROR ? MLH_LOG_ERROR : level;
   log_ << "[" << seconds() << "] [" << names[lv] << "] " << (message ? message : "") << "\n" << std::flush;
+  if (!console_ && lv < MLH_LOG_WARN) return;
   progress_.clear();  // a log line must not land in the middle of the bar
-  spdlog::log(static_cast<spdlog::level::level_enum>(lv), "{}", message ? message : "");
+  spdlog::log(static_cast<spdlog::level::level_enum>(lv), "{}{}", console_prefix_, message ? message : "");
 }
 
 void RunSink::metric(const char* name, double value, int64_t step) {
@@ -62,7 +66,7 @@ void RunSink::metric(const char* name, double value, int64_t step) {
 
 void RunSink::progress(int64_t done, int64_t total, const char* unit) {
   std::lock_guard<std::mutex> lock(mu_);
-  progress_.update(done, total, unit ? unit : "");
+  if (console_) progress_.update(done, total, unit ? unit : "");
 }
 
 void RunSink::summary(const char* summary_json) {

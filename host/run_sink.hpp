@@ -20,7 +20,9 @@ namespace mlhost {
 class RunSink {
  public:
   // Opens (appends to) the run folder's files; TensorBoard events go to <dir>/tensorboard.
-  explicit RunSink(const std::filesystem::path& dir);
+  // `console` false (the ranks other than 0 of a distributed run): only warnings and errors
+  // reach the terminal, prefixed with `console_prefix`, and no progress bar is drawn.
+  explicit RunSink(const std::filesystem::path& dir, bool console = true, std::string console_prefix = "");
 
   void log(int32_t level, const char* message);
   void metric(const char* name, double value, int64_t step);
@@ -36,6 +38,8 @@ class RunSink {
   std::ofstream log_, jsonl_, csv_;
   std::unique_ptr<EventFileWriter> events_;
   ProgressDisplay progress_;
+  bool console_;
+  std::string console_prefix_;
   nlohmann::json result_ = nullptr;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -25,16 +27,11 @@ namespace fs = std::filesystem;
 namespace {
 
 volatile sig_atomic_t g_stop_requested = 0;
-volatile sig_atomic_t g_worker_pid = 0;
 volatile sig_atomic_t g_host_signals = 0;
 
 void on_worker_signal(int) { g_stop_requested = 1; }
 
-// In the host: the first SIGINT/SIGTERM/SIGHUP asks the worker to stop, a second one kills it.
-void on_host_signal(int) {
-  ++g_host_signals;
-  if (g_worker_pid > 0) ::kill(g_worker_pid, g_host_signals == 1 ? SIGINT : SIGKILL);
-}
+// In the host: the first SIGINT/SIGTERM/SIGHUP asks the workers to stop, a second one kills them.
 
 extern "C" {
 void cb_log(void* d, int32_t level, const char* m) { static_cast<RunSink*>(d)->log(level, m); }
@@ -59,7 +56,9 @@ int worker_main(const WorkerSpec& spec) {
   json summary = {{"algorithm", spec.algorithm.name}, {"command", spec.command}};
   int code = kWorkerFailed;
   try {
-    sink = std::make_unique<RunSink>(spec.run_dir);
+    std::filesystem::create_directories(spec.output_dir());
+    sink = std::make_unique<RunSink>(spec.output_dir(), spec.rank == 0,
+                                     spec.world_size > 1 ? "[rank " + std::to_string(spec.rank) + "] " : "");
     LoadedPlugin plugin = load_plugin(spec.algorithm);
     const mlh_algorithm_plugin* table = plugin.algorithm_table();
     PluginInstance<mlh_algorithm_plugin> instance(table, spec.algorithm.name);
@@ -76,9 +75,9 @@ int worker_main(const WorkerSpec& spec) {
     ctx.plan_json = spec.plan_json.c_str();
     ctx.run_dir = run_dir.c_str();
     ctx.resume = spec.resume ? 1 : 0;
-    ctx.rank = 0;
-    ctx.world_size = 1;
-    ctx.local_rank = 0;
+    ctx.rank = spec.rank;
+    ctx.world_size = spec.world_size;
+    ctx.local_rank = spec.local_rank;
     ctx.host = &callbacks;
 
     mlh_error err = make_error();
@@ -104,53 +103,135 @@ int worker_main(const WorkerSpec& spec) {
     summary["elapsed_seconds"] = sink->seconds();
   }
   try {
-    write_file_atomically(spec.run_dir / "summary.json", summary.dump(2) + "\n");
+    write_file_atomically(spec.output_dir() / "summary.json", summary.dump(2) + "\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
   if (code == kWorkerFailed && summary.contains("error"))
-    std::fprintf(stderr, "training failed: %s\n", summary["error"].get<std::string>().c_str());
+    std::fprintf(stderr, "%straining failed: %s\n",
+                 spec.world_size > 1 ? ("[rank " + std::to_string(spec.rank) + "] ").c_str() : "",
+                 summary["error"].get<std::string>().c_str());
   std::fflush(nullptr);
   return code;
 }
 
-WorkerOutcome supervise_worker(const WorkerSpec& spec, const std::function<void(pid_t)>& started) {
+namespace {
+
+// Every worker of the running group, for the signal handler (fixed size: no allocation there).
+constexpr int kMaxWorkers = 1024;
+volatile sig_atomic_t g_worker_pids[kMaxWorkers];
+volatile sig_atomic_t g_worker_count = 0;
+
+void on_host_group_signal(int) {
+  ++g_host_signals;
+  for (int i = 0; i < g_worker_count; ++i)
+    if (g_worker_pids[i] > 0) ::kill(g_worker_pids[i], g_host_signals == 1 ? SIGINT : SIGKILL);
+}
+
+WorkerOutcome outcome_of(int status) {
+  WorkerOutcome out;
+  if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
+  return out;
+}
+
+// How long the other workers of a group may take to end by themselves after one failed.
+constexpr std::chrono::milliseconds kFailureGrace{3000};
+
+bool failed(const WorkerOutcome& o) {
+  return o.signal != 0 || (o.exit_code != kWorkerCompleted && o.exit_code != kWorkerCancelled);
+}
+
+}  // namespace
+
+fs::path WorkerSpec::output_dir() const {
+  return rank == 0 ? run_dir : run_dir / "ranks" / std::to_string(rank);
+}
+
+GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::function<void(pid_t)>& started) {
+  if (specs.empty() || specs.size() > static_cast<size_t>(kMaxWorkers))
+    throw std::runtime_error("cannot start " + std::to_string(specs.size()) + " workers (1 to " +
+                             std::to_string(kMaxWorkers) + ")");
   std::fflush(nullptr);
   const pid_t host = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("cannot start the training worker: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);  // its own group: a terminal Ctrl-C reaches the host, which passes it on once
-    // Nobody would supervise a worker whose host died (kill -9, closed terminal): die too.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != host) ::_exit(kWorkerFailed);
-    ::_exit(worker_main(spec));
-  }
-  ::setpgid(pid, pid);
-  g_worker_pid = pid;
   g_host_signals = 0;
+  g_worker_count = 0;
   struct sigaction sa {}, old_int{}, old_term{}, old_hup{};
-  sa.sa_handler = on_host_signal;
+  sa.sa_handler = on_host_group_signal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   ::sigaction(SIGHUP, &sa, &old_hup);
-  if (started) started(pid);
 
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  std::vector<pid_t> pids;
+  for (const WorkerSpec& spec : specs) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      for (pid_t p : pids) ::kill(-p, SIGKILL);
+      throw std::runtime_error(std::string("cannot start the training worker: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      ::setpgid(0, 0);  // its own group: a terminal Ctrl-C reaches the host, which passes it on once
+      // Nobody would supervise a worker whose host died (kill -9, closed terminal): die too.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != host) ::_exit(kWorkerFailed);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      ::sigaction(SIGHUP, &dfl, nullptr);
+      for (const auto& [name, value] : spec.environment) ::setenv(name.c_str(), value.c_str(), 1);
+      // ps and top tell the ranks apart.
+      if (spec.world_size > 1) ::prctl(PR_SET_NAME, ("host-rank" + std::to_string(spec.rank)).c_str());
+      ::_exit(worker_main(spec));
+    }
+    ::setpgid(pid, pid);
+    pids.push_back(pid);
+    g_worker_pids[g_worker_count] = pid;
+    g_worker_count = g_worker_count + 1;
+  }
+  if (started) started(pids[0]);
+
+  GroupOutcome out;
+  out.workers.resize(specs.size());
+  std::vector<bool> running(specs.size(), true);
+  size_t left = specs.size();
+  // After a worker fails, the others get a moment to end by themselves (they see the lost
+  // peer in their next collective, and write their own summaries); then they are killed.
+  std::optional<std::chrono::steady_clock::time_point> kill_at;
+  while (left > 0) {
+    // Only our own children: the telemetry sampler is a child too, and reaps its own.
+    int status = 0;
+    size_t i = 0;
+    for (; i < pids.size(); ++i)
+      if (running[i] && ::waitpid(pids[i], &status, WNOHANG) == pids[i]) break;
+    if (i == pids.size()) {
+      if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
+        for (size_t j = 0; j < pids.size(); ++j)
+          if (running[j]) {
+            ::kill(-pids[j], SIGKILL);
+            out.stopped_by_host.push_back(static_cast<int>(j));
+          }
+        kill_at.reset();
+      }
+      ::usleep(20000);
+      continue;
+    }
+    const pid_t pid = pids[i];
+    running[i] = false;
+    --left;
+    g_worker_pids[i] = 0;
+    ::kill(-pid, SIGKILL);  // anything the plugin left running in the worker's group
+    out.workers[i] = outcome_of(status);
+    if (failed(out.workers[i]) && out.first_failure < 0 && left > 0 && g_host_signals < 2) {
+      out.first_failure = static_cast<int>(i);
+      kill_at = std::chrono::steady_clock::now() + kFailureGrace;
+    }
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   ::sigaction(SIGHUP, &old_hup, nullptr);
-  g_worker_pid = 0;
-  ::kill(-pid, SIGKILL);  // anything the plugin left running in the worker's group
-
-  WorkerOutcome out;
+  g_worker_count = 0;
   out.interrupted = g_host_signals > 0;
   out.killed_on_request = g_host_signals > 1;
-  if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
   return out;
 }
 

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "manifest.hpp"
 
@@ -19,6 +21,12 @@ struct WorkerSpec {
   std::string config_json, device_json, torch_device, plan_json;
   std::filesystem::path run_dir;
   bool resume = false;
+  // Distributed: this worker's place; ranks other than 0 write their files (log, metrics,
+  // summary) under <run_dir>/ranks/<rank>/ and print only warnings and errors.
+  int rank = 0, world_size = 1, local_rank = 0;
+  std::map<std::string, std::string> environment;  // set in the worker before the plugin loads
+
+  std::filesystem::path output_dir() const;
 };
 
 // Exit statuses of the worker process.
@@ -33,11 +41,23 @@ struct WorkerOutcome {
   bool killed_on_request = false;  // ... twice, so the worker was killed
 };
 
-// Runs `spec` in a supervised child process and waits for it; `started` is called with the
-// worker's pid once it runs (e.g. to start telemetry). SIGINT/SIGTERM/SIGHUP sent to the
-// host are passed to the worker as a request to stop; a second one kills it. The worker dies
-// with the host.
-WorkerOutcome supervise_worker(const WorkerSpec& spec, const std::function<void(pid_t)>& started);
+struct GroupOutcome {
+  std::vector<WorkerOutcome> workers;  // in the order of the specs
+  bool interrupted = false;            // the user asked the run to stop
+  bool killed_on_request = false;      // ... twice, so the workers were killed
+  // The first worker that crashed or failed while others still ran; the host killed those
+  // still running 3 s later (they would wait for it in a collective until the timeout).
+  int first_failure = -1;
+  std::vector<int> stopped_by_host;    // indexes of the workers killed because of it
+};
+
+// Runs every spec in its own supervised child process and waits for all; `started` is called
+// with the first worker's pid once they run (e.g. to start telemetry). SIGINT/SIGTERM/SIGHUP
+// sent to the host are passed to every worker as a request to stop; a second one kills them.
+// When one worker dies by a signal or exits with a failure, the others still running 3 s
+// later are killed.
+// The workers die with the host; nothing they started outlives them.
+GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::function<void(pid_t)>& started);
 
 // The worker's body (in the child): returns its exit status. Writes log.txt,
 // metrics.jsonl, metrics.csv and summary.json in the run folder.

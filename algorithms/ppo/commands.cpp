@@ -11,6 +11,7 @@
 #include <mlh/format.hpp>
 #include <mlh/atomic_file.hpp>
 #include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/safetensors.hpp>
@@ -89,20 +90,29 @@ Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt:
 
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   const Task task = make_task(cfg);
-  Trainer t(cfg, plan, task);
+  // Distributed: each rank steps its own environments (seeded apart) and all average the
+  // update's gradient, so the batch per update is num_envs x num_steps x ranks.
+  mlh::rt::Distributed dist(ctx, plan.device);
+  Config rank_cfg = cfg;
+  rank_cfg.seed = dist.seed_for_rank(cfg.seed);
+  Trainer t(rank_cfg, plan, task);
+  dist.broadcast({t.updater().parameters().flat()});
+  t.updater().parameters().mark_changed();
+  t.updater().share_with(dist);
   mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, mlh::rt::Goal::Maximize,
                                          [&](const std::string& w) { ctx.warn(w); });
+  checkpoints.share_with(dist);
   if (ctx.resume()) {
     mlh::rt::TrainingState s = t.state();
     if (auto loaded = checkpoints.load_latest(s, plan.device)) {
-      t.restore(s);
+      t.restore(s, /*own_streams=*/dist.is_main());
       ctx.info("resumed at iteration " + std::to_string(t.iteration()) + ", step " + std::to_string(t.global_step()) +
                " (" + loaded->path + ")");
     }
   }
-  write_network_json(ctx.run_dir(), t.net().spec());
+  if (dist.is_main()) write_network_json(ctx.run_dir(), t.net().spec());
   const int64_t iterations = cfg.num_iterations();
-  const int64_t total_steps = iterations * cfg.batch_size();
+  const int64_t total_steps = iterations * cfg.batch_size();  // this rank's; the run's is x ranks
   ctx.info("ppo on " + cfg.env + ": network " + t.net().spec().kind + " (" + std::to_string(t.net().parameter_count()) +
            " parameters), " + std::to_string(iterations) + " iterations of " + std::to_string(cfg.num_envs) + " envs x " +
            std::to_string(cfg.num_steps) + " steps (batch " + std::to_string(cfg.batch_size()) + ", " +
@@ -154,7 +164,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     ctx.metric("losses/clipfrac", s.update.clipfrac, step);
     ctx.metric("losses/explained_variance", s.explained_variance, step);
     ctx.metric("losses/grad_norm", s.update.grad_norm, step);
-    ctx.metric("perf/env_steps_per_s", static_cast<double>(cfg.batch_size()) / it_seconds, step);
+    ctx.metric("perf/env_steps_per_s", static_cast<double>(cfg.batch_size() * dist.world_size()) / it_seconds, step);
     ctx.progress(step, total_steps, "steps");
     if (seconds_since(last_log) >= 5.0 || t.iteration() == iterations) {
       last_log = Clock::now();
@@ -169,15 +179,16 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       ctx.info(line);
     }
     if (t.iteration() % cfg.checkpoint_every == 0 || t.iteration() == iterations) save();
-    if (ctx.should_stop()) {
+    if (dist.should_stop(ctx)) {
       if (t.iteration() % cfg.checkpoint_every != 0) save();
       throw mlh::Error(MLH_ERR_CANCELLED,
                        "stopped at iteration " + std::to_string(t.iteration()) + " (checkpoint saved)");
     }
   }
   const double wall = seconds_since(start);
-  mlh::rt::export_module_weights(t.net(), ctx.run_dir() + "/model.safetensors",
-                                 {{"network", to_json(t.net().spec()).dump()}});
+  if (dist.is_main())
+    mlh::rt::export_module_weights(t.net(), ctx.run_dir() + "/model.safetensors",
+                                   {{"network", to_json(t.net().spec()).dump()}});
   const double sps = static_cast<double>(t.global_step() - start_step) / wall;
   ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + fmt(wall) + " s (" + fmt(sps, 0) +
            " steps/s), " + std::to_string(t.episodes_finished()) + " episodes, avg return (last 100) " + fmt(last_avg));
@@ -187,6 +198,8 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                   {"avg_return_100", std::isnan(last_avg) ? json(nullptr) : json(last_avg)},
                   {"wall_seconds", wall},
                   {"env_steps_per_s", sps},
+                  {"world_size", dist.world_size()},
+                  {"ranks_agree", dist.parameters_agree(t.net())},
                   {"torch_threads", at::get_num_threads()},
                   {"network", to_json(t.net().spec())},
                   {"parameters", t.net().parameter_count()}};
@@ -381,7 +394,7 @@ void run_command(mlh::RunContext& ctx) {
   const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
   mlh::rt::apply_plan(plan);
   if (cfg.torch_threads > 0) at::set_num_threads(cfg.torch_threads);
-  mlh::rt::seed_everything(cfg.seed);
+  mlh::rt::seed_everything(mlh::rt::seed_for_rank(cfg.seed, ctx.rank()));  // ranks' models: broadcast from rank 0
   const std::string command = ctx.command().empty() ? "train" : ctx.command();
   if (command == "train") return train(ctx, cfg, plan);
   if (command == "eval") return eval(ctx, cfg, plan);

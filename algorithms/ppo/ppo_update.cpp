@@ -1,5 +1,7 @@
 #include "ppo_update.hpp"
 
+#include <mlh/runtime/distributed.hpp>
+
 #include "mlp_fast.hpp"
 
 #include <algorithm>
@@ -182,11 +184,13 @@ UpdateStats PpoUpdater::update_fast(const Batch& b, std::mt19937_64& rng) {
       }
       const FastLoss t = fast_->loss_and_grad(mb_obs_.data(), mb_actions_.data(), mb_logprobs_.data(), mb_adv_.data(),
                                               mb_returns_.data(), mb_values_.data(), mb, options_.loss);
+      if (dist_) dist_->all_reduce_mean(flat_->grad());
       const double grad_norm = fast_->clip_and_adam(options_.max_grad_norm, *optimizer_);
       epoch_kl = t.approx_kl;
       means.add(t.approx_kl, t.old_approx_kl, t.pg_loss, t.v_loss, t.entropy, t.clipfrac, grad_norm);
       ++s.minibatches;
     }
+    if (options_.target_kl && dist_) epoch_kl = dist_->mean(epoch_kl);
     if (options_.target_kl && epoch_kl > *options_.target_kl) {
       s.early_stop = true;
       break;
@@ -236,6 +240,7 @@ UpdateStats PpoUpdater::update(const Batch& b, std::mt19937_64& rng) {
                                    values.narrow(0, start, mb), options_.loss);
       flat_->grad().zero_();
       scaler_.scale(t.loss).backward();
+      if (dist_) dist_->all_reduce_mean(flat_->grad());
       if (scaler_.enabled()) scaler_.unscale_(*optimizer_);
       at::Tensor norm;
       {
@@ -250,6 +255,7 @@ UpdateStats PpoUpdater::update(const Batch& b, std::mt19937_64& rng) {
                 t.entropy.item<double>(), t.clipfrac.item<double>(), norm.item<double>());
       ++s.minibatches;
     }
+    if (options_.target_kl && dist_) epoch_kl = dist_->mean(epoch_kl);
     if (options_.target_kl && epoch_kl > *options_.target_kl) {
       s.early_stop = true;
       break;

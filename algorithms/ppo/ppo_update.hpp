@@ -92,6 +92,11 @@ struct UpdateStats {
 };
 
 class FastMlpStep;
+}  // namespace ppo
+namespace mlh::rt {
+class Distributed;
+}
+namespace ppo {
 
 class PpoUpdater {
  public:
@@ -102,6 +107,9 @@ class PpoUpdater {
   bool fast() const { return fast_ != nullptr; }
   void set_lr(double lr);
   double lr();
+  // Distributed: the flat gradient is averaged over the ranks before every step, and the
+  // early stop on target_kl uses the ranks' mean KL so that all stop at the same epoch.
+  void share_with(mlh::rt::Distributed& dist) { dist_ = &dist; }
   // Runs the epochs over `batch`; `rng` shuffles.
   UpdateStats update(const Batch& batch, std::mt19937_64& rng);
 
@@ -117,6 +125,7 @@ class PpoUpdater {
   std::unique_ptr<torch::optim::Adam> optimizer_;
   mlh::rt::GradScaler scaler_;
   std::unique_ptr<FastMlpStep> fast_;
+  mlh::rt::Distributed* dist_ = nullptr;
   std::vector<int64_t> perm_;
   std::vector<float> mb_obs_, mb_logprobs_, mb_adv_, mb_returns_, mb_values_;
   std::vector<int64_t> mb_actions_;

@@ -227,25 +227,27 @@ mlh::rt::TrainingState Trainer::state() {
   return s;
 }
 
-void Trainer::restore(mlh::rt::TrainingState& loaded) {
+void Trainer::restore(mlh::rt::TrainingState& loaded, bool own_streams) {
   updater_->parameters().rebind();
   const json& v = loaded.values;
   iteration_ = v.at("iteration").get<int64_t>();
   global_step_ = v.at("global_step").get<int64_t>();
   episodes_finished_ = v.at("episodes").get<int64_t>();
-  std::istringstream rng(v.at("sampler_rng").get<std::string>());
-  rng >> rng_;
-  try {
-    envs_.load_state(v.at("envs"));
-  } catch (const std::invalid_argument& e) {
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("checkpoint: ") + e.what());
+  if (own_streams) {
+    std::istringstream rng(v.at("sampler_rng").get<std::string>());
+    rng >> rng_;
+    try {
+      envs_.load_state(v.at("envs"));
+    } catch (const std::invalid_argument& e) {
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("checkpoint: ") + e.what());
+    }
   }
   const auto rr = v.at("recent_returns").get<std::vector<double>>();
   recent_returns_.assign(rr.begin(), rr.end());
   const auto rs = v.at("recent_solved").get<std::vector<int>>();
   recent_solved_.assign(rs.begin(), rs.end());
   updater_->scaler().load_state(v.at("scaler"));
-  mlh::rt::restore_rng_state(mlh::rt::RngState::from_tensors(loaded.tensors));
+  if (own_streams) mlh::rt::restore_rng_state(mlh::rt::RngState::from_tensors(loaded.tensors));
 }
 
 }  // namespace ppo

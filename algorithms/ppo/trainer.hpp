@@ -79,7 +79,9 @@ class Trainer {
   // Checkpoint state (call load_state's result handling: restore()).
   mlh::rt::TrainingState state();
   // After a checkpoint was loaded into state(): restores everything else from its values.
-  void restore(mlh::rt::TrainingState& loaded);
+  // own_streams false (distributed ranks other than 0, whose checkpoint holds rank 0's
+  // environments and random streams): keep this rank's own environments and generators.
+  void restore(mlh::rt::TrainingState& loaded, bool own_streams = true);
 
  private:
   Config cfg_;

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <mlh/format.hpp>
 #include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
@@ -108,8 +109,9 @@ struct EpisodeStats {
 
 // Model, optimizer and one episode's step.
 struct Learner {
-  Learner(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& p)
-      : cfg(c),
+  Learner(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& p, mlh::rt::Distributed* d = nullptr)
+      : dist(d),
+        cfg(c),
         plan(p),
         net(channels, c.width),
         optimizer(net->parameters(), torch::optim::AdamOptions(c.lr)),
@@ -119,6 +121,7 @@ struct Learner {
     net->to(plan.device);
     // cuDNN's fastest convolutions (tensor cores) want NHWC; on the CPU it rarely helps.
     if (channels_last) mlh::rt::to_channels_last(*net);
+    if (dist) dist->broadcast_module(*net);  // every rank starts from rank 0's weights
   }
 
   void set_lr(int64_t episode) {
@@ -145,6 +148,8 @@ struct Learner {
     optimizer.zero_grad();
     ProtoLoss r = forward(e, true);
     scaler.scale(r.loss).backward();
+    // Data-parallel: each rank's episode is its share; the step uses the mean gradient.
+    if (dist) dist->average_gradients(net->parameters());
     scaler.step(optimizer);
     scaler.update();
     return r;
@@ -156,6 +161,7 @@ struct Learner {
     return s;
   }
 
+  mlh::rt::Distributed* dist;  // null: one process
   const Config& cfg;
   const mlh::rt::RuntimePlan& plan;
   Conv4 net;
@@ -230,9 +236,13 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   const EpisodeShape shape = fit_shape(ctx, cfg.train, sampler, "training");
   const EpisodeShape val_shape = fit_shape(ctx, cfg.test, val_sampler, "validation");
 
-  Learner l(cfg, train_set.channels, plan);
+  // Distributed: every rank trains on its own episodes (its own random stream, seeded in
+  // run_command) and validates on the same ones; rank 0 writes the checkpoints.
+  mlh::rt::Distributed dist(ctx, plan.device);
+  Learner l(cfg, train_set.channels, plan, &dist);
   mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, mlh::rt::Goal::Minimize,
                                          [&](const std::string& w) { ctx.warn(w); });
+  checkpoints.share_with(dist);
   // The validation episodes are the same every epoch, from their own generator.
   std::mt19937_64 val_rng(cfg.seed + 1);
   const std::vector<EpisodeIndices> val_episodes = sample_episodes(val_sampler, val_shape, cfg.val_episodes, val_rng);
@@ -248,7 +258,9 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       progress = loaded->values.at("progress");
       l.scaler.load_state(loaded->values.at("scaler"));
       epoch_rng = mlh::rt::RngState::from_tensors(s.tensors);
-      mlh::rt::restore_rng_state(epoch_rng);
+      // The checkpoint holds rank 0's random streams; the other ranks keep their own, or
+      // they would draw rank 0's episodes from here on.
+      if (dist.is_main()) mlh::rt::restore_rng_state(epoch_rng);
       ctx.info("resumed at epoch " + progress.at("epoch").dump() + ", episode " + progress.at("episode").dump() +
                " (" + loaded->path + ")");
     }
@@ -300,7 +312,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       speed.record_step(images_per_episode, episode);
       memory.step(episode);
       ctx.progress(episode, total, "episodes");
-      if (ctx.should_stop()) {
+      if (dist.should_stop(ctx)) {
         batches.stop();
         progress["epoch"] = epoch;
         progress["episode_in_epoch"] = i + 1;
@@ -309,9 +321,13 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
         throw mlh::Error(MLH_ERR_CANCELLED, "stopped at episode " + std::to_string(episode) + " (checkpoint saved)");
       }
     }
-    last_train_loss = loss_sum / static_cast<double>(std::max<int64_t>(done, 1));
-    last_train_acc = acc_sum / static_cast<double>(std::max<int64_t>(done, 1));
-    const EpisodeStats val = evaluate(l, val_set, val_episodes);
+    // Means over every rank's episodes; the validation figures agree everywhere, so every
+    // rank takes the same best-epoch and early-stop decisions.
+    last_train_loss = dist.mean(loss_sum / static_cast<double>(std::max<int64_t>(done, 1)));
+    last_train_acc = dist.mean(acc_sum / static_cast<double>(std::max<int64_t>(done, 1)));
+    EpisodeStats val = evaluate(l, val_set, val_episodes);
+    val.loss = dist.mean(val.loss);
+    val.accuracy = dist.mean(val.accuracy);
     ctx.metric("train/loss", last_train_loss, episode);
     ctx.metric("train/acc", last_train_acc, episode);
     ctx.metric("val/loss", val.loss, episode);
@@ -341,7 +357,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       ctx.info("early stop: no better validation loss for " + std::to_string(cfg.patience) + " epochs");
       break;
     }
-    if (ctx.should_stop())
+    if (dist.should_stop(ctx))
       throw mlh::Error(MLH_ERR_CANCELLED, "stopped after epoch " + std::to_string(epoch + 1) + " (checkpoint saved)");
   }
   speed.flush();
@@ -350,14 +366,17 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   mlh::rt::TrainingState best = l.state();
   auto loaded = checkpoints.load_best(best, plan.device);
   const std::string weights = ctx.run_dir() + "/model.safetensors";
-  mlh::rt::export_module_weights(*l.net, weights,
-                                 {{"format", "pt"}, {"model", "protonet-conv4"},
-                                  {"in_channels", std::to_string(train_set.channels)},
-                                  {"width", std::to_string(cfg.width)}, {"distance", cfg.distance}});
+  if (dist.is_main())
+    mlh::rt::export_module_weights(*l.net, weights,
+                                   {{"format", "pt"}, {"model", "protonet-conv4"},
+                                    {"in_channels", std::to_string(train_set.channels)},
+                                    {"width", std::to_string(cfg.width)}, {"distance", cfg.distance}});
   ctx.info("best validation loss " + progress.at("best_val_loss").dump() + " (accuracy " +
            progress.at("best_val_acc").dump() + ") at epoch " + progress.at("best_epoch").dump() + "; weights: " +
            weights);
   ctx.summary(json{{"episodes", episode},
+                   {"world_size", dist.world_size()},
+                   {"ranks_agree", dist.parameters_agree(*l.net)},
                    {"epochs", progress.at("epoch")},
                    {"stopped_early", progress.at("stopped_early")},
                    {"best_epoch", progress.at("best_epoch")},
@@ -554,7 +573,8 @@ void run_command(mlh::RunContext& ctx, const DatasetLoader& load, const ImageDec
   const Config cfg = parse_config(json::parse(ctx.config_json()));
   const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
   mlh::rt::apply_plan(plan);
-  mlh::rt::seed_everything(cfg.seed);
+  // Distributed ranks draw different training episodes; their models start from rank 0's.
+  mlh::rt::seed_everything(mlh::rt::seed_for_rank(cfg.seed, ctx.rank()));
   const std::string command = ctx.command().empty() ? "train" : ctx.command();
   if (command == "train") return train(ctx, cfg, plan, load);
   if (command == "eval") return eval(ctx, cfg, plan, load);

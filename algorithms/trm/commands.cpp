@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 #include <mlh/format.hpp>
 #include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/safetensors.hpp>
@@ -67,6 +68,10 @@ void build_data_command(mlh::RunContext& ctx, const Config& cfg) {
 }
 
 void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  // Distributed: every rank draws the same global batch (batch_size x ranks, same seed) and
+  // trains on its own share of its rows; the sampler's state is then the same everywhere.
+  mlh::rt::Distributed dist(ctx, plan.device);
+  const int64_t global_batch = cfg.batch_size * dist.world_size();
   RunModel run_model;
   run_model.mode = cfg.mode;
   TrainingData data;
@@ -76,12 +81,12 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   std::vector<Batch> text_eval;
   if (cfg.text()) {
     corpus = std::make_unique<TextCorpus>(cfg.data.text_file, cfg.data.text_eval_fraction, cfg.model.text_seq_len);
-    text_sampler = std::make_unique<TextSampler>(*corpus, cfg.batch_size, cfg.seed);
+    text_sampler = std::make_unique<TextSampler>(*corpus, global_batch, cfg.seed);
     run_model.model = text_model_config(cfg);
     run_model.text_file = cfg.data.text_file;
     ctx.info("text '" + cfg.data.text_file + "': " + std::to_string(corpus->train().size()) + " training bytes, " +
              std::to_string(corpus->eval().size()) + " held out");
-    data.next = [&] { return text_sampler->next(); };
+    data.next = [&] { return shard_rows(text_sampler->next(), dist.rank(), dist.world_size()); };
     data.state = [&] { return text_sampler->state(); };
     data.load_state = [&](const json& s) { text_sampler->load_state(s); };
     data.evaluate = [&](Trm& model, int64_t max_examples, json& metrics) {
@@ -95,9 +100,13 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
                                         " bits/byte), next-byte accuracy " + fmt(r.token_accuracy, 3));
     };
   } else {
-    const std::string dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
+    // Rank 0 builds a missing dataset; the others wait and then find it.
+    std::string dir;
+    if (dist.is_main()) dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
+    dist.barrier();
+    if (!dist.is_main()) dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
     puzzles = std::make_unique<PuzzleSource>(DatasetSplit::open(dir + "/train"), DatasetSplit::open(dir + "/test"),
-                                             cfg.batch_size, cfg.seed);
+                                             global_batch, cfg.seed);
     for (const DatasetSplit* split : {&puzzles->train, &puzzles->test})
       for (const std::string& w : split->warnings()) ctx.warn(w);
     const DatasetMetadata& tm = puzzles->train.metadata();
@@ -112,7 +121,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     ctx.info("dataset '" + dir + "': " + std::to_string(puzzles->train.num_examples()) + " training examples (" +
              std::to_string(puzzles->train.num_groups()) + " groups), " + std::to_string(puzzles->test.num_examples()) +
              " test examples; seq_len " + std::to_string(tm.seq_len) + ", vocab " + std::to_string(tm.vocab_size));
-    data.next = [&] { return puzzles->sampler.next(); };
+    data.next = [&] { return shard_rows(puzzles->sampler.next(), dist.rank(), dist.world_size()); };
     data.state = [&] { return puzzles->sampler.state(); };
     data.load_state = [&](const json& s) { puzzles->sampler.load_state(s); };
     data.evaluate = [&](Trm& model, int64_t max_examples, json& metrics) {
@@ -129,12 +138,13 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     };
   }
   run_model.model.gradient_checkpointing = plan.gradient_checkpointing;
-  write_run_model(ctx.run_dir(), run_model);
+  if (dist.is_main()) write_run_model(ctx.run_dir(), run_model);
 
-  Trainer t(cfg, plan, run_model.model);
+  Trainer t(cfg, plan, run_model.model, &dist);
   const mlh::rt::Goal goal = cfg.text() ? mlh::rt::Goal::Minimize : mlh::rt::Goal::Maximize;
   mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, goal,
                                          [&](const std::string& w) { ctx.warn(w); });
+  checkpoints.share_with(dist);
   if (ctx.resume()) {
     mlh::rt::TrainingState s = t.state();
     if (auto loaded = checkpoints.load_latest(s, plan.device)) {
@@ -150,7 +160,9 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
            ", " + std::to_string(m.num_heads) + " heads, " + std::to_string(m.l_layers) + " layers, H " +
            std::to_string(m.h_cycles) + " x L " + std::to_string(m.l_cycles) + (m.mlp_t ? ", mlp_t" : "") +
            (m.causal ? ", causal" : "") + "), up to " + std::to_string(m.halt_max_steps) + " supervision steps; batch " +
-           std::to_string(cfg.batch_size) + ", " + std::to_string(cfg.train_steps) + " steps; precision " +
+           std::to_string(cfg.batch_size) +
+           (dist.enabled() ? " per rank x " + std::to_string(dist.world_size()) + " ranks (" + dist.backend() + ")" : "") +
+           ", " + std::to_string(cfg.train_steps) + " steps; precision " +
            mlh::rt::to_string(plan.precision) + (plan.gradient_checkpointing ? ", gradient checkpointing" : "") +
            "; torch threads " + std::to_string(at::get_num_threads()));
 
@@ -184,12 +196,13 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   while (t.global_step() < cfg.train_steps) {
     const auto step_start = Clock::now();
     s = t.step(data.next());
+    s.loss = dist.mean(s.loss);  // the global batch's loss
     const int64_t step = t.global_step();
     const double step_seconds = seconds_since(step_start);
     memory.step(step);
     ctx.metric("train/loss", s.loss, step);
     ctx.metric("train/lr", s.lr, step);
-    ctx.metric("perf/samples_per_s", static_cast<double>(cfg.batch_size) / step_seconds, step);
+    ctx.metric("perf/samples_per_s", static_cast<double>(global_batch) / step_seconds, step);
     if (s.count > 0) {
       ctx.metric("train/accuracy", s.accuracy, step);
       ctx.metric("train/exact_accuracy", s.exact_accuracy, step);
@@ -197,7 +210,8 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
       ctx.metric("train/steps", s.steps, step);
     }
     ctx.progress(step, cfg.train_steps, "steps");
-    if (cfg.max_minutes > 0 && seconds_since(start) >= cfg.max_minutes * 60.0) out_of_time = true;
+    // Every rank must take the same decision, or one would wait for the others forever.
+    if (cfg.max_minutes > 0) out_of_time = dist.any(seconds_since(start) >= cfg.max_minutes * 60.0);
     const bool last = step == cfg.train_steps || out_of_time;
     if (seconds_since(last_log) >= 5.0 || last) {
       last_log = Clock::now();
@@ -206,11 +220,11 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
                                   ", steps " + fmt(s.steps)
                             : std::string()) +
                ", lr " + scientific(s.lr) + ", " +
-               fmt(static_cast<double>((step - start_step) * cfg.batch_size) / seconds_since(start), 1) + " samples/s");
+               fmt(static_cast<double>((step - start_step) * global_batch) / seconds_since(start), 1) + " samples/s");
     }
     if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && !last) evaluate(cfg.eval_examples);
     if (step % cfg.checkpoint_every == 0 && !last) save();
-    if (ctx.should_stop()) {
+    if (dist.should_stop(ctx)) {
       save();
       throw mlh::Error(MLH_ERR_CANCELLED, "stopped at step " + std::to_string(step) + " (checkpoint saved)");
     }
@@ -222,7 +236,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   const double wall = seconds_since(start);
   evaluate(0);  // the whole held-out set
   save();
-  {
+  if (dist.is_main()) {
     std::optional<Ema::Swapped> ema_weights;
     if (t.ema()) ema_weights.emplace(*t.ema());
     json model_json = to_json(run_model.model);
@@ -230,7 +244,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     mlh::rt::export_module_weights(*t.model(), ctx.run_dir() + "/model.safetensors",
                                    {{"model", model_json.dump()}, {"mode", cfg.mode}, {"ema", t.ema() ? "true" : "false"}});
   }
-  const double sps = static_cast<double>((t.global_step() - start_step) * cfg.batch_size) / wall;
+  const double sps = static_cast<double>((t.global_step() - start_step) * global_batch) / wall;
   ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + fmt(wall) + " s (" + fmt(sps, 1) + " samples/s)");
   json summary = {{"steps", t.global_step()},
                   {"wall_seconds", wall},
@@ -239,7 +253,10 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
                   {"torch_threads", at::get_num_threads()},
                   {"final_train_loss", s.loss},
                   {"eval", last_eval_metrics},
-                  {"mode", cfg.mode}};
+                  {"mode", cfg.mode},
+                  {"world_size", dist.world_size()},
+                  {"global_batch_size", global_batch},
+                  {"ranks_agree", dist.parameters_agree(*t.model())}};
   ctx.summary(summary.dump());
 }
 

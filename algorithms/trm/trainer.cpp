@@ -30,20 +30,25 @@ BatchTensors to_tensors(const Batch& batch, c10::Device device) {
   return t;
 }
 
-Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const ModelConfig& model_config)
+Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const ModelConfig& model_config,
+                 mlh::rt::Distributed* dist)
     : cfg_(cfg),
       plan_(plan),
+      dist_(dist ? *dist : single_process_),
       model_config_(model_config),
       model_(model_config),
       // fp16 needs loss scaling; bf16 and fp32 do not.
       scaler_(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16) {
   model_->to(plan.device);
   model_->train();
+  dist_.broadcast_module(*model_);  // before the EMA copies the weights
   adamw_ = std::make_unique<torch::optim::AdamW>(
       dense_parameters(model_),
       torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(cfg.weight_decay));
-  if (auto* embedding = model_->puzzle_embedding())
+  if (auto* embedding = model_->puzzle_embedding()) {
     sign_sgd_ = std::make_unique<SignSgd>(*embedding, cfg.puzzle_emb_lr, cfg.puzzle_emb_weight_decay);
+    sign_sgd_->share_with(dist_);
+  }
   if (cfg.ema) ema_ = std::make_unique<Ema>(*model_, cfg.ema_rate);
 }
 
@@ -64,6 +69,7 @@ StepStats Trainer::step(const Batch& batch) {
   }
   const at::Tensor loss = out.loss / static_cast<double>(batch.rows);
   scaler_.scale(loss).backward();
+  dist_.average_gradients(dense_parameters(model_));
   if (cfg_.grad_clip > 0) {
     if (scaler_.enabled()) scaler_.unscale_(*adamw_);
     torch::nn::utils::clip_grad_norm_(dense_parameters(model_), cfg_.grad_clip);

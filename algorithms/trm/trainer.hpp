@@ -11,6 +11,7 @@
 
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/checkpoint.hpp>
+#include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
 #include <torch/optim/adamw.h>
 
@@ -44,7 +45,11 @@ struct StepStats {
 
 class Trainer {
  public:
-  Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const ModelConfig& model_config);
+  // With `dist` (a distributed run): rank 0's initial weights are broadcast, and every step
+  // averages the dense gradients over the ranks (each rank's batch is its share of the
+  // global batch). Without: one process.
+  Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const ModelConfig& model_config,
+          mlh::rt::Distributed* dist = nullptr);
 
   // One ACT step on `batch` (rows of halted sequences are replaced by its rows).
   StepStats step(const Batch& batch);
@@ -62,6 +67,8 @@ class Trainer {
  private:
   Config cfg_;
   mlh::rt::RuntimePlan plan_;
+  mlh::rt::Distributed single_process_;
+  mlh::rt::Distributed& dist_;  // *dist, or single_process_
   ModelConfig model_config_;
   Trm model_;
   std::unique_ptr<torch::optim::AdamW> adamw_;

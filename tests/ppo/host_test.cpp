@@ -81,4 +81,35 @@ TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
   EXPECT_NE(bad.output.find("none.txt"), std::string::npos) << bad.output;
 }
 
+// Two CPU ranks (Gloo): CartPole on the plain-C++ update and the puzzle on the autograd
+// update both keep the ranks' networks identical; rank 0 writes the run's files.
+TEST_F(PpoHost, TwoRanksTrainCartPoleAndThePuzzleInLockstep) {
+  const std::string run = dir_ + "/cartpole2";
+  const Result train = host("--algorithm ppo --device cpu --nproc-per-node 2 --run-dir " + run +
+                            " --set total_timesteps=8192 --set checkpoint_every=4");
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json s = read_json(run + "/summary.json"), s1 = read_json(run + "/ranks/1/summary.json");
+  EXPECT_EQ(s["status"], "completed") << s.dump();
+  EXPECT_EQ(s1["status"], "completed") << s1.dump();
+  EXPECT_EQ(s["result"]["world_size"], 2);
+  EXPECT_EQ(s["result"]["ranks_agree"], true) << s.dump();
+  EXPECT_EQ(s1["result"]["ranks_agree"], true) << s1.dump();
+  EXPECT_EQ(s["result"]["global_step"], 8192);  // each rank's; the run stepped 2 x 8192
+  EXPECT_TRUE(fs::exists(run + "/model.safetensors"));
+  EXPECT_FALSE(fs::exists(run + "/ranks/1/model.safetensors"));
+  EXPECT_FALSE(fs::is_empty(run + "/checkpoints"));
+  const Result eval = host("--algorithm ppo --command eval --resume --device cpu --run-dir " + run +
+                           " --set eval_episodes=5");
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  EXPECT_GT(read_json(run + "/summary.json")["result"]["mean_return"].get<double>(), 9.0);
+
+  const std::string puzzle = dir_ + "/puzzle2";
+  const Result p = host("--algorithm ppo --device cpu --nproc-per-node 2 --run-dir " + puzzle +
+                        " --set preset=puzzle4 --set network.hidden_dim=16 --set network.num_heads=2"
+                        " --set network.num_recursive_steps=1 --set total_timesteps=1024 --set num_envs=8"
+                        " --set num_steps=32");
+  ASSERT_EQ(p.rc, 0) << p.output;
+  EXPECT_EQ(read_json(puzzle + "/summary.json")["result"]["ranks_agree"], true);
+}
+
 }  // namespace

@@ -98,4 +98,25 @@ TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
   EXPECT_NE(cls.output.find("a.png: vertical"), std::string::npos) << cls.output;
 }
 
+// Two CPU ranks (Gloo), each on its own episodes: the networks stay identical, the
+// validation figures are the ranks' mean, and the result still learns.
+TEST_F(ProtonetHost, TwoRanksTrainInLockstep) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << PROTONET_FASHION_MNIST_DIR;
+  const std::string run = dir_ + "/run2";
+  const std::string common = " --device cpu --run-dir " + run +
+                             " --set epochs=2 --set episodes_per_epoch=6 --set val_episodes=5 --set train_way=5"
+                             " --set width=32 --set eval_episodes=30";
+  const Result train = host("--algorithm protonet --nproc-per-node 2" + common);
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json s = read_json(run + "/summary.json"), s1 = read_json(run + "/ranks/1/summary.json");
+  EXPECT_EQ(s["status"], "completed") << s.dump();
+  EXPECT_EQ(s["result"]["world_size"], 2);
+  EXPECT_EQ(s["result"]["ranks_agree"], true) << s.dump();
+  EXPECT_EQ(s1["result"]["ranks_agree"], true) << s1.dump();
+  EXPECT_EQ(s["result"]["best_val_loss"], s1["result"]["best_val_loss"]);
+  const Result eval = host("--algorithm protonet --command eval --resume" + common);
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  EXPECT_GT(read_json(run + "/summary.json")["result"]["accuracy"].get<double>(), 0.4);
+}
+
 }  // namespace

@@ -93,6 +93,33 @@ void TrainSampler::start_epoch() {
 
 uint64_t TrainSampler::draw(uint64_t n) { return mlh::uniform_index(rng_, n); }
 
+Batch shard_rows(const Batch& global, int rank, int world) {
+  if (world <= 1) return global;
+  if (global.rows % world != 0)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "a batch of " + std::to_string(global.rows) +
+                                                   " rows does not split evenly among " + std::to_string(world) + " ranks");
+  const int64_t rows = global.rows / world, first = rows * rank;
+  Batch b;
+  b.rows = rows;
+  b.seq_len = global.seq_len;
+  b.valid = std::max<int64_t>(0, std::min(global.valid - first, rows));
+  auto slice = [&](const auto& v, int64_t per_row, auto& out) {
+    if (v.empty()) return;
+    out.assign(v.begin() + first * per_row, v.begin() + (first + rows) * per_row);
+  };
+  slice(global.inputs, global.seq_len, b.inputs);
+  slice(global.labels, global.seq_len, b.labels);
+  slice(global.puzzle_identifiers, 1, b.puzzle_identifiers);
+  // examples and puzzles are per valid row
+  const int64_t take = b.valid;
+  if (take > 0 && static_cast<int64_t>(global.examples.size()) >= first + take) {
+    b.examples.assign(global.examples.begin() + first, global.examples.begin() + first + take);
+    if (static_cast<int64_t>(global.puzzles.size()) >= first + take)
+      b.puzzles.assign(global.puzzles.begin() + first, global.puzzles.begin() + first + take);
+  }
+  return b;
+}
+
 Batch TrainSampler::next() {
   Batch b;
   b.rows = batch_size_;

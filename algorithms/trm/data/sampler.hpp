@@ -65,6 +65,11 @@ class SplitIndex {
   bool has_ignore_ = false;
 };
 
+// Rank `rank`'s share of a global batch drawn identically on every rank: rows
+// [rank * rows / world, (rank + 1) * rows / world). With world 1, the batch itself.
+// mlh::Error when the rows do not divide evenly.
+Batch shard_rows(const Batch& global, int rank, int world);
+
 class TrainSampler {  // infinite stream of full batches
  public:
   TrainSampler(const DatasetSplit&, int64_t batch_size, uint64_t seed);

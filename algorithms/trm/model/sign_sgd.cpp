@@ -1,6 +1,8 @@
 // Sign SGD over the sparse puzzle embedding (see sign_sgd.hpp).
 #include "model/sign_sgd.hpp"
 
+#include <mlh/runtime/distributed.hpp>
+
 #include <string>
 
 #include <ATen/ATen.h>
@@ -21,9 +23,13 @@ bool SignSgd::step(double lr) {
   const at::Tensor& local = embedding_.local_weights();
   if (!local.defined() || !local.grad().defined()) return false;
   at::NoGradGuard no_grad;
-  const at::Tensor& grad_rows = local.grad();
+  at::Tensor grad_rows = local.grad(), local_ids = embedding_.local_ids();
+  if (dist_ && dist_->enabled()) {
+    grad_rows = at::cat(dist_->all_gather(grad_rows.contiguous()));
+    local_ids = at::cat(dist_->all_gather(local_ids.reshape({-1}).contiguous()));
+  }
   // Sum the gradients of repeated identifiers: one update per row of the table.
-  const auto unique = at::_unique(embedding_.local_ids(), /*sorted=*/true, /*return_inverse=*/true);
+  const auto unique = at::_unique(local_ids, /*sorted=*/true, /*return_inverse=*/true);
   const at::Tensor& ids = std::get<0>(unique);
   const at::Tensor& inverse = std::get<1>(unique);
   at::Tensor grad = at::zeros({ids.size(0), grad_rows.size(1)}, grad_rows.options());

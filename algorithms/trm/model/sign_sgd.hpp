@@ -11,6 +11,10 @@
 
 #include "model/sparse_embedding.hpp"
 
+namespace mlh::rt {
+class Distributed;
+}
+
 namespace trm {
 
 class SignSgd {
@@ -26,12 +30,16 @@ class SignSgd {
   // Clears the gathered rows' gradient.
   void zero_grad();
 
+  // Distributed: every rank's rows and gradients are gathered before the update, as the
+  // reference's _Distributed optimizer does, so all ranks move the same rows the same way.
+  void share_with(mlh::rt::Distributed& dist) { dist_ = &dist; }
   double lr() const { return lr_; }
   double weight_decay() const { return weight_decay_; }
 
  private:
   SparseEmbeddingImpl& embedding_;
   double lr_, weight_decay_;
+  mlh::rt::Distributed* dist_ = nullptr;
 };
 
 }  // namespace trm

@@ -23,6 +23,7 @@
 
 #include "mlh/plugin.hpp"
 #include "mlh/crc32c.hpp"
+#include "mlh/runtime/distributed.hpp"
 
 namespace fs = std::filesystem;
 
@@ -247,6 +248,12 @@ LoadedCheckpoint load_file(const std::string& path, TrainingState& state, at::De
   return {header.step, header.metric, state.values, path};
 }
 
+std::string step_file_name(int64_t step) {
+  char name[40];
+  std::snprintf(name, sizeof name, "step-%09lld.ckpt", static_cast<long long>(step));
+  return name;
+}
+
 bool parse_step_file(const std::string& name, int64_t& step) {
   constexpr size_t prefix = 5, suffix = 5;  // "step-", ".ckpt"
   if (name.size() <= prefix + suffix || name.compare(0, prefix, "step-") != 0 ||
@@ -324,6 +331,17 @@ std::vector<std::string> CheckpointManager::step_files() const {
 }
 
 std::string CheckpointManager::save(const TrainingState& state, int64_t step, std::optional<double> metric) {
+  if (!dist_) return write(state, step, metric);
+  // Distributed: rank 0 writes; every rank waits until it has, so a load that follows (the
+  // best weights at the end, a resume) sees the file on every rank.
+  std::string path;
+  if (dist_->is_main()) path = write(state, step, metric);
+  dist_->barrier();
+  if (!dist_->is_main()) path = (fs::path(dir_) / step_file_name(step)).string();
+  return path;
+}
+
+std::string CheckpointManager::write(const TrainingState& state, int64_t step, std::optional<double> metric) {
   if (step < 0)
     throw Error(MLH_ERR_INVALID_ARGUMENT, "checkpoint: step must not be negative, got " + std::to_string(step));
   std::error_code ec;
@@ -331,9 +349,7 @@ std::string CheckpointManager::save(const TrainingState& state, int64_t step, st
   if (ec) throw Error(MLH_ERR_IO, "cannot create checkpoint folder '" + dir_ + "': " + ec.message());
   remove_abandoned_temp_files();
 
-  char name[40];
-  std::snprintf(name, sizeof name, "step-%09lld.ckpt", static_cast<long long>(step));
-  const std::string path = (fs::path(dir_) / name).string();
+  const std::string path = (fs::path(dir_) / step_file_name(step)).string();
 
   // Streamed: a placeholder header, the archive (checksummed as it goes), then the header.
   unsigned char header[kHeaderSize] = {};

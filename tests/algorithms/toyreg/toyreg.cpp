@@ -3,6 +3,10 @@
 // safetensors export and a benchmark command. It is small enough to train in a second, so
 // the tests drive the whole run path through it. Its knobs fail_at_step and crash_at_step
 // let the tests exercise the host's handling of a failing and a crashing worker.
+//
+// Distributed, it is data-parallel on the runtime: every rank draws the same permutation and
+// takes its slice of batch_size x world_size samples, so N ranks at batch B train exactly as
+// one process at batch N x B (the tests compare the two).
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -11,6 +15,7 @@
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/checkpoint.hpp>
+#include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
 #include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/precision.hpp>
@@ -38,17 +43,23 @@ const char* kSchema = R"({
     "step_delay_ms": {"type": "integer", "minimum": 0},
     "fail_at_step": {"type": "integer"},
     "crash_at_step": {"type": "integer"},
+    "hang_at_step": {"type": "integer", "description": "sleep forever at this step, outside any collective"},
+    "hang_rank": {"type": "integer", "description": "the rank hang_at_step applies to; -1: every rank"},
+    "fault_rank": {"type": "integer", "description": "the rank fail_at_step and crash_at_step apply to; -1: every rank"},
     "label": {"type": "string"}
   }
 })";
 
 const char* kDefaults = R"({"steps": 200, "lr": 0.1, "samples": 256, "batch_size": 64, "seed": 0,
-  "checkpoint_every": 50, "step_delay_ms": 0, "fail_at_step": -1, "crash_at_step": -1, "label": "toy"})";
+  "checkpoint_every": 50, "step_delay_ms": 0, "fail_at_step": -1, "crash_at_step": -1, "fault_rank": -1,
+  "hang_at_step": -1, "hang_rank": -1,
+  "label": "toy"})";
 
 // The model, its optimizer and its data: everything a step and a checkpoint need.
 struct Trainer {
-  Trainer(const json& cfg, const mlh::rt::RuntimePlan& plan)
-      : model(torch::nn::LinearOptions(1, 1)),
+  Trainer(const json& cfg, const mlh::rt::RuntimePlan& plan, mlh::rt::Distributed& d)
+      : dist(d),
+        model(torch::nn::LinearOptions(1, 1)),
         optimizer(model->parameters(), torch::optim::SGDOptions(cfg.at("lr").get<double>())),
         scaler(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16),
         precision(plan.precision),
@@ -56,13 +67,18 @@ struct Trainer {
         batch(cfg.at("batch_size").get<int64_t>()),
         empty_cache_steps(plan.empty_cache_steps) {
     model->to(device);
+    dist.broadcast_module(*model);
+    if (batch * dist.world_size() > cfg.at("samples").get<int64_t>())
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "batch_size x ranks (" + std::to_string(batch * dist.world_size()) +
+                                                     ") exceeds samples (" + cfg.at("samples").dump() + ")");
     x = (at::rand({cfg.at("samples").get<int64_t>(), 1}) * 2 - 1).to(device);
     y = x * 3 - 2 + at::randn_like(x) * 0.01;
   }
 
   // One SGD step on a random minibatch; returns its loss.
   double step() {
-    const at::Tensor pick = at::randperm(x.size(0)).narrow(0, 0, std::min<int64_t>(batch, x.size(0))).to(device);
+    // The same permutation on every rank (same seed); each takes its own slice of it.
+    const at::Tensor pick = at::randperm(x.size(0)).narrow(0, dist.rank() * batch, std::min<int64_t>(batch, x.size(0))).to(device);
     const at::Tensor xb = x.index_select(0, pick), yb = y.index_select(0, pick);
     optimizer.zero_grad();
     at::Tensor loss;
@@ -71,6 +87,7 @@ struct Trainer {
       loss = (model->forward(xb).to(at::kFloat) - yb).pow(2).mean();
     }
     scaler.scale(loss).backward();
+    dist.average_gradients(model->parameters());
     scaler.step(optimizer);
     scaler.update();
     return loss.item<double>();
@@ -87,6 +104,7 @@ struct Trainer {
   double weight() { return model->weight.item<double>(); }
   double bias() { return model->bias.item<double>(); }
 
+  mlh::rt::Distributed& dist;
   torch::nn::Linear model;
   torch::optim::SGD optimizer;
   mlh::rt::GradScaler scaler;
@@ -116,9 +134,11 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
     mlh::rt::apply_plan(plan);
     mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
-    Trainer t(cfg, plan);
+    mlh::rt::Distributed dist(ctx, plan.device);
+    Trainer t(cfg, plan, dist);
     mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize,
                                            [&](const std::string& w) { ctx.warn(w); });
+    checkpoints.share_with(dist);
     if (ctx.command() == "eval") return evaluate(ctx, t, checkpoints);
     if (ctx.command() == "benchmark") return benchmark(ctx, t, plan);
     train(ctx, cfg, t, checkpoints);
@@ -148,9 +168,14 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     mlh::rt::MemoryMonitor memory(t.device, ctx, memory_options);
 
     for (int64_t step = start; step < steps; ++step) {
-      if (step == cfg.at("fail_at_step").get<int64_t>())
+      const int64_t fault_rank = cfg.at("fault_rank");
+      const bool faulty = fault_rank < 0 || fault_rank == t.dist.rank();
+      if (faulty && step == cfg.at("fail_at_step").get<int64_t>())
         throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "failing on purpose at step " + std::to_string(step));
-      if (step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
+      if (faulty && step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
+      const int64_t hang_rank = cfg.at("hang_rank");
+      if ((hang_rank < 0 || hang_rank == t.dist.rank()) && step == cfg.at("hang_at_step").get<int64_t>())
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
       loss = t.step();
       speed.record_step(t.batch, step);
       memory.step(step);
@@ -158,18 +183,20 @@ class ToyRegression : public mlh::AlgorithmPlugin {
       ctx.progress(step + 1, steps, "steps");
       if ((step + 1) % every == 0 || step + 1 == steps) checkpoints.save(t.state(step + 1), step + 1, loss);
       if (int64_t d = cfg.at("step_delay_ms"); d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
-      if (ctx.should_stop()) {
+      if (t.dist.should_stop(ctx)) {
         checkpoints.save(t.state(step + 1), step + 1, loss);
         throw mlh::Error(MLH_ERR_CANCELLED, "stopped at step " + std::to_string(step + 1) + " (checkpoint saved)");
       }
     }
     speed.flush();
-    mlh::rt::export_module_weights(*t.model, ctx.run_dir() + "/model.safetensors");
+    if (t.dist.is_main()) mlh::rt::export_module_weights(*t.model, ctx.run_dir() + "/model.safetensors");
     ctx.info("final loss " + std::to_string(loss) + ", w " + std::to_string(t.weight()) + ", b " +
              std::to_string(t.bias()));
     ctx.summary(json{{"final_loss", loss}, {"w", t.weight()}, {"b", t.bias()}, {"steps", steps},
                      {"torch_threads", at::get_num_threads()}, {"label", cfg.at("label")},
-                     {"batch_size", t.batch}, {"samples", cfg.at("samples")}}
+                     {"batch_size", t.batch}, {"samples", cfg.at("samples")}, {"rank", t.dist.rank()},
+                     {"world_size", t.dist.world_size()}, {"backend", t.dist.backend()},
+                     {"ranks_agree", t.dist.parameters_agree(*t.model)}}
                     .dump());
   }
 

@@ -45,6 +45,8 @@ class Optimizer;
 
 namespace mlh::rt {
 
+class Distributed;
+
 // Module and optimizer names are archive keys: letters, digits and '_', not starting with
 // a digit. Other names are an mlh::Error(MLH_ERR_INVALID_ARGUMENT).
 struct TrainingState {
@@ -88,6 +90,10 @@ class CheckpointManager {
   // the path and leaves every earlier checkpoint as it was.
   std::string save(const TrainingState& state, int64_t step, std::optional<double> metric = std::nullopt);
 
+  // In a distributed run: save() writes on rank 0 alone and returns on every rank once the
+  // file is complete (all ranks call it at the same step). Loading reads on every rank.
+  void share_with(Distributed& dist) { dist_ = &dist; }
+
   // Loads the newest step file that verifies; each corrupt, truncated or unreadable one is
   // reported through `warn` and skipped. Empty when none loads. One that verifies but does
   // not fit the state throws (see load_training_state): an older one would not fit either.
@@ -102,6 +108,7 @@ class CheckpointManager {
  private:
   std::optional<LoadedCheckpoint> load_first(const std::vector<std::string>& paths, TrainingState& state,
                                              at::Device device);
+  std::string write(const TrainingState& state, int64_t step, std::optional<double> metric);
   void update_best(const std::string& path, double metric);
   void prune();
   void remove_abandoned_temp_files();
@@ -111,6 +118,7 @@ class CheckpointManager {
   int keep_last_;
   Goal goal_;
   WarningFn warn_;
+  Distributed* dist_ = nullptr;
 };
 
 }  // namespace mlh::rt

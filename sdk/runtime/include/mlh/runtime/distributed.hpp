@@ -1,0 +1,119 @@
+// Data-parallel training across processes on PyTorch's c10d: every rank holds the same
+// model, trains on its own share of the data, and averages gradients with the others before
+// each optimizer step, so that all ranks stay identical and together train on the global
+// batch (per-rank batch x world size).
+//
+//   mlh::rt::Distributed dist(ctx, plan.device);     // joins the group when world_size > 1
+//   mlh::rt::seed_everything(mlh::rt::seed_for_rank(cfg.seed, ctx.rank()));
+//   Model net; dist.broadcast_module(*net);         // rank 0's initial weights everywhere
+//   checkpoints.share_with(dist);                    // rank 0 alone writes checkpoints
+//   ... loss.backward(); dist.average_gradients(net->parameters()); optimizer.step();
+//   if (dist.should_stop(ctx)) ...                   // every rank stops at the same step
+//
+// With world_size 1 (no launcher) every call is a no-op, so one loop serves both.
+//
+// The group forms through a c10d TCPStore at MASTER_ADDR:MASTER_PORT (rank 0 serves it), the
+// environment torchrun sets and the host sets for the workers it starts. Gloo carries CPU
+// tensors; NCCL carries CUDA tensors when this LibTorch was built with it (MLH_RT_HAS_NCCL),
+// else Gloo does. MPS is refused. A collective that does not complete within the timeout
+// (MLH_DIST_TIMEOUT_S, default 300 s) because a peer died throws mlh::Error naming this rank.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlh {
+class RunContext;
+}
+namespace torch::nn {
+class Module;
+}
+
+namespace mlh::rt {
+
+// Where a rank finds its group: the run context's rank, world size and local rank, and the
+// rendezvous point from the environment.
+struct DistributedSettings {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";  // MASTER_ADDR
+  int master_port = 29500;                // MASTER_PORT
+  std::chrono::milliseconds timeout{300000};  // MLH_DIST_TIMEOUT_S
+
+  // Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming a malformed variable, or a rank
+  // outside [0, world_size).
+  static DistributedSettings from_context(const mlh::RunContext& ctx);
+};
+
+// A different random stream per rank from one configured seed; rank 0 keeps `seed`, so a
+// one-process run is unchanged. Seed with it before the model is built only when the model
+// is then broadcast (its initial weights would differ otherwise).
+uint64_t seed_for_rank(uint64_t seed, int rank);
+
+class Distributed {
+ public:
+  // A single process: every operation is a no-op.
+  Distributed();
+  // Joins the group when settings.world_size > 1; blocks until every rank has joined or the
+  // timeout passes (mlh::Error naming the address).
+  Distributed(const DistributedSettings& settings, c10::Device device);
+  Distributed(const mlh::RunContext& ctx, c10::Device device);
+  ~Distributed();
+  Distributed(const Distributed&) = delete;
+  Distributed& operator=(const Distributed&) = delete;
+
+  bool enabled() const { return world_size_ > 1; }
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  int local_rank() const { return local_rank_; }
+  bool is_main() const { return rank_ == 0; }
+  std::string backend() const;  // "gloo", "nccl", or "none"
+
+  // Rank 0's parameters and buffers replace every other rank's.
+  void broadcast_module(torch::nn::Module& module);
+  // Rank 0's values of these tensors, in place, everywhere.
+  void broadcast(std::vector<at::Tensor> tensors);
+
+  // Averages the gradients of `parameters` over the ranks, in buckets of about
+  // bucket_bytes (one all-reduce each, all in flight at once). A parameter without a
+  // gradient counts as zeros and gets a gradient, so ranks that used different parts of a
+  // model still agree on the layout.
+  void average_gradients(const std::vector<at::Tensor>& parameters, int64_t bucket_bytes = 25 << 20);
+
+  // In-place sum, and mean, over the ranks (a flat gradient buffer, a metric tensor).
+  void all_reduce_sum(at::Tensor& tensor);
+  void all_reduce_mean(at::Tensor& tensor);
+  // The mean of a scalar over the ranks (for metrics and decisions that must agree).
+  double mean(double value);
+  // True on every rank when it is true on any.
+  bool any(bool value);
+  // Every rank's tensor (same shape and dtype everywhere), in rank order.
+  std::vector<at::Tensor> all_gather(const at::Tensor& tensor);
+  void barrier();
+
+  // True when every rank holds exactly the same parameters and buffers (a fingerprint of
+  // each rank's values compared): data-parallel training keeps them identical, so false
+  // means the ranks diverged (a rank updated on its own). True with one process.
+  bool parameters_agree(torch::nn::Module& module);
+
+  // Whether to stop now, agreed by every rank: the host's stop request reaches the ranks at
+  // slightly different moments, and a rank that stopped alone would leave the others waiting.
+  bool should_stop(const mlh::RunContext& ctx);
+
+  uint64_t seed_for_rank(uint64_t seed) const;  // mlh::rt::seed_for_rank(seed, rank())
+
+ private:
+  struct Group;
+  std::unique_ptr<Group> group_;
+  int rank_ = 0, world_size_ = 1, local_rank_ = 0;
+  std::chrono::milliseconds timeout_{300000};
+};
+
+}  // namespace mlh::rt

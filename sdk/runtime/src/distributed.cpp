@@ -1,0 +1,287 @@
+#include "mlh/runtime/distributed.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <mlh/peer_lost.hpp>
+#include <mlh/plugin.hpp>
+
+#include "mlh/runtime/compat.hpp"
+
+// Debian's LibTorch has Gloo inside libtorch_cpu but its CMake package does not say so.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if MLH_RT_HAS_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace mlh::rt {
+
+namespace {
+
+// The class both Gloo and NCCL groups derive from: ProcessGroup before 2.0, Backend since.
+#if MLH_TORCH_VERSION_AT_LEAST(2, 0)
+using CommBackend = c10d::Backend;
+#else
+using CommBackend = c10d::ProcessGroup;
+#endif
+
+int env_int(const char* name, int fallback, int min, int max) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < min || n > max)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string(name) + "='" + v + "': expected an integer from " +
+                                                   std::to_string(min) + " to " + std::to_string(max));
+  return static_cast<int>(n);
+}
+
+bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
+
+}  // namespace
+
+DistributedSettings DistributedSettings::from_context(const mlh::RunContext& ctx) {
+  DistributedSettings s;
+  s.rank = ctx.rank();
+  s.world_size = ctx.world_size() < 1 ? 1 : ctx.world_size();
+  s.local_rank = ctx.local_rank();
+  if (s.rank < 0 || s.rank >= s.world_size)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "distributed: rank " + std::to_string(s.rank) +
+                                                   " is outside a world of " + std::to_string(s.world_size));
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) s.master_addr = addr;
+  s.master_port = env_int("MASTER_PORT", s.master_port, 1, 65535);
+  s.timeout = std::chrono::seconds(env_int("MLH_DIST_TIMEOUT_S", 300, 1, 86400));
+  return s;
+}
+
+struct Distributed::Group {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<CommBackend> comm;
+  std::string backend;
+};
+
+Distributed::Distributed() = default;
+Distributed::~Distributed() = default;
+
+Distributed::Distributed(const mlh::RunContext& ctx, c10::Device device)
+    : Distributed(DistributedSettings::from_context(ctx), device) {}
+
+Distributed::Distributed(const DistributedSettings& s, c10::Device device)
+    : rank_(s.rank), world_size_(s.world_size), local_rank_(s.local_rank), timeout_(s.timeout) {
+  if (world_size_ <= 1) return;
+  if (device.is_mps())
+    throw mlh::Error(MLH_ERR_UNSUPPORTED,
+                     "distributed training cannot run on MPS: neither Gloo nor NCCL carries MPS tensors "
+                     "(run on the CPU with --device cpu, or on one process)");
+  const std::string where = s.master_addr + ":" + std::to_string(s.master_port);
+  group_ = std::make_unique<Group>();
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(s.master_port);
+    options.isServer = rank_ == 0;
+    options.numWorkers = static_cast<std::size_t>(world_size_);
+    options.waitWorkers = true;
+    options.timeout = timeout_;
+    group_->store = c10::make_intrusive<c10d::TCPStore>(s.master_addr, options);
+  } catch (const std::exception& e) {
+    throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank_) + " of " +
+                                              std::to_string(world_size_) + ": rendezvous at " + where +
+                                              " failed: " + e.what());
+  }
+  try {
+#if MLH_RT_HAS_NCCL
+    if (device.is_cuda()) {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout_;
+      group_->comm = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_->store, rank_, world_size_, options);
+      group_->backend = "nccl";
+      return;
+    }
+#endif
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout_);
+    // Ranks on one machine talk over loopback; across machines Gloo needs the interface
+    // that reaches the others: GLOO_SOCKET_IFNAME as in PyTorch, else this host's name.
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (is_loopback(s.master_addr))
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+      options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    group_->comm = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, rank_, world_size_, options);
+    group_->backend = "gloo";
+  } catch (const std::exception& e) {
+    throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank_) + " of " +
+                                              std::to_string(world_size_) + ": cannot form the process group via " +
+                                              where + ": " + e.what());
+  }
+}
+
+std::string Distributed::backend() const { return group_ ? group_->backend : "none"; }
+
+namespace {
+
+// Runs a collective and waits for it; a failure (a peer that died, a timeout) becomes an
+// mlh::Error that says which rank saw it.
+template <class Launch>
+void run_collective(int rank, int world, const char* what, Launch&& launch) {
+  try {
+    launch()->wait();
+  } catch (const std::exception& e) {
+    throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank) + " of " + std::to_string(world) +
+                                              ": " + what + " failed (" + mlh::kPeerLostText + "): " + e.what());
+  }
+}
+
+}  // namespace
+
+void Distributed::broadcast(std::vector<at::Tensor> tensors) {
+  if (!enabled()) return;
+  for (at::Tensor& t : tensors) {
+    // Collectives work on contiguous tensors: broadcast a contiguous copy, then copy back.
+    std::vector<at::Tensor> buffer{t.is_contiguous() ? t : t.contiguous()};
+    run_collective(rank_, world_size_, "broadcast", [&] { return group_->comm->broadcast(buffer); });
+    if (!buffer[0].is_same(t)) t.copy_(buffer[0]);
+  }
+}
+
+void Distributed::broadcast_module(torch::nn::Module& module) {
+  if (!enabled()) return;
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> tensors;
+  for (const auto& p : module.parameters()) tensors.push_back(p);
+  for (const auto& b : module.buffers()) tensors.push_back(b);
+  broadcast(std::move(tensors));
+}
+
+void Distributed::average_gradients(const std::vector<at::Tensor>& parameters, int64_t bucket_bytes) {
+  if (!enabled()) return;
+  torch::NoGradGuard no_grad;
+  // Buckets of gradients sharing a device and dtype, in parameter order (the same on every rank).
+  struct Bucket {
+    std::vector<at::Tensor> grads;
+    int64_t bytes = 0;
+    at::Tensor flat;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  std::vector<Bucket> buckets;
+  std::map<std::pair<std::string, int>, size_t> open;  // the bucket each (device, dtype) is filling
+  for (const at::Tensor& p : parameters) {
+    if (!p.requires_grad()) continue;
+    at::Tensor& grad = const_cast<at::Tensor&>(p).mutable_grad();
+    if (!grad.defined()) grad = at::zeros_like(p);
+    const auto key = std::make_pair(grad.device().str(), static_cast<int>(grad.scalar_type()));
+    auto it = open.find(key);
+    if (it == open.end() || buckets[it->second].bytes >= bucket_bytes) {
+      buckets.emplace_back();
+      it = open.insert_or_assign(key, buckets.size() - 1).first;
+    }
+    Bucket& b = buckets[it->second];
+    b.grads.push_back(grad);
+    b.bytes += grad.numel() * static_cast<int64_t>(grad.element_size());
+  }
+  // Launch every bucket, then wait: Gloo works through them while the next are flattened.
+  for (Bucket& b : buckets) {
+    std::vector<at::Tensor> pieces;
+    for (const at::Tensor& g : b.grads) pieces.push_back(g.reshape({-1}));
+    b.flat = at::cat(pieces);
+    std::vector<at::Tensor> io{b.flat};
+    try {
+      b.work = group_->comm->allreduce(io);
+    } catch (const std::exception& e) {
+      throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank_) + " of " +
+                                                std::to_string(world_size_) + ": gradient all-reduce failed (" +
+                                                mlh::kPeerLostText + "): " + e.what());
+    }
+  }
+  const double scale = 1.0 / world_size_;
+  for (Bucket& b : buckets) {
+    run_collective(rank_, world_size_, "gradient all-reduce", [&] { return b.work; });
+    b.flat.mul_(scale);
+    int64_t offset = 0;
+    for (at::Tensor& g : b.grads) {
+      g.copy_(b.flat.narrow(0, offset, g.numel()).view(g.sizes()));
+      offset += g.numel();
+    }
+  }
+}
+
+void Distributed::all_reduce_sum(at::Tensor& tensor) {
+  if (!enabled()) return;
+  std::vector<at::Tensor> io{tensor.is_contiguous() ? tensor : tensor.contiguous()};
+  run_collective(rank_, world_size_, "all-reduce", [&] { return group_->comm->allreduce(io); });
+  if (!io[0].is_same(tensor)) tensor.copy_(io[0]);
+}
+
+void Distributed::all_reduce_mean(at::Tensor& tensor) {
+  if (!enabled()) return;
+  all_reduce_sum(tensor);
+  torch::NoGradGuard no_grad;
+  tensor.div_(world_size_);
+}
+
+double Distributed::mean(double value) {
+  if (!enabled()) return value;
+  at::Tensor t = at::full({1}, value, at::kDouble);
+  all_reduce_sum(t);
+  return t.item<double>() / world_size_;
+}
+
+bool Distributed::any(bool value) {
+  if (!enabled()) return value;
+  at::Tensor t = at::full({1}, value ? 1 : 0, at::kInt);
+  all_reduce_sum(t);
+  return t.item<int>() > 0;
+}
+
+std::vector<at::Tensor> Distributed::all_gather(const at::Tensor& tensor) {
+  if (!enabled()) return {tensor};
+  std::vector<at::Tensor> input{tensor.contiguous()};
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int r = 0; r < world_size_; ++r) output[0].push_back(at::empty_like(input[0]));
+  run_collective(rank_, world_size_, "all-gather", [&] { return group_->comm->allgather(output, input); });
+  return output[0];
+}
+
+void Distributed::barrier() {
+  if (!enabled()) return;
+  // A tiny all-reduce is a barrier that every backend times out the same way.
+  any(false);
+}
+
+bool Distributed::parameters_agree(torch::nn::Module& module) {
+  if (!enabled()) return true;
+  torch::NoGradGuard no_grad;
+  // Per tensor: the sum and a position-weighted sum, in double on the CPU; any difference in
+  // any value changes them (short of a coincidence no training step produces).
+  std::vector<at::Tensor> parts;
+  auto add = [&](const at::Tensor& t) {
+    const at::Tensor v = t.detach().to(at::kCPU, at::kDouble).reshape({-1});
+    const at::Tensor weights = at::arange(1, v.numel() + 1, at::kDouble).reciprocal_();
+    parts.push_back(at::stack({v.sum(), (v * weights).sum()}));
+  };
+  for (const auto& p : module.parameters()) add(p);
+  for (const auto& b : module.buffers()) add(b);
+  if (parts.empty()) return true;
+  const at::Tensor mine = at::cat(parts);
+  for (const at::Tensor& theirs : all_gather(mine))
+    if (!at::equal(theirs, mine)) return false;
+  return true;
+}
+
+bool Distributed::should_stop(const mlh::RunContext& ctx) { return any(ctx.should_stop()); }
+
+uint64_t seed_for_rank(uint64_t seed, int rank) {
+  return rank <= 0 ? seed : seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(rank);
+}
+
+uint64_t Distributed::seed_for_rank(uint64_t seed) const { return mlh::rt::seed_for_rank(seed, rank_); }
+
+}  // namespace mlh::rt

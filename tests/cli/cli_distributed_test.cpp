@@ -1,0 +1,362 @@
+// Distributed data-parallel runs of the real host with the toyreg plugin on two CPU ranks
+// joined through c10d (TCPStore rendezvous, Gloo): the ranks stay identical and match one
+// process on the global batch; torchrun's environment starts one rank per host process;
+// a rank that crashes, fails or is killed ends the whole run with its rank named and nothing
+// left running; Ctrl-C stops every rank at the same step; a distributed run resumes.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "cli_harness.hpp"
+
+namespace mlhost::cli_test {
+namespace {
+
+constexpr Millis kRunTimeout{240000};
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// The pids whose parent is `parent` (from /proc).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_file(e.path() / "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// The worker of `parent` for `rank` (its process name is "host-rank<rank>"); -1 when none.
+pid_t worker_of_rank(pid_t parent, int rank) {
+  for (pid_t pid : children_of(parent))
+    if (read_file(fs::path("/proc") / std::to_string(pid) / "comm") == "host-rank" + std::to_string(rank) + "\n")
+      return pid;
+  return -1;
+}
+
+class DistributedTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(have_toyreg()) << "this build has no toyreg plugin (MLH_WITH_TORCH=OFF?)";
+    REQUIRE_CASE("toyreg");
+    toyreg_ = case_dir("toyreg").string();
+  }
+
+  std::vector<std::string> toyreg_args(const fs::path& run_dir, const std::vector<std::string>& extra) {
+    std::vector<std::string> args{host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg",
+                                  "--run-dir", run_dir.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  Result run_toyreg(const fs::path& run_dir, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = toyreg_args(run_dir, extra);
+    args.erase(args.begin());
+    RunOptions o;
+    o.timeout = kRunTimeout;
+    return host(args, o);
+  }
+
+  std::vector<double> losses(const fs::path& dir) {
+    std::vector<double> out;
+    for (const json& m : read_jsonl(dir / "metrics.jsonl"))
+      if (m.value("name", "") == "train/loss") out.push_back(m["value"].get<double>());
+    return out;
+  }
+
+  // Waits until rank 0 has logged `n` losses in `dir`; false when the process ended first.
+  bool wait_for_steps(Process& p, const fs::path& dir, size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline && p.running()) {
+      if (losses(dir).size() >= n) return true;
+      std::this_thread::sleep_for(Millis(50));
+    }
+    return false;
+  }
+
+  std::string toyreg_;
+};
+
+// What a 30-step toyreg run ends with: its weights as every rank reports them.
+struct Weights {
+  double w = NAN, b = NAN;
+};
+
+Weights weights_of(const fs::path& summary_file) {
+  const json s = file_json(summary_file);
+  if (s.is_discarded() || !s["result"].is_object()) return {};
+  return {s["result"]["w"].get<double>(), s["result"]["b"].get<double>()};
+}
+
+TEST_F(DistributedTest, TwoRanksStayIdenticalAndMatchOneProcessOnTheGlobalBatch) {
+  const fs::path two = tmp() / "two", one = tmp() / "one";
+  const std::vector<std::string> common{"--set", "steps=30", "--set", "samples=256", "--set", "checkpoint_every=10",
+                                        "--set", "lr=0.05"};
+  std::vector<std::string> dist = common, single = common;
+  for (const char* a : {"--nproc-per-node", "2", "--batch-size", "16"}) dist.push_back(a);
+  for (const char* a : {"--batch-size", "32"}) single.push_back(a);
+  const Result r2 = run_toyreg(two, dist);
+  ASSERT_EQ(r2.exit_code, 0) << r2.describe();
+  const Result r1 = run_toyreg(one, single);
+  ASSERT_EQ(r1.exit_code, 0) << r1.describe();
+
+  // Both ranks end with the very same parameters (they apply the same averaged gradients).
+  const Weights rank0 = weights_of(two / "summary.json"), rank1 = weights_of(two / "ranks" / "1" / "summary.json");
+  ASSERT_FALSE(std::isnan(rank0.w) || std::isnan(rank1.w)) << r2.describe();
+  EXPECT_EQ(rank0.w, rank1.w);
+  EXPECT_EQ(rank0.b, rank1.b);
+  // ... and the parameters of one process trained on both halves of every global batch.
+  const Weights single_w = weights_of(one / "summary.json");
+  EXPECT_NEAR(rank0.w, single_w.w, 1e-5);
+  EXPECT_NEAR(rank0.b, single_w.b, 1e-5);
+  // Training moved them well away from the start, so agreement is not trivial.
+  EXPECT_GT(std::abs(rank0.w), 1.0);
+
+  const json summary = file_json(two / "summary.json");
+  EXPECT_EQ(summary["status"], "completed") << summary.dump(2);
+  EXPECT_EQ(summary["result"]["world_size"], 2);
+  EXPECT_EQ(summary["result"]["backend"], "gloo");
+  EXPECT_EQ(file_json(two / "ranks" / "1" / "summary.json")["result"]["rank"], 1);
+
+  // The plan: per-rank batch, the global batch, and the machine's cores split between ranks.
+  const json plan = file_json(two / "plan.json");
+  ASSERT_TRUE(plan["distributed"].is_object()) << plan.dump(2);
+  EXPECT_EQ(plan["distributed"]["world_size"], 2);
+  EXPECT_EQ(plan["distributed"]["global_batch_size"], 32);
+  EXPECT_EQ(plan["batch_size"], 16);
+  EXPECT_EQ(plan["distributed"]["ranks"].size(), 2u) << plan.dump(2);
+  const int all_cores = file_json(one / "plan.json")["threads"]["intra_op"];
+  EXPECT_EQ(plan["threads"]["intra_op"], std::max(1, all_cores / 2)) << plan.dump(2);
+  EXPECT_EQ(summary["result"]["torch_threads"], plan["threads"]["intra_op"]);
+
+  // Rank 0 alone writes checkpoints and the run's metrics; rank 1 keeps its own log.
+  EXPECT_TRUE(fs::is_regular_file(two / "checkpoints" / "step-000000030.ckpt"));
+  EXPECT_FALSE(fs::exists(two / "ranks" / "1" / "checkpoints"));
+  EXPECT_EQ(losses(two).size(), 30u);
+  EXPECT_TRUE(fs::is_regular_file(two / "ranks" / "1" / "log.txt"));
+  EXPECT_TRUE(fs::is_regular_file(two / "model.safetensors"));
+  EXPECT_TRUE(contains(r2.err, "starting ranks 0-1 of 2")) << r2.describe();
+}
+
+TEST_F(DistributedTest, TorchrunEnvironmentMakesEachHostOneRank) {
+  const fs::path dir = tmp() / "run", one = tmp() / "one";
+  const std::string port = std::to_string(free_port());
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    RunOptions o;
+    o.cwd = tmp();
+    o.env = {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},
+             {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}};
+    // Rank 1 starts first: it must wait for rank 0 to make the run folder, not race it.
+    ranks.insert(ranks.begin(), std::make_unique<Process>(
+                                    toyreg_args(dir, {"--set", "steps=30", "--set", "lr=0.05", "--batch-size", "16"}), o));
+    if (rank == 0) std::this_thread::sleep_for(Millis(300));
+  }
+  const Result r1 = ranks[0]->wait(kRunTimeout), r0 = ranks[1]->wait(kRunTimeout);
+  ASSERT_EQ(r0.exit_code, 0) << r0.describe();
+  ASSERT_EQ(r1.exit_code, 0) << r1.describe();
+  const Result single = run_toyreg(one, {"--set", "steps=30", "--set", "lr=0.05", "--batch-size", "32"});
+  ASSERT_EQ(single.exit_code, 0) << single.describe();
+
+  const Weights w0 = weights_of(dir / "summary.json"), w1 = weights_of(dir / "ranks" / "1" / "summary.json");
+  EXPECT_EQ(w0.w, w1.w);
+  EXPECT_EQ(w0.b, w1.b);
+  EXPECT_NEAR(w0.w, weights_of(one / "summary.json").w, 1e-5);
+  const json plan = file_json(dir / "plan.json");
+  EXPECT_EQ(plan["distributed"]["source"], "torchrun environment") << plan.dump(2);
+  EXPECT_EQ(plan["distributed"]["world_size"], 2);
+  EXPECT_EQ(plan["distributed"]["master"], "127.0.0.1:" + port);
+}
+
+TEST_F(DistributedTest, ACrashingRankEndsTheRunNamingItAndLeavesNoProcess) {
+  const fs::path dir = tmp() / "run";
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = run_toyreg(dir, {"--nproc-per-node", "2", "--batch-size", "16", "--set", "steps=100000",
+                                    "--set", "step_delay_ms=10", "--set", "crash_at_step=20", "--set", "fault_rank=1"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "rank 1 was killed by signal 11")) << r.describe();
+  EXPECT_LT(seconds, 60) << "the run should end at once, not when a collective times out";
+  EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
+  const json summary = file_json(dir / "summary.json");
+  EXPECT_EQ(summary["status"], "failed") << summary.dump(2);
+  EXPECT_EQ(summary["failed_rank"], 1) << summary.dump(2);
+  // What rank 0 wrote before is kept.
+  EXPECT_GE(losses(dir).size(), 10u);
+}
+
+TEST_F(DistributedTest, AFailingRankReportsItsError) {
+  const Result r = run_toyreg(tmp() / "run", {"--nproc-per-node", "2", "--batch-size", "16", "--set", "steps=100",
+                                              "--set", "fail_at_step=5", "--set", "fault_rank=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "rank 1 failed: invalid argument: failing on purpose at step 5")) << r.describe();
+  EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
+}
+
+TEST_F(DistributedTest, ARankThatDoesNotNoticeIsKilledAfterTheOthersFail) {
+  // Rank 0 sleeps outside any collective when rank 1 crashes: it would never learn of it.
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = run_toyreg(tmp() / "run", {"--nproc-per-node", "2", "--batch-size", "16", "--set", "steps=100",
+                                              "--set", "crash_at_step=5", "--set", "fault_rank=1", "--set",
+                                              "hang_at_step=5", "--set", "hang_rank=0"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "rank 1 was killed by signal 11")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "stopped the other ranks here (0)")) << r.describe();
+  EXPECT_LT(seconds, 30);
+  EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
+}
+
+TEST_F(DistributedTest, AKilledWorkerEndsTheRunWithinTheTimeout) {
+  const fs::path dir = tmp() / "run";
+  RunOptions o;
+  o.cwd = tmp();
+  Process p(toyreg_args(dir, {"--nproc-per-node", "2", "--batch-size", "16", "--set", "steps=100000", "--set",
+                              "step_delay_ms=10", "--set", "checkpoint_every=1000000"}),
+            o);
+  ASSERT_TRUE(wait_for_steps(p, dir, 10)) << p.wait(Millis(0)).describe();
+  const pid_t rank1 = worker_of_rank(p.pid(), 1);
+  ASSERT_GT(rank1, 0) << "no worker with RANK=1 under the host";
+  ASSERT_EQ(::kill(rank1, SIGKILL), 0);
+  const auto sent = std::chrono::steady_clock::now();
+  const Result r = p.wait(Millis(60000));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "rank 1 was killed by signal 9")) << r.describe();
+  EXPECT_LT(seconds, 30);
+  EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
+}
+
+TEST_F(DistributedTest, ALostPeerEndsATorchrunRankWithAClearError) {
+  // Launched by an external launcher, no host sees both ranks: the survivor learns from c10d.
+  const fs::path dir = tmp() / "run";
+  const std::string port = std::to_string(free_port());
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    RunOptions o;
+    o.cwd = tmp();
+    o.env = {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},
+             {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}};
+    ranks.push_back(std::make_unique<Process>(
+        toyreg_args(dir, {"--batch-size", "16", "--set", "steps=100000", "--set", "step_delay_ms=10", "--set",
+                          "checkpoint_every=1000000", "--dist-timeout", "20"}),
+        o));
+  }
+  ASSERT_TRUE(wait_for_steps(*ranks[0], dir, 10)) << ranks[0]->wait(Millis(0)).describe();
+  ASSERT_EQ(::kill(ranks[1]->pid(), SIGKILL), 0);  // the host of rank 1, and with it its worker
+  const auto sent = std::chrono::steady_clock::now();
+  const Result r0 = ranks[0]->wait(Millis(90000));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_EQ(r0.exit_code, 1) << r0.describe();
+  EXPECT_TRUE(contains(r0.err, "distributed rank 0 of 2")) << r0.describe();
+  EXPECT_LT(seconds, 45) << "rank 0 should fail within the 20 s timeout";
+  EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
+}
+
+TEST_F(DistributedTest, CtrlCStopsEveryRankAtTheSameStepAndResumeFinishesTheRun) {
+  const fs::path dir = tmp() / "run", straight = tmp() / "straight";
+  const std::vector<std::string> args{"--nproc-per-node", "2", "--batch-size", "16", "--set", "steps=400", "--set",
+                                      "step_delay_ms=15", "--set", "checkpoint_every=1000000", "--set", "lr=0.02"};
+  RunOptions o;
+  o.cwd = tmp();
+  Process p(toyreg_args(dir, args), o);
+  ASSERT_TRUE(wait_for_steps(p, dir, 20)) << p.wait(Millis(0)).describe();
+  ASSERT_EQ(::kill(p.pid(), SIGINT), 0);
+  const Result r = p.wait(Millis(30000));
+  ASSERT_EQ(r.exit_code, 130) << r.describe();
+  EXPECT_EQ(file_json(dir / "summary.json")["status"], "cancelled");
+  EXPECT_EQ(file_json(dir / "ranks" / "1" / "summary.json")["status"], "cancelled");
+  EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
+  // One checkpoint, written by rank 0 at the step both ranks agreed on.
+  std::vector<std::string> checkpoints;
+  for (const auto& e : fs::directory_iterator(dir / "checkpoints"))
+    if (e.path().filename().string().rfind("step-", 0) == 0) checkpoints.push_back(e.path().filename().string());
+  ASSERT_EQ(checkpoints.size(), 1u);
+  const size_t stopped_at = losses(dir).size();
+  EXPECT_LT(stopped_at, 400u);
+
+  const Result resumed = run_toyreg(dir, {"--resume", "--nproc-per-node", "2", "--batch-size", "16"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  EXPECT_TRUE(contains(read_file(dir / "ranks" / "1" / "log.txt"), "resumed from step " + std::to_string(stopped_at)))
+      << read_file(dir / "ranks" / "1" / "log.txt");
+  std::vector<std::string> fast = args;
+  fast[fast.size() - 5] = "step_delay_ms=0";
+  const Result uninterrupted = run_toyreg(straight, fast);
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.describe();
+  // Stopped, resumed and finished, the run ends where the uninterrupted one does.
+  const Weights a = weights_of(dir / "summary.json"), b = weights_of(straight / "summary.json");
+  EXPECT_EQ(a.w, b.w);
+  EXPECT_EQ(a.b, b.b);
+  EXPECT_EQ(weights_of(dir / "ranks" / "1" / "summary.json").w, a.w);
+}
+
+TEST_F(DistributedTest, PrintPlanShowsTheRanks) {
+  const Result r = host({"--plugin-dir", toyreg_, "--print-plan", "--algorithm", "toyreg", "--nproc-per-node", "2",
+                         "--batch-size", "8"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "2 ranks, gloo")) << r.out;
+  EXPECT_TRUE(contains(r.out, "global batch size")) << r.out;
+  EXPECT_TRUE(contains(r.out, "16")) << r.out;
+}
+
+TEST_F(DistributedTest, BadLaunchesAreRefusedNamingTheProblem) {
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"--nproc-per-node", "0"}, {}, "--nproc-per-node must be at least 1"},
+      {{"--nnodes", "2", "--node-rank", "0"}, {}, "--master-addr"},
+      {{"--nnodes", "2", "--master-addr", "10.0.0.1"}, {}, "--node-rank"},
+      {{"--nnodes", "2", "--node-rank", "2", "--master-addr", "10.0.0.1"}, {}, "--node-rank 2 is outside 0..1"},
+      {{"--master-port", "70000", "--nproc-per-node", "2"}, {}, "--master-port must be from 1 to 65535"},
+      {{"--nproc-per-node", "2"}, {{"RANK", "0"}, {"WORLD_SIZE", "2"}}, "cannot be used together"},
+      {{}, {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1234"}}, "MASTER_ADDR"},
+      {{}, {{"RANK", "3"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}}, "RANK='3'"},
+      {{}, {{"RANK", "0"}, {"WORLD_SIZE", "two"}}, "WORLD_SIZE='two'"},
+      {{}, {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}}, "--run-dir"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args{"--plugin-dir", toyreg_, "--algorithm", "toyreg"};
+    if (c.expected != "--run-dir") {
+      args.push_back("--run-dir");
+      args.push_back((tmp() / "never").string());
+    }
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    RunOptions o;
+    o.env = c.env;
+    const Result r = host(args, o);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_TRUE(contains(r.err, c.expected)) << "expected '" << c.expected << "'\n" << r.describe();
+    EXPECT_FALSE(fs::exists(tmp() / "never")) << r.describe();
+  }
+}
+
+}  // namespace
+}  // namespace mlhost::cli_test
