@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <mlh/format.hpp>
+#include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <nlohmann/json.hpp>
 
@@ -170,6 +171,27 @@ void benchmark_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::
   }
   json summary = mlh::rt::benchmarks_summary(results);
   summary["mfu"] = mfu;
+  // The device memory one training step of the default model peaks at, without and with
+  // gradient checkpointing of the recursion, at the same batch (CUDA: the caching
+  // allocator's peak, weights and optimizer state included; TARGETS: >= 30% lower with it).
+  if (plan.device.is_cuda()) {
+    const Size& size = sizes[1];
+    for (bool checkpointing : {false, true}) {
+      ModelConfig model = puzzle_model_config(size.cfg, sudoku);
+      model.gradient_checkpointing = checkpointing;
+      mlh::rt::RuntimePlan p = plan;
+      p.gradient_checkpointing = checkpointing;
+      Trainer t(size.cfg, p, model);
+      t.step(batch);  // the optimizer state exists from here on
+      mlh::rt::reset_peak_memory(plan.device);
+      t.step(batch);
+      const std::optional<int64_t> peak = mlh::rt::memory_stats(plan.device).peak;
+      if (!peak) break;
+      summary[checkpointing ? "peak_bytes_checkpointed" : "peak_bytes_plain"] = *peak;
+      ctx.info(std::string("train step of ") + size.name + (checkpointing ? " with" : " without") +
+               " gradient checkpointing: peak " + mlh::fixed(static_cast<double>(*peak) / (1 << 20), 0) + " MiB");
+    }
+  }
   summary["batch_size"] = batch_size;
   ctx.summary(summary.dump());
 }

@@ -12,11 +12,17 @@
 
 #include "mlh/runtime/compat.hpp"
 
-// Debian's LibTorch has Gloo inside libtorch_cpu but its CMake package does not say so.
+// Gloo is inside libtorch_cpu of Debian's LibTorch and of PyTorch's wheels, but their CMake
+// packages do not say so (USE_C10D_GLOO); its own headers must be there to use it.
+#if __has_include(<gloo/algorithm.h>)
+#define MLH_RT_HAS_GLOO 1
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#else
+#define MLH_RT_HAS_GLOO 0
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if MLH_RT_HAS_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -76,13 +82,13 @@ Distributed::Distributed(const mlh::RunContext& ctx, c10::Device device)
 
 Distributed::Distributed(const DistributedSettings& s, c10::Device device)
     : rank_(s.rank), world_size_(s.world_size), local_rank_(s.local_rank), timeout_(s.timeout) {
-  if (world_size_ <= 1) return;
+  if (world_size_ <= 1 && !s.group_of_one) return;
   if (device.is_mps())
     throw mlh::Error(MLH_ERR_UNSUPPORTED,
                      "distributed training cannot run on MPS: neither Gloo nor NCCL carries MPS tensors "
                      "(run on the CPU with --device cpu, or on one process)");
   const std::string where = s.master_addr + ":" + std::to_string(s.master_port);
-  group_ = std::make_unique<Group>();
+  auto group = std::make_unique<Group>();  // kept only once the group works
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(s.master_port);
@@ -90,7 +96,7 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
     options.numWorkers = static_cast<std::size_t>(world_size_);
     options.waitWorkers = true;
     options.timeout = timeout_;
-    group_->store = c10::make_intrusive<c10d::TCPStore>(s.master_addr, options);
+    group->store = c10::make_intrusive<c10d::TCPStore>(s.master_addr, options);
   } catch (const std::exception& e) {
     throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank_) + " of " +
                                               std::to_string(world_size_) + ": rendezvous at " + where +
@@ -101,11 +107,13 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
     if (device.is_cuda()) {
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = timeout_;
-      group_->comm = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_->store, rank_, world_size_, options);
-      group_->backend = "nccl";
+      group->comm = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, rank_, world_size_, options);
+      group->backend = "nccl";
+      group_ = std::move(group);
       return;
     }
 #endif
+#if MLH_RT_HAS_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(timeout_);
     // Ranks on one machine talk over loopback; across machines Gloo needs the interface
     // that reaches the others: GLOO_SOCKET_IFNAME as in PyTorch, else this host's name.
@@ -115,8 +123,13 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     else
       options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    group_->comm = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, rank_, world_size_, options);
-    group_->backend = "gloo";
+    group->comm = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, rank_, world_size_, options);
+    group->backend = "gloo";
+    group_ = std::move(group);
+#else
+    throw mlh::Error(MLH_ERR_UNSUPPORTED, std::string("this build of the runtime has no Gloo (LibTorch's gloo headers "
+                                                      "were missing), so ") + device.str() + " ranks cannot join");
+#endif
   } catch (const std::exception& e) {
     throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank_) + " of " +
                                               std::to_string(world_size_) + ": cannot form the process group via " +

@@ -86,6 +86,14 @@ std::optional<double> free_memory_fraction(at::Device device) {
   return std::nullopt;
 }
 
+void reset_peak_memory(at::Device device) {
+#if MLH_TORCH_HAS_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device));
+#else
+  (void)device;
+#endif
+}
+
 void empty_device_cache(at::Device device) {
 #if MLH_TORCH_HAS_CUDA
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();

@@ -46,6 +46,7 @@ struct DistributedSettings {
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR
   int master_port = 29500;                // MASTER_PORT
   std::chrono::milliseconds timeout{300000};  // MLH_DIST_TIMEOUT_S
+  bool group_of_one = false;  // form a group even for world_size 1 (to check a backend initializes)
 
   // Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming a malformed variable, or a rank
   // outside [0, world_size).
@@ -69,7 +70,7 @@ class Distributed {
   Distributed(const Distributed&) = delete;
   Distributed& operator=(const Distributed&) = delete;
 
-  bool enabled() const { return world_size_ > 1; }
+  bool enabled() const { return group_ != nullptr; }  // in a group: collectives do something
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   int local_rank() const { return local_rank_; }

@@ -36,6 +36,10 @@ std::optional<double> free_memory_fraction(at::Device device);
 // Returns the CUDA caching allocator's unused blocks to the driver; nothing elsewhere.
 void empty_device_cache(at::Device device);
 
+// Starts MemoryStats::peak afresh from what is held now (CUDA), to compare the peaks of two
+// pieces of work in one process; nothing elsewhere.
+void reset_peak_memory(at::Device device);
+
 struct MemoryMonitorOptions {
   double interval_s = 10.0;           // between metric emissions and free-memory checks
   int64_t empty_cache_steps = 0;      // the plan's empty_cache_steps; 0: never

@@ -1,0 +1,180 @@
+// GPU-only tests: on a machine with an NVIDIA GPU and a CUDA LibTorch they check the whole
+// product on the GPU; elsewhere each one skips and says why. scripts/gpu.sh runs them.
+//  - the cuda plugin's records match what the CUDA runtime (through LibTorch) reports, and
+//    the host chooses cuda:0;
+//  - fp16 (with the gradient scaler) and bf16 autocast train protonet, ppo and trm for a few
+//    steps without NaN;
+//  - the plan's memory fraction caps the allocator: an allocation beyond it fails cleanly;
+//  - gradient checkpointing lowers the peak memory of a TRM training step;
+//  - a checkpoint trained on the GPU evaluates on the CPU;
+//  - NCCL initializes for a single-rank group.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <torch/cuda.h>
+
+#include <mlh/plugin.hpp>
+#include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/compat.hpp>
+#include <mlh/runtime/distributed.hpp>
+#include <mlh/runtime/memory.hpp>
+
+#if MLH_TORCH_HAS_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+#include "algorithm_host_test.hpp"
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// Skips the test unless LibTorch has CUDA and sees a GPU, saying which is missing.
+#define REQUIRE_GPU()                                                                                   \
+  do {                                                                                                  \
+    if (!MLH_TORCH_HAS_CUDA) GTEST_SKIP() << "GPU-only test: this LibTorch was built without CUDA";    \
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "GPU-only test: LibTorch sees no CUDA GPU here"; \
+  } while (0)
+
+HostResult host(const std::string& args) { return run_host(MLH_GPU_HOST_BIN, MLH_GPU_PLUGIN_DIR, args); }
+
+class Gpu : public HostTempDirTest {
+ protected:
+  Gpu() : HostTempDirTest("mlhost-gpu-") {}
+
+  json probe() {
+    const HostResult r = host("--probe --json");
+    EXPECT_EQ(r.rc, 0) << r.output;
+    return json::parse(r.output.substr(r.output.find('{')), nullptr, false);
+  }
+
+  // Trains `args` and returns its summary; fails the test unless it completed with a finite loss.
+  json train(const std::string& what, const std::string& args) {
+    const HostResult r = host(args);
+    EXPECT_EQ(r.rc, 0) << what << "\n" << r.output;
+    const json s = read_json_file(args.substr(args.find("--run-dir ") + 10, args.find(' ', args.find("--run-dir ") + 10) -
+                                                                                 args.find("--run-dir ") - 10) +
+                                  "/summary.json");
+    EXPECT_EQ(s.value("status", ""), "completed") << what << ": " << s.dump();
+    for (const auto& [name, value] : s.value("last_metrics", json::object()).items())
+      if (name.find("loss") != std::string::npos)
+        EXPECT_TRUE(value.is_number() && std::isfinite(value.get<double>())) << what << ": " << name << " = " << value;
+    return s;
+  }
+};
+
+TEST_F(Gpu, ProbeRecordsMatchTheCudaRuntimeAndTheHostChoosesCuda) {
+  REQUIRE_GPU();
+#if MLH_TORCH_HAS_CUDA
+  const json report = probe();
+  ASSERT_FALSE(report.is_discarded());
+  int64_t cuda_devices = 0;
+  for (const json& d : report["devices"]) {
+    if (d.value("kind", "") != "cuda") continue;
+    ++cuda_devices;
+    const int index = d["index"];
+    const cudaDeviceProp* p = at::cuda::getDeviceProperties(index);
+    EXPECT_EQ(d["name"], std::string(p->name)) << d.dump(2);
+    EXPECT_EQ(d["memory_total_bytes"].get<int64_t>(), static_cast<int64_t>(p->totalGlobalMem)) << d.dump(2);
+    EXPECT_EQ(d["capability_major"], p->major);
+    EXPECT_EQ(d["capability_minor"], p->minor);
+    EXPECT_EQ(d["compute_units"], p->multiProcessorCount);
+    EXPECT_EQ(d["torch_device"], "cuda:" + std::to_string(index));
+  }
+  EXPECT_EQ(cuda_devices, static_cast<int64_t>(torch::cuda::device_count()));
+  EXPECT_EQ(report["chosen"], "cuda:0") << report.dump(2);
+#endif
+}
+
+TEST_F(Gpu, Fp16AndBf16TrainEveryAlgorithmWithoutNan) {
+  REQUIRE_GPU();
+  const std::string data = dir_ + "/sudoku";
+  const HostResult b = host("--algorithm trm --command build-data --device cpu --run-dir " + dir_ + "/build" +
+                            " --set build.train=200 --set build.test=20 --set data.dir=" + data);
+  ASSERT_EQ(b.rc, 0) << b.output;
+  const char* mnist = std::getenv("MLH_FASHION_MNIST_DIR");
+  const std::string mnist_dir = mnist ? mnist : "/usr/share/datasets/fashion-mnist";
+  const bool have_mnist = fs::exists(mnist_dir + "/train-images-idx3-ubyte.gz");
+  for (const std::string precision : {"fp16", "bf16"}) {
+    const std::string common = " --device cuda --precision " + precision + " --run-dir " + dir_ + "/";
+    train("trm " + precision, "--algorithm trm" + common + "trm-" + precision + " --set preset=sudoku-easy --set data.dir=" +
+                                  data + " --set train_steps=20 --set eval_every=10 --set model.hidden=64");
+    train("ppo " + precision, "--algorithm ppo" + common + "ppo-" + precision +
+                                  " --set preset=puzzle4 --set network.hidden_dim=32 --set network.num_heads=2"
+                                  " --set total_timesteps=2048 --set num_envs=8 --set num_steps=32");
+    if (!have_mnist) {
+      std::printf("protonet %s skipped: no Fashion-MNIST in %s (set MLH_FASHION_MNIST_DIR)\n", precision.c_str(),
+                  mnist_dir.c_str());
+      continue;
+    }
+    const std::string f = " --set data.root=" + mnist_dir + "/train-images-idx3-ubyte.gz --set data.labels=" + mnist_dir +
+                          "/train-labels-idx1-ubyte.gz --set data.test_root=" + mnist_dir +
+                          "/t10k-images-idx3-ubyte.gz --set data.test_labels=" + mnist_dir + "/t10k-labels-idx1-ubyte.gz";
+    train("protonet " + precision, "--algorithm protonet" + common + "protonet-" + precision + f +
+                                       " --set epochs=2 --set episodes_per_epoch=20 --set val_episodes=5");
+  }
+}
+
+TEST_F(Gpu, MemoryFractionCapsTheAllocator) {
+  REQUIRE_GPU();
+  mlh::rt::RuntimePlan plan;
+  plan.torch_device = "cuda:0";
+  plan.device = c10::Device("cuda:0");
+  plan.memory_fraction = 0.05;
+  mlh::rt::apply_plan(plan);
+#if MLH_TORCH_HAS_CUDA
+  const int64_t total = static_cast<int64_t>(at::cuda::getDeviceProperties(0)->totalGlobalMem);
+  // Within the cap: fine. Beyond it: an out-of-memory error LibTorch throws, not a crash.
+  EXPECT_NO_THROW(at::empty({total / 50}, at::TensorOptions().dtype(at::kByte).device(plan.device)));
+  EXPECT_THROW(at::empty({total / 10}, at::TensorOptions().dtype(at::kByte).device(plan.device)), c10::Error);
+  // The process goes on: a small allocation still works after the refusal.
+  EXPECT_NO_THROW(at::ones({1024}, plan.device).sum().item<float>());
+#endif
+}
+
+TEST_F(Gpu, GradientCheckpointingLowersTrmPeakMemory) {
+  REQUIRE_GPU();
+  // The TRM benchmark measures one training step with and without checkpointing on the
+  // device it runs on and reports each peak (memory/peak_bytes).
+  const HostResult r = host("--algorithm trm --benchmark --json --device cuda --precision bf16 --run-dir " + dir_ + "/bench");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json s = read_json_file(dir_ + "/bench/summary.json");
+  const json& res = s["result"];
+  ASSERT_TRUE(res.contains("peak_bytes_plain") && res.contains("peak_bytes_checkpointed")) << s.dump(2);
+  const double plain = res["peak_bytes_plain"], ckpt = res["peak_bytes_checkpointed"];
+  std::printf("TRM step peak memory: %.0f MiB plain, %.0f MiB with checkpointing (%.0f%% lower)\n", plain / 1048576,
+              ckpt / 1048576, 100 * (1 - ckpt / plain));
+  EXPECT_LT(ckpt, 0.7 * plain) << "TARGETS: at least 30% lower";
+}
+
+TEST_F(Gpu, CheckpointTrainedOnTheGpuEvaluatesOnTheCpu) {
+  REQUIRE_GPU();
+  const std::string run = dir_ + "/toy";
+  const std::string toy = std::string(" --plugin-dir ") + MLH_GPU_TOYREG_DIR + " --algorithm toyreg --run-dir " + run;
+  const HostResult t = host("--device cuda" + toy + " --set steps=200");
+  ASSERT_EQ(t.rc, 0) << t.output;
+  EXPECT_EQ(read_json_file(run + "/plan.json")["device"], "cuda:0");
+  const HostResult e = host("--device cpu --command eval --resume" + toy);
+  ASSERT_EQ(e.rc, 0) << e.output;
+  const json s = read_json_file(run + "/summary.json");
+  EXPECT_LT(s["result"]["parameter_error"].get<double>(), 0.1) << s.dump(2);
+}
+
+TEST_F(Gpu, NcclInitializesForASingleRank) {
+  REQUIRE_GPU();
+  mlh::rt::DistributedSettings s;
+  s.group_of_one = true;
+  s.master_port = 29000 + ::getpid() % 1000;
+  mlh::rt::Distributed dist(s, c10::Device("cuda:0"));
+  EXPECT_EQ(dist.backend(), "nccl") << "this build of the runtime found no NCCL (see the CMake configure output)";
+  at::Tensor t = at::full({4}, 2.0f, c10::Device("cuda:0"));
+  dist.all_reduce_sum(t);
+  EXPECT_EQ(t.sum().item<float>(), 8.0f);
+}
+
+}  // namespace
