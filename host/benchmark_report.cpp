@@ -32,17 +32,26 @@ std::string benchmark_table(const json& summary_result, const json& plan) {
   std::string out = "Benchmarks on " + plan.value("device", std::string("?")) + " (" +
                     plan.value("device_name", std::string("?")) + "), precision " +
                     plan.value("precision", std::string("?")) + "\n";
+  // A peak-memory column only when some benchmark knows its peak (CUDA).
+  bool peaks = false;
+  for (const json& r : results) peaks = peaks || (r.contains("peak_memory_bytes") && r["peak_memory_bytes"].is_number());
   char line[256];
-  std::snprintf(line, sizeof line, "  %-32s %8s %10s %10s %10s %16s\n", "benchmark", "iters", "median ms", "p10 ms",
-                "p90 ms", "throughput");
+  std::snprintf(line, sizeof line, "  %-32s %8s %10s %10s %10s %16s%s\n", "benchmark", "iters", "median ms", "p10 ms",
+                "p90 ms", "throughput", peaks ? "   peak MiB" : "");
   out += line;
   for (const json& r : results) {
     const std::string unit = r.value("unit", std::string("items")) + "/s";
-    char throughput[64];
+    char throughput[64], peak[32] = "";
     std::snprintf(throughput, sizeof throughput, "%.1f %s", number(r, "throughput"), unit.c_str());
-    std::snprintf(line, sizeof line, "  %-32s %8lld %10.3f %10.3f %10.3f %16s\n", r.value("name", std::string("?")).c_str(),
+    if (peaks) {
+      if (r.contains("peak_memory_bytes") && r["peak_memory_bytes"].is_number())
+        std::snprintf(peak, sizeof peak, " %10.0f", number(r, "peak_memory_bytes") / (1024.0 * 1024.0));
+      else
+        std::snprintf(peak, sizeof peak, " %10s", "-");
+    }
+    std::snprintf(line, sizeof line, "  %-32s %8lld %10.3f %10.3f %10.3f %16s%s\n", r.value("name", std::string("?")).c_str(),
                   static_cast<long long>(number(r, "iterations")), number(r, "median_ms"), number(r, "p10_ms"),
-                  number(r, "p90_ms"), throughput);
+                  number(r, "p90_ms"), throughput, peak);
     out += line;
   }
   return out;

@@ -24,6 +24,21 @@ TEST(BenchmarkReport, TableHasARowPerResult) {
   EXPECT_EQ(j["benchmarks"][0]["name"], "train_step");
 }
 
+TEST(BenchmarkReport, PeakMemoryColumnOnlyWhenSomeResultKnowsIt) {
+  json cpu_row = {{"name", "step"}, {"iterations", 5}, {"median_ms", 1.0}, {"throughput", 10.0},
+                  {"unit", "samples"}, {"peak_memory_bytes", nullptr}};
+  EXPECT_EQ(benchmark_table({{"benchmarks", json::array({cpu_row})}}, kPlan).find("peak MiB"), std::string::npos);
+  json gpu_row = cpu_row;
+  gpu_row["name"] = "gpu_step";
+  gpu_row["peak_memory_bytes"] = 3 * 1024 * 1024;
+  const std::string table = benchmark_table({{"benchmarks", json::array({cpu_row, gpu_row})}}, kPlan);
+  EXPECT_NE(table.find("peak MiB"), std::string::npos) << table;
+  const size_t gpu_line = table.find("gpu_step");
+  ASSERT_NE(gpu_line, std::string::npos);
+  EXPECT_NE(table.find(" 3\n", gpu_line), std::string::npos) << table;
+  EXPECT_NE(table.find("-\n"), std::string::npos) << "the CPU row's unknown peak shows as '-': " << table;
+}
+
 TEST(BenchmarkReport, NoResultsIsAnError) {
   EXPECT_THROW(benchmark_table(json::object(), kPlan), std::runtime_error);
   EXPECT_THROW(benchmark_json(json(nullptr), kPlan), std::runtime_error);

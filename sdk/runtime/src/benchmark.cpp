@@ -8,6 +8,7 @@
 #include <torch/cuda.h>
 
 #include <mlh/runtime/benchmark.hpp>
+#include <mlh/runtime/memory.hpp>
 
 namespace mlh::rt {
 namespace {
@@ -32,7 +33,8 @@ nlohmann::json BenchmarkResult::to_json() const {
           {"median_ms", median_ms}, {"p10_ms", p10_ms},
           {"p90_ms", p90_ms},       {"mean_ms", mean_ms},
           {"stddev_ms", stddev_ms}, {"items_per_iteration", items_per_iteration},
-          {"throughput", throughput}, {"unit", unit}};
+          {"throughput", throughput}, {"unit", unit},
+          {"peak_memory_bytes", peak_memory_bytes ? nlohmann::json(*peak_memory_bytes) : nlohmann::json(nullptr)}};
 }
 
 BenchmarkResult run_benchmark(const std::string& name, const std::function<void()>& body,
@@ -48,6 +50,7 @@ BenchmarkResult run_benchmark(const std::string& name, const std::function<void(
     synchronize(options.device);
   }
 
+  reset_peak_memory(options.device);
   std::vector<double> times_ms;
   const clock::time_point start = clock::now();
   auto elapsed_s = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
@@ -62,6 +65,7 @@ BenchmarkResult run_benchmark(const std::string& name, const std::function<void(
 
   BenchmarkResult result;
   result.name = name;
+  result.peak_memory_bytes = memory_stats(options.device).peak;
   result.iterations = static_cast<int64_t>(times_ms.size());
   result.items_per_iteration = options.items_per_iteration;
   result.unit = options.unit;

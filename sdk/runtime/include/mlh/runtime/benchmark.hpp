@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct BenchmarkResult {
   double items_per_iteration = 1;
   double throughput = 0;  // items per second, from the median
   std::string unit;       // of an item; throughput is in unit/s
+  // CUDA: the most device memory tensors held during the timed iterations (the caching
+  // allocator's peak, weights included); unknown elsewhere. JSON null when unknown.
+  std::optional<int64_t> peak_memory_bytes;
 
   // An object with every field under its member name.
   nlohmann::json to_json() const;

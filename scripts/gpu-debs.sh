@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Downloads the Debian 12 packages that scripts/gpu.sh unpacks on a GPU machine that has a
+# CUDA PyTorch but no Debian development packages: Boost (DLL, filesystem, program_options),
+# spdlog with fmt, nlohmann_json, GoogleTest, stb, zlib headers, and the Fashion-MNIST files
+# the GPU tests train ProtoNet on. Run it on Debian 12; apt-get download needs no root.
+#   bash scripts/gpu-debs.sh [FOLDER]     (default .debs, about 45 MB)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-.debs}
+packages=(
+  libboost1.74-dev libboost-system1.74-dev libboost-system1.74.0
+  libboost-filesystem1.74-dev libboost-filesystem1.74.0
+  libboost-program-options1.74-dev libboost-program-options1.74.0
+  libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
+  nlohmann-json3-dev libgtest-dev libgmock-dev
+  libstb-dev libstb0 zlib1g-dev
+  dataset-fashion-mnist
+)
+mkdir -p "$out"
+cd "$out"
+apt-get download "${packages[@]}"
+echo "gpu-debs: $(ls ./*.deb | wc -l) packages, $(du -sh . | cut -f1) in $out"
