@@ -3,10 +3,7 @@
 // process on the global batch; torchrun's environment starts one rank per host process;
 // a rank that crashes, fails or is killed ends the whole run with its rank named and nothing
 // left running; Ctrl-C stops every rank at the same step; a distributed run resumes.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,23 +11,14 @@
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "free_port.hpp"
 
 namespace mlhost::cli_test {
 namespace {
 
 constexpr Millis kRunTimeout{240000};
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+int free_port() { return free_loopback_port_for_test(); }
 
 // The pids whose parent is `parent` (from /proc).
 std::vector<pid_t> children_of(pid_t parent) {
@@ -57,14 +45,15 @@ pid_t worker_of_rank(pid_t parent, int rank) {
   return -1;
 }
 
-class DistributedTest : public CliTest {
+class DistributedTest : public ToyregTest {
  protected:
-  void SetUp() override {
-    CliTest::SetUp();
-    if (HasFatalFailure()) return;
-    ASSERT_TRUE(have_toyreg()) << "this build has no toyreg plugin (MLH_WITH_TORCH=OFF?)";
-    REQUIRE_CASE("toyreg");
-    toyreg_ = case_dir("toyreg").string();
+  // What torchrun gives rank `rank` of 2 on this machine, meeting at 127.0.0.1:port.
+  RunOptions torchrun_rank(int rank, const std::string& port) {
+    RunOptions o;
+    o.cwd = tmp();
+    o.env = {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},
+             {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}};
+    return o;
   }
 
   std::vector<std::string> toyreg_args(const fs::path& run_dir, const std::vector<std::string>& extra) {
@@ -98,8 +87,6 @@ class DistributedTest : public CliTest {
     }
     return false;
   }
-
-  std::string toyreg_;
 };
 
 // What a 30-step toyreg run ends with: its weights as every rank reports them.
@@ -168,10 +155,7 @@ TEST_F(DistributedTest, TorchrunEnvironmentMakesEachHostOneRank) {
   const std::string port = std::to_string(free_port());
   std::vector<std::unique_ptr<Process>> ranks;
   for (int rank = 0; rank < 2; ++rank) {
-    RunOptions o;
-    o.cwd = tmp();
-    o.env = {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},
-             {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}};
+    const RunOptions o = torchrun_rank(rank, port);
     // Rank 1 starts first: it must wait for rank 0 to make the run folder, not race it.
     ranks.insert(ranks.begin(), std::make_unique<Process>(
                                     toyreg_args(dir, {"--set", "steps=30", "--set", "lr=0.05", "--batch-size", "16"}), o));
@@ -258,10 +242,7 @@ TEST_F(DistributedTest, ALostPeerEndsATorchrunRankWithAClearError) {
   const std::string port = std::to_string(free_port());
   std::vector<std::unique_ptr<Process>> ranks;
   for (int rank = 0; rank < 2; ++rank) {
-    RunOptions o;
-    o.cwd = tmp();
-    o.env = {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},
-             {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}};
+    const RunOptions o = torchrun_rank(rank, port);
     ranks.push_back(std::make_unique<Process>(
         toyreg_args(dir, {"--batch-size", "16", "--set", "steps=100000", "--set", "step_delay_ms=10", "--set",
                           "checkpoint_every=1000000", "--dist-timeout", "20"}),

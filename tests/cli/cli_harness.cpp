@@ -531,4 +531,12 @@ json CliTest::list_plugins(const std::vector<std::string>& extra, RunOptions opt
   return stdout_json(r);
 }
 
+void ToyregTest::SetUp() {
+  CliTest::SetUp();
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(have_toyreg()) << "this build has no toyreg plugin (MLH_WITH_TORCH=OFF?)";
+  REQUIRE_CASE("toyreg");
+  toyreg_ = case_dir("toyreg").string();
+}
+
 }  // namespace mlhost::cli_test

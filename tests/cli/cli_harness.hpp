@@ -166,6 +166,14 @@ class CliTest : public ::testing::Test {
   std::unique_ptr<TempDir> tmp_;
 };
 
+// A CLI test that runs the toyreg algorithm plugin (it needs LibTorch): toyreg_ is its folder.
+class ToyregTest : public CliTest {
+ protected:
+  void SetUp() override;
+
+  std::string toyreg_;
+};
+
 }  // namespace mlhost::cli_test
 
 // Fails the current test (fatally) when a test plugin case was not built.

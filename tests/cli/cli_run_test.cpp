@@ -14,14 +14,11 @@ namespace {
 
 constexpr Millis kRunTimeout{180000};
 
-class RunTest : public CliTest {
+class RunTest : public ToyregTest {
  protected:
   void SetUp() override {
-    CliTest::SetUp();
+    ToyregTest::SetUp();
     if (HasFatalFailure()) return;
-    ASSERT_TRUE(have_toyreg()) << "this build has no toyreg plugin (MLH_WITH_TORCH=OFF?)";
-    REQUIRE_CASE("toyreg");
-    toyreg_ = case_dir("toyreg").string();
     run_dir_ = tmp() / "run";
   }
 
@@ -66,7 +63,6 @@ class RunTest : public CliTest {
     return stdout_json(r);
   }
 
-  std::string toyreg_;
   fs::path run_dir_;
 };
 

@@ -77,14 +77,11 @@ uintmax_t size_of(const fs::path& p) {
   return ec ? 0 : n;
 }
 
-class SoakTest : public CliTest {
+class SoakTest : public ToyregTest {
  protected:
   void SetUp() override {
-    CliTest::SetUp();
+    ToyregTest::SetUp();
     if (HasFatalFailure()) return;
-    ASSERT_TRUE(have_toyreg()) << "this build has no toyreg plugin (MLH_WITH_TORCH=OFF?)";
-    REQUIRE_CASE("toyreg");
-    toyreg_ = case_dir("toyreg").string();
     hardware_ = tmp() / "single-thread.ini";
     write_file(hardware_, "intra_op_threads = 1\ninter_op_threads = 1\n");
   }
@@ -110,7 +107,6 @@ class SoakTest : public CliTest {
     return o;
   }
 
-  std::string toyreg_;
   fs::path hardware_;
 };
 

@@ -4,11 +4,6 @@
 // single-process and MPS cases.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <exception>
 #include <functional>
 #include <thread>
@@ -19,22 +14,14 @@
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/distributed.hpp>
 
+#include "free_port.hpp"
+
 namespace {
 
 using mlh::rt::Distributed;
 using mlh::rt::DistributedSettings;
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+int free_port() { return free_loopback_port_for_test(); }
 
 // Runs body(rank, dist) on two ranks at once; rethrows the first failure.
 void two_ranks(const std::function<void(int, Distributed&)>& body, int timeout_s = 30) {
