@@ -111,9 +111,11 @@ int command_print_plan(const CliOptions& options) {
 
 int command_run(const CliOptions& options) {
   const Launch launch = launch_of(options);
-  if (launch.external() && launch.distributed() && options.run_dir.empty())
-    throw HostError("a rank started by " + launch.source.substr(0, launch.source.find(' ')) +
-                        " needs --run-dir: every rank must write to the same folder",
+  // The default folder's name holds the time, which differs between the hosts of one run.
+  if (launch.distributed() && (launch.external() || launch.nnodes > 1) && options.run_dir.empty())
+    throw HostError(std::string(launch.external() ? "a rank started by " + launch.source.substr(0, launch.source.find(' '))
+                                                  : "a run across machines (--nnodes)") +
+                        " needs --run-dir, a folder every rank sees: rank 0 writes the run there",
                     2);
   RunSetup s = setup_run(options);
   const PluginManifest& algorithm = *s.algorithm;

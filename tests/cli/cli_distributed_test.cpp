@@ -321,11 +321,12 @@ TEST_F(DistributedTest, BadLaunchesAreRefusedNamingTheProblem) {
       {{}, {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1234"}}, "MASTER_ADDR"},
       {{}, {{"RANK", "3"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}}, "RANK='3'"},
       {{}, {{"RANK", "0"}, {"WORLD_SIZE", "two"}}, "WORLD_SIZE='two'"},
-      {{}, {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}}, "--run-dir"},
+      {{}, {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}}, "needs --run-dir"},
+      {{"--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1"}, {}, "needs --run-dir"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args{"--plugin-dir", toyreg_, "--algorithm", "toyreg"};
-    if (c.expected != "--run-dir") {
+    if (c.expected != "needs --run-dir") {
       args.push_back("--run-dir");
       args.push_back((tmp() / "never").string());
     }
