@@ -61,9 +61,11 @@ class Gpu : public HostTempDirTest {
                                                                                  args.find("--run-dir ") - 10) +
                                   "/summary.json");
     EXPECT_EQ(s.value("status", ""), "completed") << what << ": " << s.dump();
-    for (const auto& [name, value] : s.value("last_metrics", json::object()).items())
-      if (name.find("loss") != std::string::npos)
+    for (const auto& [name, value] : s.value("last_metrics", json::object()).items()) {
+      if (name.find("loss") != std::string::npos) {
         EXPECT_TRUE(value.is_number() && std::isfinite(value.get<double>())) << what << ": " << name << " = " << value;
+      }
+    }
     return s;
   }
 };

@@ -109,6 +109,7 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
       options->timeout = timeout_;
       group->comm = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, rank_, world_size_, options);
       group->backend = "nccl";
+      comm_device_ = device;
       group_ = std::move(group);
       return;
     }
@@ -141,6 +142,12 @@ std::string Distributed::backend() const { return group_ ? group_->backend : "no
 
 namespace {
 
+// `t` itself when it is contiguous on `device`, else a contiguous copy there (copied back
+// by the callers that write into it).
+at::Tensor on_device(const at::Tensor& t, c10::Device device) {
+  return t.device() == device && t.is_contiguous() ? t : t.to(device).contiguous();
+}
+
 // Runs a collective and waits for it; a failure (a peer that died, a timeout) becomes an
 // mlh::Error that says which rank saw it.
 template <class Launch>
@@ -159,7 +166,7 @@ void Distributed::broadcast(std::vector<at::Tensor> tensors) {
   if (!enabled()) return;
   for (at::Tensor& t : tensors) {
     // Collectives work on contiguous tensors: broadcast a contiguous copy, then copy back.
-    std::vector<at::Tensor> buffer{t.is_contiguous() ? t : t.contiguous()};
+    std::vector<at::Tensor> buffer{on_device(t, comm_device_)};
     run_collective(rank_, world_size_, "broadcast", [&] { return group_->comm->broadcast(buffer); });
     if (!buffer[0].is_same(t)) t.copy_(buffer[0]);
   }
@@ -204,7 +211,7 @@ void Distributed::average_gradients(const std::vector<at::Tensor>& parameters, i
   for (Bucket& b : buckets) {
     std::vector<at::Tensor> pieces;
     for (const at::Tensor& g : b.grads) pieces.push_back(g.reshape({-1}));
-    b.flat = at::cat(pieces);
+    b.flat = at::cat(pieces).to(comm_device_);
     std::vector<at::Tensor> io{b.flat};
     try {
       b.work = group_->comm->allreduce(io);
@@ -228,7 +235,7 @@ void Distributed::average_gradients(const std::vector<at::Tensor>& parameters, i
 
 void Distributed::all_reduce_sum(at::Tensor& tensor) {
   if (!enabled()) return;
-  std::vector<at::Tensor> io{tensor.is_contiguous() ? tensor : tensor.contiguous()};
+  std::vector<at::Tensor> io{on_device(tensor, comm_device_)};
   run_collective(rank_, world_size_, "all-reduce", [&] { return group_->comm->allreduce(io); });
   if (!io[0].is_same(tensor)) tensor.copy_(io[0]);
 }
@@ -242,24 +249,26 @@ void Distributed::all_reduce_mean(at::Tensor& tensor) {
 
 double Distributed::mean(double value) {
   if (!enabled()) return value;
-  at::Tensor t = at::full({1}, value, at::kDouble);
+  at::Tensor t = at::full({1}, value, at::TensorOptions().dtype(at::kDouble).device(comm_device_));
   all_reduce_sum(t);
   return t.item<double>() / world_size_;
 }
 
 bool Distributed::any(bool value) {
   if (!enabled()) return value;
-  at::Tensor t = at::full({1}, value ? 1 : 0, at::kInt);
+  at::Tensor t = at::full({1}, value ? 1 : 0, at::TensorOptions().dtype(at::kInt).device(comm_device_));
   all_reduce_sum(t);
   return t.item<int>() > 0;
 }
 
 std::vector<at::Tensor> Distributed::all_gather(const at::Tensor& tensor) {
   if (!enabled()) return {tensor};
-  std::vector<at::Tensor> input{tensor.contiguous()};
+  std::vector<at::Tensor> input{on_device(tensor, comm_device_)};
   std::vector<std::vector<at::Tensor>> output(1);
   for (int r = 0; r < world_size_; ++r) output[0].push_back(at::empty_like(input[0]));
   run_collective(rank_, world_size_, "all-gather", [&] { return group_->comm->allgather(output, input); });
+  if (output[0][0].device() != tensor.device())
+    for (at::Tensor& t : output[0]) t = t.to(tensor.device());
   return output[0];
 }
 

@@ -115,6 +115,9 @@ class Distributed {
   std::unique_ptr<Group> group_;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0;
   std::chrono::milliseconds timeout_{300000};
+  // Where collectives run: the rank's GPU under NCCL (it carries no CPU tensors), else the
+  // CPU. Tensors elsewhere are copied there and back.
+  c10::Device comm_device_{c10::DeviceType::CPU};
 };
 
 }  // namespace mlh::rt
