@@ -66,7 +66,7 @@ int culprit(const std::vector<WorkerSpec>& specs, const GroupOutcome& group) {
     const WorkerOutcome& o = group.workers[i];
     const bool stopped_by_host =
         std::find(group.stopped_by_host.begin(), group.stopped_by_host.end(), static_cast<int>(i)) != group.stopped_by_host.end();
-    if (stopped_by_host || (o.signal == 0 && (o.exit_code == kWorkerCompleted || o.exit_code == kWorkerCancelled))) continue;
+    if (stopped_by_host || !o.failed()) continue;
     int priority = 2;
     if (o.signal != 0) {
       priority = 0;

@@ -138,9 +138,6 @@ WorkerOutcome outcome_of(int status) {
 // How long the other workers of a group may take to end by themselves after one failed.
 constexpr std::chrono::milliseconds kFailureGrace{3000};
 
-bool failed(const WorkerOutcome& o) {
-  return o.signal != 0 || (o.exit_code != kWorkerCompleted && o.exit_code != kWorkerCancelled);
-}
 
 }  // namespace
 
@@ -221,8 +218,7 @@ GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::
     g_worker_pids[i] = 0;
     ::kill(-pid, SIGKILL);  // anything the plugin left running in the worker's group
     out.workers[i] = outcome_of(status);
-    if (failed(out.workers[i]) && out.first_failure < 0 && left > 0 && g_host_signals < 2) {
-      out.first_failure = static_cast<int>(i);
+    if (out.workers[i].failed() && !kill_at && out.stopped_by_host.empty() && left > 0 && g_host_signals < 2) {
       kill_at = std::chrono::steady_clock::now() + kFailureGrace;
     }
   }
@@ -230,7 +226,6 @@ GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::
   ::sigaction(SIGTERM, &old_term, nullptr);
   ::sigaction(SIGHUP, &old_hup, nullptr);
   g_worker_count = 0;
-  out.interrupted = g_host_signals > 0;
   out.killed_on_request = g_host_signals > 1;
   return out;
 }

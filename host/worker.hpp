@@ -37,18 +37,17 @@ constexpr int kWorkerCancelled = 130;
 struct WorkerOutcome {
   int exit_code = -1;  // when it exited
   int signal = 0;      // when a signal ended it
-  bool interrupted = false;       // the user asked the run to stop (Ctrl-C, SIGTERM, SIGHUP)
-  bool killed_on_request = false;  // ... twice, so the worker was killed
+
+  // Died by a signal, or exited with neither success nor cancellation.
+  bool failed() const { return signal != 0 || (exit_code != kWorkerCompleted && exit_code != kWorkerCancelled); }
 };
 
 struct GroupOutcome {
   std::vector<WorkerOutcome> workers;  // in the order of the specs
-  bool interrupted = false;            // the user asked the run to stop
-  bool killed_on_request = false;      // ... twice, so the workers were killed
-  // The first worker that crashed or failed while others still ran; the host killed those
-  // still running 3 s later (they would wait for it in a collective until the timeout).
-  int first_failure = -1;
-  std::vector<int> stopped_by_host;    // indexes of the workers killed because of it
+  bool killed_on_request = false;      // the user asked twice (Ctrl-C), so the workers were killed
+  // Workers the host killed because they still ran 3 s after another failed (they would have
+  // waited for it in a collective until the timeout), by index.
+  std::vector<int> stopped_by_host;
 };
 
 // Runs every spec in its own supervised child process and waits for all; `started` is called
