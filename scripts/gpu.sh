@@ -3,9 +3,10 @@
 # whole test suite, then the GPU-only tests (ctest label "gpu"), on a machine with an NVIDIA
 # driver, nvcc, CMake and a CUDA PyTorch but no Debian development packages: those come as
 # .deb files (scripts/gpu-debs.sh downloads them on Debian 12), unpacked into a prefix of
-# the build folder, never into /.
+# the build folder, never into /. The build is scripts/build.sh's --torch DIR, the same path
+# as the LibTorch 2.x build of CI (--torch pypi).
 #   bash scripts/gpu.sh [DEB_FOLDER]      (default .debs)
-# Environment: PYTHON (python3), TORCH_CMAKE_PREFIX (default: torch.utils.cmake_prefix_path),
+# Environment: PYTHON (python3), TORCH_ROOT (default: the torch package of $PYTHON),
 # BUILD_DIR (build-gpu), JOBS (all cores), GPU_ONLY=1 to skip the CPU suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,17 +20,15 @@ mkdir -p "$prefix"
 for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$prefix"; done
 lib=$prefix/usr/lib/x86_64-linux-gnu
 
-torch_prefix=${TORCH_CMAKE_PREFIX:-$(${PYTHON:-python3} -c 'import torch; print(torch.utils.cmake_prefix_path)')}
-echo "gpu.sh: LibTorch from $torch_prefix; Debian packages in $prefix"
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
+torch_root=${TORCH_ROOT:-$(${PYTHON:-python3} -c 'import importlib.util; print(importlib.util.find_spec("torch").submodule_search_locations[0])')}
+echo "gpu.sh: LibTorch from $torch_root; Debian packages in $prefix"
 # The packages' CMake files find their libraries relative to themselves; headers without a
 # CMake package (stb) come from the prefix's include folder, after every other one.
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$prefix/usr;$lib/cmake;$torch_prefix" \
+MLH_PREFIX_PATH="$prefix/usr;$lib/cmake" BUILD_DIR=$build CMAKE_BUILD_PARALLEL_LEVEL=$jobs \
+  bash scripts/build.sh --torch "$torch_root" \
   -DCMAKE_C_FLAGS="-idirafter $prefix/usr/include" -DCMAKE_CXX_FLAGS="-idirafter $prefix/usr/include" \
-  -DCMAKE_EXE_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib" -DCMAKE_SHARED_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib"
-cmake --build "$build" -j "$jobs"
+  -DCMAKE_EXE_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib" -DCMAKE_SHARED_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib" \
+  -DCMAKE_MODULE_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib"
 
 export MLH_FASHION_MNIST_DIR=$prefix/usr/share/datasets/fashion-mnist
 status=0

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs every Debian package mlhost needs to build and test, only those missing.
 # Safe to run again: with everything present it installs nothing and takes a moment.
+#   bash scripts/setup.sh [--torch pypi]   (--torch pypi: also what the LibTorch 2.x build
+#                                          needs of Debian; the wheel itself comes from PyPI)
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build pkg-config                      # toolchain
+  g++ cmake ninja-build pkg-config ccache               # toolchain (ccache: fast rebuilds)
   libtorch-dev libgloo-dev                              # LibTorch 1.13 (CPU) with c10d/Gloo
   libopenblas0-openmp                                   # fast BLAS (the default reference BLAS is ~10x slower)
   libboost-dev libboost-filesystem-dev libboost-program-options-dev   # Boost.DLL, filesystem, program_options
@@ -14,6 +16,14 @@ packages=(
   dataset-fashion-mnist                                 # the demo data (IDX files)
   clang libclang-rt-14-dev                              # libFuzzer targets (scripts/fuzz.sh; not run by CI)
 )
+
+case ${1:-} in
+  "") ;;
+  --torch) [[ ${2:-} == pypi || ${2:-} == debian ]] || { echo "setup: --torch takes pypi or debian" >&2; exit 2; }
+           # A virtual environment for the torch wheel (scripts/torch-venv.sh) where python3 is Debian's.
+           [[ $2 == pypi ]] && packages+=(python3-venv) ;;
+  *) echo "setup: unknown argument '$1' (usage: setup.sh [--torch pypi])" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

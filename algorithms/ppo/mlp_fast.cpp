@@ -5,7 +5,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
-#include <c10/util/string_utils.h>
+#include <mlh/runtime/compat.hpp>
 
 #include "networks/fast_tanh.hpp"
 
@@ -257,7 +257,7 @@ double FastMlpStep::clip_and_adam(double max_norm, torch::optim::Adam& optimizer
 
   auto& group = optimizer.param_groups()[0];
   auto& opts = static_cast<torch::optim::AdamOptions&>(group.options());
-  const std::string key = c10::guts::to_string(flat_.flat().unsafeGetTensorImpl());
+  const auto key = mlh::rt::compat::optimizer_state_key(flat_.flat());
   auto& states = optimizer.state();
   auto it = states.find(key);
   if (it == states.end()) {

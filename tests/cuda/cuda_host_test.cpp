@@ -147,12 +147,18 @@ TEST(CudaInHost, CudaVisibleDevicesIsHonored) {
 }
 
 TEST(CudaInHost, GpusNeedAnAlgorithmWithACudaLibTorch) {
-  // toyreg is built against Debian's CPU-only LibTorch: with it in the search path, the
-  // stand-in A100 cannot be driven, and the CPU is chosen, with the reason given.
+  // toyreg is built against this build's LibTorch. With Debian's CPU-only one in the search
+  // path, the stand-in A100 cannot be driven, and the CPU is chosen, with the reason given;
+  // with a CUDA LibTorch (the 2.x build) the A100 is usable and chosen.
   FakeMachine machine("a100");
   const json report = probe_json(std::string("--plugin-dir ") + MLH_TOYREG_DIR);
   const json* gpu = device(report, "cuda:0");
   ASSERT_NE(gpu, nullptr) << report.dump(2);
+  if (MLH_TOYREG_HAS_CUDA) {
+    EXPECT_EQ(gpu->at("available"), true) << gpu->dump(2);
+    EXPECT_EQ(report.at("chosen"), "cuda:0") << report.dump(2);
+    return;
+  }
   EXPECT_EQ(gpu->at("available"), false);
   EXPECT_NE(gpu->at("unavailable_reason").get<std::string>().find("no algorithm plugin has a CUDA-enabled LibTorch"),
             std::string::npos)

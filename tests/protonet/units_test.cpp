@@ -24,7 +24,9 @@ ImageSet indexed_set(int classes, int per_class, int size = 8) {
   ImageSet s;
   s.channels = 1;
   s.height = s.width = size;
-  for (int c = 0; c < classes; ++c) s.class_names.push_back("c" + std::to_string(c));
+  // append(), not "c" + to_string(c): GCC 12 warns falsely (-Wstringop-overflow) on the
+  // latter when built against LibTorch 2.x.
+  for (int c = 0; c < classes; ++c) s.class_names.push_back(std::string("c").append(std::to_string(c)));
   for (int i = 0; i < classes * per_class; ++i) {
     std::vector<uint8_t> img(s.image_bytes(), 0);
     img[0] = static_cast<uint8_t>(i % 256);

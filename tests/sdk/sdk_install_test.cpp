@@ -70,7 +70,8 @@ const json* find_device(const json& probe, const std::string& id) {
 // Configures and builds an example from the installed prefix; returns its build folder.
 fs::path build_example(const std::string& name, std::string& failure) {
   const fs::path build = kWork / ("example-" + name);
-  const std::string prefix_path = kPrefix.string() + ";" + MLH_SDK_TEST_TORCH_DIR;
+  // The prefix alone: the installed package finds the LibTorch the SDK was built with.
+  const std::string prefix_path = kPrefix.string();
   Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote((kPrefix / "share/mlhost/examples" / name).string()) +
                 " -B " + quote(build.string()) + " -G " + quote(MLH_SDK_TEST_GENERATOR) +
                 " -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) +
@@ -134,6 +135,14 @@ TEST_F(InstalledSdk, InstalledHostFindsItsInstalledPluginsWithoutFlags) {
     protonet = protonet || p.value("name", "") == "protonet";
   }
   EXPECT_TRUE(cpu && protonet) << r.output;
+
+  // The installed algorithm plugins load: LibTorch (and a wheel's CUDA libraries) are in
+  // their run path after install, not only in the build tree's.
+  for (const char* algorithm : {"protonet", "ppo", "trm"}) {
+    const Result describe = sh(host() + " --describe " + algorithm);
+    EXPECT_EQ(describe.exit_code, 0) << describe.output;
+    EXPECT_TRUE(parse_json(describe.output).is_object()) << describe.output;
+  }
 
   const Result probe = sh(host() + " --probe --json");
   ASSERT_EQ(probe.exit_code, 0) << probe.output;

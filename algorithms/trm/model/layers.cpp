@@ -2,7 +2,6 @@
 #include "model/layers.hpp"
 
 #include <cmath>
-#include <limits>
 
 #include <ATen/ATen.h>
 #include <mlh/runtime/compat.hpp>
@@ -125,13 +124,8 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, co
   q = q.transpose(1, 2);  // [B, heads, S, d]
   k = k.transpose(1, 2);
   v = v.transpose(1, 2);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(d)));
-  if (causal_) {
-    const at::Tensor future = at::ones({s, s}, x.options().dtype(at::kBool)).triu(1);
-    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  }
-  const at::Tensor probs = at::softmax(scores, -1).to(v.scalar_type());
-  const at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, s, h * d});
+  const at::Tensor attended = mlh::rt::compat::scaled_dot_product_attention(q, k, v, causal_);
+  const at::Tensor out = attended.transpose(1, 2).reshape({b, s, h * d});
   return o_proj->forward(out);
 }
 

@@ -79,7 +79,8 @@ void apply_plan(const RuntimePlan& plan) {
 #endif
 
   if (plan.intra_op_threads) at::set_num_threads(*plan.intra_op_threads);
-  if (plan.inter_op_threads && at::get_num_interop_threads() != *plan.inter_op_threads) {
+  // get_num_interop_threads() is int in 1.13 and size_t in 2.x.
+  if (plan.inter_op_threads && static_cast<int>(at::get_num_interop_threads()) != *plan.inter_op_threads) {
     try {
       at::set_num_interop_threads(*plan.inter_op_threads);
     } catch (const c10::Error&) {

@@ -9,6 +9,8 @@
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 
+#include "mlh/runtime/compat.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -194,7 +196,7 @@ void read_archive(torch::serialize::InputArchive& archive, TrainingState& state)
   for (auto& [name, module] : state.modules) module->load(*module_archives[name]);
   for (auto& [name, optimizer] : state.optimizers) {
     try {
-      optimizer->load(*optimizer_archives[name]);
+      compat::load_optimizer(*optimizer, *optimizer_archives[name]);
     } catch (const c10::Error& e) {
       mismatch("optimizer '" + name + "' does not fit: " + first_line(e.what()));
     }

@@ -88,7 +88,8 @@ void restore_rng_state(const RngState& state) {
   std::mt19937_64 rng;
   if (!(host >> rng)) throw Error(MLH_ERR_INVALID_ARGUMENT, "RNG state 'rng.host': not a saved std::mt19937_64");
   set_state_of(at::detail::getDefaultCPUGenerator(), state.cpu);
-  const size_t devices = std::min(state.cuda.size(), torch::cuda::device_count());
+  // device_count() is size_t in 1.13 and c10::DeviceIndex (int8_t) in 2.x.
+  const size_t devices = std::min(state.cuda.size(), static_cast<size_t>(torch::cuda::device_count()));
   for (size_t i = 0; i < devices; ++i) set_state_of(cuda_generator(static_cast<int>(i)), state.cuda[i]);
   host_rng() = rng;
 }

@@ -7,14 +7,12 @@
 #define MLH_TORCH_VERSION_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
-// Whether LibTorch was built with CUDA, known at compile time so that CUDA-only headers are
-// included only where they exist. Debian's CPU-only 1.13 ships no ATen/cuda/CUDAConfig.h
-// (and defines no AT_CUDA_ENABLED); every 2.x build has it, with AT_CUDA_ENABLED() 0 or 1.
-#if __has_include(<ATen/cuda/CUDAConfig.h>)
-#include <ATen/cuda/CUDAConfig.h>
-#define MLH_TORCH_HAS_CUDA AT_CUDA_ENABLED()
-#else
-#define MLH_TORCH_HAS_CUDA 0
+// Whether LibTorch was built with CUDA, known at compile time so that CUDA-only code is
+// compiled only where LibTorch has it. The headers cannot tell: 2.x wheels ship the CUDA
+// headers in CPU-only builds too, and 2.x no longer defines AT_CUDA_ENABLED(). The
+// mlhost::runtime CMake target defines it (PUBLIC) from what find_package(Torch) reports.
+#ifndef MLH_TORCH_HAS_CUDA
+#error "MLH_TORCH_HAS_CUDA is defined by the mlhost::runtime CMake target: link it"
 #endif
 
 // Autocast switches per device type. 2.4 added device-type functions and deprecated the
@@ -63,4 +61,73 @@ inline void set_autocast_dtype(c10::DeviceType device, at::ScalarType dtype) {
 #endif
 }
 
+}  // namespace mlh::rt::compat
+
+// The key of a parameter's entry in Optimizer::state(): a string of its TensorImpl's address
+// in 1.13, the address itself (void*) in 2.x. Chosen by the map's key type, not a version.
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <torch/optim/optimizer.h>
+
+namespace mlh::rt::compat {
+
+using OptimizerStateKey =
+    std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+namespace detail {
+inline void* optimizer_state_key(const at::Tensor& param, void*) { return param.unsafeGetTensorImpl(); }
+inline std::string optimizer_state_key(const at::Tensor& param, const std::string&) {
+  std::ostringstream key;  // what 1.13's c10::guts::to_string(TensorImpl*) writes
+  key << param.unsafeGetTensorImpl();
+  return key.str();
+}
+}  // namespace detail
+
+inline OptimizerStateKey optimizer_state_key(const at::Tensor& param) {
+  return detail::optimizer_state_key(param, OptimizerStateKey{});
+}
+
+}  // namespace mlh::rt::compat
+
+// Attention over [batch, heads, sequence, head_dim] tensors: softmax(q k^T / sqrt(head_dim)) v,
+// with positions after the query's masked out when `causal`. 2.x has the fused
+// at::scaled_dot_product_attention (flash and memory-efficient kernels on CUDA, a fused
+// kernel on the CPU; what the TRM reference calls); 1.13 has none public, so it is spelled
+// out in plain ops there, with the scores and softmax in float32.
+#include <cmath>
+#include <limits>
+#include <ATen/ATen.h>
+
+namespace mlh::rt::compat {
+
+inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                               bool causal) {
+#if MLH_TORCH_VERSION_AT_LEAST(2, 0)
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/causal);
+#else
+  const int64_t s = q.size(-2), d = q.size(-1);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(d)));
+  if (causal) {
+    const at::Tensor future = at::ones({s, k.size(-2)}, q.options().dtype(at::kBool)).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  }
+  return at::matmul(at::softmax(scores, -1).to(v.scalar_type()), v);
+#endif
+}
+
+}  // namespace mlh::rt::compat
+
+// Optimizer::load for archives from either LibTorch. 1.13 keys an optimizer's per-parameter
+// states by the hex address of the parameter ("0x55d1..."); 2.x writes decimal addresses and
+// reads keys with std::stoull, which turns every "0x..." into 0: the states collide and
+// step() crashes on a null state. Under 2.x this reads such archives itself for LibTorch's
+// optimizers (Adam, AdamW, SGD, RMSprop, Adagrad); another optimizer with a 1.13 archive is a
+// c10::Error naming it. 1.13 reads 2.x's decimal keys as it reads its own.
+namespace torch::serialize {
+class InputArchive;
+}
+namespace mlh::rt::compat {
+void load_optimizer(torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive);
 }  // namespace mlh::rt::compat
