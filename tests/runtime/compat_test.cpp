@@ -34,6 +34,16 @@ TEST(Compat, ScaledDotProductAttentionMatchesTheDefinition) {
   }
 }
 
+TEST(Compat, AttentionInPlainOpsMatchesTheDefinition) {
+  // The path 1.13, and 2.x in reduced precision on the CPU, take.
+  at::manual_seed(5);
+  const at::Tensor q = at::randn({2, 2, 7, 8}), k = at::randn({2, 2, 7, 8}), v = at::randn({2, 2, 7, 8});
+  for (bool causal : {false, true}) {
+    const at::Tensor plain = compat::attention_in_plain_ops(q, k, v, causal);
+    EXPECT_LT((plain.to(at::kDouble) - attention_by_definition(q, k, v, causal)).abs().max().item<double>(), 1e-5);
+  }
+}
+
 TEST(Compat, CausalAttentionOfTheFirstPositionIsItsValue) {
   const at::Tensor q = at::randn({1, 1, 5, 8}), k = at::randn({1, 1, 5, 8}), v = at::randn({1, 1, 5, 8});
   const at::Tensor out = compat::scaled_dot_product_attention(q, k, v, /*causal=*/true);

@@ -127,6 +127,10 @@ TEST_P(CrossVersion, SafetensorsHoldTheWeights) {
 
 // Every LibTorch build the project supports wrote one of each.
 INSTANTIATE_TEST_SUITE_P(WrittenBy, CrossVersion, ::testing::Values("1.13", "2.15"),
-                         [](const auto& info) { return "Torch" + std::string(info.param).replace(1, 1, "_"); });
+                         [](const auto& info) {
+                           std::string name = "Torch";  // Torch1_13
+                           for (const char* c = info.param; *c; ++c) name += *c == '.' ? '_' : *c;
+                           return name;
+                         });
 
 }  // namespace

@@ -101,7 +101,12 @@ TEST_P(TrmShapes, LogitsQAndCarryShapes) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, TrmShapes,
                          ::testing::Values(ShapeCase{0, false, 0}, ShapeCase{32, false, 1}, ShapeCase{40, false, 2},
-                                           ShapeCase{0, true, 0}, ShapeCase{64, true, 2}));
+                                           ShapeCase{0, true, 0}, ShapeCase{64, true, 2}),
+                         [](const auto& info) {  // a readable name (gtest prints the struct's bytes otherwise)
+                           return std::string(info.param.mlp_t ? "MlpT" : "Attention")
+                               .append("PuzzleEmb")
+                               .append(std::to_string(info.param.puzzle_emb_ndim));
+                         });
 
 TEST(TrmModel, StateNamesFollowTheReference) {
   trm::ModelConfig c = tiny_config();

@@ -93,28 +93,36 @@ inline OptimizerStateKey optimizer_state_key(const at::Tensor& param) {
 
 // Attention over [batch, heads, sequence, head_dim] tensors: softmax(q k^T / sqrt(head_dim)) v,
 // with positions after the query's masked out when `causal`. 2.x has the fused
-// at::scaled_dot_product_attention (flash and memory-efficient kernels on CUDA, a fused
-// kernel on the CPU; what the TRM reference calls); 1.13 has none public, so it is spelled
-// out in plain ops there, with the scores and softmax in float32.
+// at::scaled_dot_product_attention (what the TRM reference calls): flash and memory-efficient
+// kernels on CUDA, and on the CPU 1.2-2x faster than plain ops in float32 at TRM's shapes,
+// but 3-4x slower in bfloat16 than matmuls that use the CPU's bf16 instructions (measured on
+// the AVX512-BF16 development machine). So the CPU in reduced precision, and 1.13 (which
+// has no public fused kernel), spell it out in plain ops, scores and softmax in float32.
 #include <cmath>
 #include <limits>
 #include <ATen/ATen.h>
 
 namespace mlh::rt::compat {
 
-inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                               bool causal) {
-#if MLH_TORCH_VERSION_AT_LEAST(2, 0)
-  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/causal);
-#else
-  const int64_t s = q.size(-2), d = q.size(-1);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(d)));
+inline at::Tensor attention_in_plain_ops(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+  at::Tensor scores =
+      at::matmul(q, k.transpose(-2, -1)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   if (causal) {
-    const at::Tensor future = at::ones({s, k.size(-2)}, q.options().dtype(at::kBool)).triu(1);
+    const at::Tensor future = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).triu(1);
     scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
   }
   return at::matmul(at::softmax(scores, -1).to(v.scalar_type()), v);
+}
+
+inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                               bool causal) {
+#if MLH_TORCH_VERSION_AT_LEAST(2, 0)
+  const bool reduced_precision_on_cpu =
+      q.is_cpu() && q.scalar_type() != at::kFloat && q.scalar_type() != at::kDouble;
+  if (!reduced_precision_on_cpu)
+    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/causal);
 #endif
+  return attention_in_plain_ops(q, k, v, causal);
 }
 
 }  // namespace mlh::rt::compat
