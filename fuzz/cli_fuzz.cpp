@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args{"host"};

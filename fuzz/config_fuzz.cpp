@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "config.hpp"
+#include "plan/config.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "config.hpp"
+#include "plan/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const nlohmann::json schema = nlohmann::json::parse(R"({

@@ -1,14 +1,31 @@
 // host: finds device and algorithm plugins, probes and ranks the devices, and runs
 // algorithms on the best one.
+#include <cstring>
 #include <iostream>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "commands.hpp"
+#include "cli/commands.hpp"
+#include "run/worker.hpp"
+
+namespace {
+
+// Logs go to stderr: stdout carries reports and JSON that other programs read.
+void setup_logging() {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("host"));
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace mlhost;
+  // The host starting one of its own training workers (run/worker.hpp).
+  if (argc == 3 && std::strcmp(argv[1], kWorkerSpecFlag) == 0) {
+    setup_logging();
+    return worker_program(argv[2]);
+  }
   CliOptions options;
   try {
     options = parse_cli(argc, argv);
@@ -16,10 +33,8 @@ int main(int argc, char** argv) {
     std::cerr << "host: error: " << e.what() << "\nTry 'host --help'.\n";
     return 2;
   }
-  // Logs go to stderr: stdout carries reports and JSON that other programs read.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("host"));
+  setup_logging();
   spdlog::set_level(spdlog::level::from_str(options.log_level));
-  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
 
   try {
     switch (options.action) {
@@ -32,6 +47,7 @@ int main(int argc, char** argv) {
       case CliOptions::Action::kDescribe: return command_describe(options);
       case CliOptions::Action::kRun: return command_run(options);
       case CliOptions::Action::kPrintPlan: return command_print_plan(options);
+      case CliOptions::Action::kCalibrate: return command_calibrate(options);
     }
   } catch (const HostError& e) {
     std::cerr << "host: error: " << e.what() << "\n";

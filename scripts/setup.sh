@@ -9,6 +9,7 @@ packages=(
   g++ cmake ninja-build pkg-config ccache               # toolchain (ccache: fast rebuilds)
   libtorch-dev libgloo-dev                              # LibTorch 1.13 (CPU) with c10d/Gloo
   libopenblas0-openmp                                   # fast BLAS (the default reference BLAS is ~10x slower)
+  libjemalloc2                                          # the training worker's allocator (the plan's default)
   libboost-dev libboost-filesystem-dev libboost-program-options-dev   # Boost.DLL, filesystem, program_options
   libspdlog-dev nlohmann-json3-dev                      # logging, JSON
   libgtest-dev libgmock-dev                             # tests

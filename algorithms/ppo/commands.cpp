@@ -13,6 +13,7 @@
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/benchmark.hpp>
+#include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
@@ -387,6 +388,20 @@ void benchmark(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::Runt
   ctx.summary(mlh::rt::benchmarks_summary(results).dump());
 }
 
+// calibrate: whole training iterations (collect a rollout, then the PPO update) of the
+// config's task and network, with the plan's settings (mlh/runtime/calibration.hpp). No
+// reduced-precision check: the host keeps PPO in fp32.
+void calibrate(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::RuntimePlan& plan) {
+  const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
+  Config cfg = user_cfg;
+  cfg.total_timesteps = int64_t{1} << 40;  // the LR schedule stays positive
+  Trainer t(cfg, plan, make_task(cfg));
+  const json measured = mlh::rt::time_calibration_step(cfg.env + "_iteration", [&] { t.iterate(); },
+                                                       static_cast<double>(cfg.batch_size()), "env_steps",
+                                                       plan.device, request);
+  ctx.summary(json{{"calibration", measured}}.dump());
+}
+
 }  // namespace
 
 void run_command(mlh::RunContext& ctx) {
@@ -400,7 +415,8 @@ void run_command(mlh::RunContext& ctx) {
   if (command == "eval") return eval(ctx, cfg, plan);
   if (command == "play") return play(ctx, cfg, plan);
   if (command == "benchmark") return benchmark(ctx, cfg, plan);
-  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "unknown command '" + command + "' (train, eval, play, benchmark)");
+  if (command == "calibrate") return calibrate(ctx, cfg, plan);
+  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "unknown command '" + command + "' (train, eval, play, benchmark, calibrate)");
 }
 
 }  // namespace ppo

@@ -11,6 +11,8 @@
 //   benchmark  env steps/s of collection and of whole training iterations (CartPole, and
 //              puzzles with the recursive net), 1 vs the plan's threads; forward passes/s of
 //              each network at batch 1 and 64
+//   calibrate  whole training iterations' speed on the config's task with the plan's
+//              settings, for the host's calibration (mlh/runtime/calibration.hpp)
 //
 // The plan's batch_size is not used: PPO's batch is num_envs x num_steps. The plan's preset
 // sizes the residual tower; its precision runs the recursive/resnet forward passes under

@@ -13,6 +13,7 @@
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/benchmark.hpp>
+#include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
 #include <mlh/runtime/memory.hpp>
@@ -527,12 +528,29 @@ ImageSet synthetic_set(int classes, int per_class) {
   return s;
 }
 
+// FLOP/s of a 1024x1024 fp32 matmul with the plan's threads: what the convolution training
+// rate is compared with (TARGETS: at least 60% of it).
+mlh::rt::BenchmarkResult matmul_rate(const mlh::rt::RuntimePlan& plan) {
+  const at::Tensor a = at::randn({1024, 1024}).to(plan.device), b = at::randn({1024, 1024}).to(plan.device);
+  mlh::rt::BenchmarkOptions o;
+  o.device = plan.device;
+  o.min_seconds = 1.0;
+  o.min_iterations = 5;
+  o.items_per_iteration = 2.0 * 1024 * 1024 * 1024 / 1e9;
+  o.unit = "GFLOP";
+  return mlh::rt::run_benchmark("matmul_1024x1024_fp32", [&] { (void)at::mm(a, b); }, o);
+}
+
 void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   const ImageSet set = synthetic_set(64, 20);
   const EpisodeSampler sampler(set);
   Learner l(cfg, 1, plan);
   l.net->train();
   std::vector<mlh::rt::BenchmarkResult> results;
+  json notes = json::array();
+  results.push_back(matmul_rate(plan));
+  const double matmul_gflops = results.back().throughput;
+  const double flops_per_image = l.net->training_flops_per_image(1, 28, 28);
   mlh::rt::BenchmarkOptions options;
   options.device = plan.device;
   options.min_seconds = 2.0;
@@ -549,6 +567,12 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
     results.push_back(mlh::rt::run_benchmark(name, [&] { l.train_step(episodes[next++ % episodes.size()]); }, options));
     ctx.info(name + ": " + fmt(results.back().throughput, 2) + " episodes/s (median " + fmt(results.back().median_ms, 2) +
              " ms)");
+    const double images = static_cast<double>(shape.way * (shape.shot + shape.query));
+    const double conv_gflops = flops_per_image * images * results.back().throughput / 1e9;
+    notes.push_back(name + ": convolution training at " + fmt(conv_gflops, 1) + " GFLOP/s = " +
+                    fmt(100.0 * conv_gflops / matmul_gflops, 0) + "% of the 1024x1024 fp32 matmul's " +
+                    fmt(matmul_gflops, 1) + " GFLOP/s (" + std::to_string(at::get_num_threads()) + " threads)");
+    ctx.info(notes.back().get<std::string>());
   }
   {
     torch::NoGradGuard no_grad;
@@ -564,7 +588,30 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
     }, options));
     ctx.info("embed_28x28_batch500: " + fmt(results.back().throughput, 0) + " images/s");
   }
-  ctx.summary(mlh::rt::benchmarks_summary(results).dump());
+  json summary = mlh::rt::benchmarks_summary(results);
+  summary["notes"] = notes;
+  ctx.summary(summary.dump());
+}
+
+// calibrate: a training episode of the config's training shape (way, shot, query) on
+// synthetic 28x28 images, with the plan's threads and precision (mlh/runtime/calibration.hpp).
+// No reduced-precision check: the host keeps ProtoNet in fp32.
+void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
+  const EpisodeShape& shape = cfg.train;
+  const ImageSet set = synthetic_set(std::max(shape.way, 5), shape.shot + shape.query);
+  const EpisodeSampler sampler(set);
+  Learner l(cfg, 1, plan);
+  l.net->train();
+  std::mt19937_64 rng(cfg.seed);
+  std::vector<Episode> episodes;
+  for (int i = 0; i < 2; ++i) episodes.push_back(assemble_episode(set, sampler.sample(shape.way, shape.shot, shape.query, rng)));
+  size_t next = 0;
+  const json measured = mlh::rt::time_calibration_step(
+      "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) + "shot_" +
+          std::to_string(shape.query) + "query",
+      [&] { l.train_step(episodes[next++ % episodes.size()]); }, 1.0, "episodes", plan.device, request);
+  ctx.summary(json{{"calibration", measured}}.dump());
 }
 
 }  // namespace
@@ -580,7 +627,9 @@ void run_command(mlh::RunContext& ctx, const DatasetLoader& load, const ImageDec
   if (command == "eval") return eval(ctx, cfg, plan, load);
   if (command == "classify") return classify(ctx, cfg, plan, load, decode);
   if (command == "benchmark") return benchmark(ctx, cfg, plan);
-  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "unknown command '" + command + "' (train, eval, classify, benchmark)");
+  if (command == "calibrate") return calibrate(ctx, cfg, plan);
+  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
+                   "unknown command '" + command + "' (train, eval, classify, benchmark, calibrate)");
 }
 
 }  // namespace protonet

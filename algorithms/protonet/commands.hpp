@@ -5,7 +5,10 @@
 //   classify   a support folder (one subfolder per class) and query images: predicted
 //              class and distance-based probabilities per image
 //   benchmark  training episodes/s at 5-way 5-shot 15-query and 60-way 5-shot 5-query
-//              (28x28), and embedding throughput (images/s)
+//              (28x28), each also as convolution GFLOP/s against a 1024x1024 fp32 matmul
+//              measured in the same run, and embedding throughput (images/s)
+//   calibrate  one training episode's speed at the config's shape with the plan's settings,
+//              for the host's calibration (mlh/runtime/calibration.hpp)
 //
 // The plan's batch_size is not used: ProtoNet's batch is the episode, whose size is the
 // config's way/shot/query. The plan's preset picks a schedule (presets_json), its

@@ -53,6 +53,20 @@ int64_t Conv4Impl::embedding_dim(int64_t height, int64_t width) const {
   return width_ * height * width;
 }
 
+double Conv4Impl::training_flops_per_image(int64_t channels, int64_t height, int64_t width) const {
+  double total = 0;
+  int64_t in = channels;
+  for (int i = 0; i < 4; ++i) {
+    const double forward = 2.0 * 9.0 * static_cast<double>(in) * static_cast<double>(width_) *
+                           static_cast<double>(height) * static_cast<double>(width);
+    total += i == 0 ? 2 * forward : 3 * forward;  // forward + weight gradient (+ input gradient)
+    in = width_;
+    height /= 2;
+    width /= 2;
+  }
+  return total;
+}
+
 int64_t Conv4Impl::parameter_count() const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();

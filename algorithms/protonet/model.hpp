@@ -30,6 +30,10 @@ class Conv4Impl : public torch::nn::Module {
   // Embedding size for an input of this height and width.
   int64_t embedding_dim(int64_t height, int64_t width) const;
   int64_t parameter_count() const;
+  // Floating-point operations of one training image through the convolutions (forward, and
+  // backward for the weights and the inputs, less the first layer's input gradient that
+  // nothing needs); batch norm, ReLU and pooling are left out, as model FLOP counts do.
+  double training_flops_per_image(int64_t channels, int64_t height, int64_t width) const;
 
  private:
   at::Tensor block(size_t i, const at::Tensor& x, bool recompute);

@@ -9,6 +9,7 @@
 #include <mlh/format.hpp>
 #include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/benchmark.hpp>
+#include <mlh/runtime/calibration.hpp>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -194,6 +195,54 @@ void benchmark_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::
   }
   summary["batch_size"] = batch_size;
   ctx.summary(summary.dump());
+}
+
+// calibrate: a training step of the config's model on Sudoku-shaped batches of at most 32
+// rows (what the CPU benchmarks measure; larger batches only lengthen the measurement), with
+// the plan's threads and precision. The reduced-precision check trains a copy task (each
+// label a function of its input, which a few steps learn) for kCheckSteps steps from the
+// same start in fp32 and in the reduced precision, and compares the mean loss of the last
+// five steps.
+void calibrate_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::RuntimePlan& plan) {
+  const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
+  Config cfg = user_cfg;
+  cfg.model.puzzle_emb_ndim = 0;
+  cfg.ema = false;
+  DatasetMetadata sudoku;
+  sudoku.seq_len = 81;
+  sudoku.vocab_size = 11;
+  sudoku.num_puzzle_identifiers = 1;
+  ModelConfig model = puzzle_model_config(cfg, sudoku);
+  model.gradient_checkpointing = plan.gradient_checkpointing;
+  const int64_t rows = std::min<int64_t>(32, cfg.batch_size);
+  const Batch batch = random_batch(rows, cfg.seed);
+  json reply;
+  {
+    Trainer t(cfg, plan, model);
+    reply["calibration"] = mlh::rt::time_calibration_step("train_step", [&] { t.step(batch); },
+                                                          static_cast<double>(rows), "samples", plan.device, request);
+  }
+  if (request.check_precision) {
+    constexpr int64_t kCheckSteps = 15, kCheckRows = 16;
+    Batch copy = random_batch(kCheckRows, cfg.seed + 1);
+    for (size_t i = 0; i < copy.labels.size(); ++i) copy.labels[i] = copy.inputs[i] % 9 + 2;
+    auto loss_after = [&](mlh::rt::Precision precision) {
+      mlh::rt::RuntimePlan p = plan;
+      p.precision = precision;
+      at::manual_seed(static_cast<uint64_t>(cfg.seed));  // the same initial weights in both
+      Trainer t(cfg, p, model);
+      double tail = 0;
+      for (int64_t step = 0; step < kCheckSteps; ++step) {
+        const double loss = t.step(copy).loss;
+        if (step >= kCheckSteps - 5) tail += loss / 5;
+      }
+      return tail;
+    };
+    const double fp32 = loss_after(mlh::rt::Precision::kFp32);
+    const double reduced = loss_after(*request.check_precision);
+    reply["precision_check"] = mlh::rt::precision_check(*request.check_precision, fp32, reduced, 0.05, kCheckSteps);
+  }
+  ctx.summary(reply.dump());
 }
 
 }  // namespace trm

@@ -309,8 +309,9 @@ void run_command(mlh::RunContext& ctx) {
   if (command == "solve") return solve_command(ctx, cfg, plan);
   if (command == "generate") return generate_command(ctx, cfg, plan);
   if (command == "benchmark") return benchmark_command(ctx, cfg, plan);
+  if (command == "calibrate") return calibrate_command(ctx, cfg, plan);
   throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                   "unknown command '" + command + "' (build-data, train, eval, solve, generate, benchmark)");
+                   "unknown command '" + command + "' (build-data, train, eval, solve, generate, benchmark, calibrate)");
 }
 
 }  // namespace trm

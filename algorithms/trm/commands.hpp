@@ -12,6 +12,8 @@
 //               model's answer
 //   generate    text: continues generate.prompt (temperature, top-k, top-p, max_tokens)
 //   benchmark   training samples/s and model FLOPs utilization
+//   calibrate   one training step's speed with the plan's settings, and the bf16 quality
+//               check, for the host's calibration (mlh/runtime/calibration.hpp)
 // eval, solve and generate load the run folder's model on whatever device the plan chose.
 #pragma once
 
@@ -34,5 +36,6 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
 void solve_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void generate_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void benchmark_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void calibrate_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 
 }  // namespace trm

@@ -1,5 +1,6 @@
 // The CPU device plugin: one device, the CPUs this process may use. The logic lives in
 // the mlhost-cpu-probe library; this file only binds it to the C ABI.
+#include <mlh/allocator_env.hpp>
 #include <mlh/plugin.hpp>
 
 #include "cpu_prepare.hpp"
@@ -21,7 +22,9 @@ class CpuDevices : public mlh::DevicePlugin {
     check_index(device_index);
     // The host may prepare on an instance it never probed.
     if (!recommended_threads_) probe();
-    return mlh::cpu::thread_environment(mlh::cpu::read_thread_plan(plan_json, *recommended_threads_));
+    std::vector<mlh::EnvVar> env = mlh::cpu::thread_environment(mlh::cpu::read_thread_plan(plan_json, *recommended_threads_));
+    for (mlh::EnvVar& var : mlh::allocator_environment(mlh::PlanReader(plan_json))) env.push_back(std::move(var));
+    return env;
   }
 
   mlh::TelemetrySample telemetry(int32_t device_index, int64_t pid) override {

@@ -2,6 +2,7 @@
 // dlopen when a probe runs, so it loads on machines without a driver. The logic lives in
 // the mlhost-cuda-probe library; this file only binds it to the C ABI.
 #include <memory>
+#include <mlh/allocator_env.hpp>
 #include <mlh/plugin.hpp>
 
 #include "cuda_prepare.hpp"
@@ -29,7 +30,10 @@ class CudaDevices : public mlh::DevicePlugin {
       throw mlh::Error(MLH_ERR_UNAVAILABLE, gpu.torch_device +
                                                 " has no UUID (cuDeviceGetUuid failed), so it cannot "
                                                 "be made the only visible GPU");
-    return cuda_environment(gpu.uuid, read_cuda_plan(plan_json));
+    // The host side of a GPU run (data, the CPU half of every op) allocates too.
+    std::vector<mlh::EnvVar> env = cuda_environment(gpu.uuid, read_cuda_plan(plan_json));
+    for (mlh::EnvVar& var : mlh::allocator_environment(mlh::PlanReader(plan_json))) env.push_back(std::move(var));
+    return env;
   }
 
   // The sample is of the whole GPU: NVML's per-process figures use the pids of the

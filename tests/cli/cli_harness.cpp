@@ -115,6 +115,11 @@ Process::Process(std::vector<std::string> argv, const RunOptions& options) : arg
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   env.erase("MLH_PLUGIN_PATH");  // hermetic: only what the test gives
+  // Hermetic plans: no calibration before a run (it would add a minute, and change the plan's
+  // threads), and no calibration cached by the user's own runs. The calibration tests set
+  // their own cache folder and unset MLH_NO_CALIBRATE.
+  env["MLH_NO_CALIBRATE"] = "1";
+  env["XDG_CACHE_HOME"] = (fs::temp_directory_path() / ("mlhost-cli-test-cache-" + std::to_string(::getpid()))).string();
   for (const auto& name : options.unset_env) env.erase(name);
   for (const auto& [k, v] : options.env) env[k] = v;
   std::vector<std::string> env_strings;

@@ -70,7 +70,7 @@ TEST_F(RunTest, DescribePrintsCommandsAndSchema) {
   const json d = describe_toyreg();
   ASSERT_FALSE(d.is_discarded());
   EXPECT_EQ(d["name"], "toyreg");
-  EXPECT_EQ(d["commands"], json::array({"train", "eval", "benchmark"}));
+  EXPECT_EQ(d["commands"], json::array({"train", "eval", "benchmark", "calibrate"}));
   ASSERT_TRUE(d["config_schema"].is_object()) << d.dump(2);
   EXPECT_TRUE(d["config_schema"]["properties"].contains("steps")) << d.dump(2);
   EXPECT_EQ(d["config_defaults"]["steps"], 200);

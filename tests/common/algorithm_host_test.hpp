@@ -19,9 +19,12 @@ struct HostResult {
   std::string output;  // stdout and stderr
 };
 
-// Runs `host_bin --no-default-plugin-dir --plugin-dir plugin_dir args`.
+// Runs `host_bin --no-default-plugin-dir --plugin-dir plugin_dir args`, without calibrating
+// first and without any calibration the user's own runs cached (hermetic plans).
 inline HostResult run_host(const std::string& host_bin, const std::string& plugin_dir, const std::string& args) {
-  const std::string cmd = host_bin + " --no-default-plugin-dir --plugin-dir " + plugin_dir + " " + args + " 2>&1";
+  const std::string cache = (std::filesystem::temp_directory_path() / ("mlhost-test-cache-" + std::to_string(::getpid()))).string();
+  const std::string cmd = "MLH_NO_CALIBRATE=1 XDG_CACHE_HOME='" + cache + "' " + host_bin +
+                          " --no-default-plugin-dir --plugin-dir " + plugin_dir + " " + args + " 2>&1";
   HostResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

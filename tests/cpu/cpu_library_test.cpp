@@ -2,6 +2,8 @@
 // live system measured here independently of the plugin's own code.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include <map>
 #include <sched.h>
 #include <unistd.h>
 
@@ -161,6 +163,34 @@ TEST_F(CpuLibrary, PrepareDefaultsToTheRecommendedThreads) {
   ASSERT_EQ(count, 4u);
   EXPECT_STREQ(vars[0].name, "OMP_NUM_THREADS");
   EXPECT_EQ(std::string(vars[0].value), std::to_string(recommended));
+}
+
+TEST_F(CpuLibrary, PrepareSetsUpThePlannedAllocatorForTheWorker) {
+  auto prepare = [&](const std::string& plan) {
+    mlh_prepare_request request{sizeof(mlh_prepare_request), 0, plan.c_str()};
+    const mlh_env_var* vars = nullptr;
+    uint32_t count = 0;
+    mlh_error error = make_error();
+    std::map<std::string, std::string> env;
+    EXPECT_EQ(table_->prepare(instance_, &request, &vars, &count, &error), MLH_OK) << error.message;
+    for (uint32_t i = 0; i < count; ++i) env[vars[i].name] = vars[i].value;
+    return env;
+  };
+  auto env = prepare(R"({"allocator": {"name": "jemalloc", "library": "/usr/lib/libjemalloc.so.2",
+                                       "settings": {"conf": "background_thread:true"}}})");
+  EXPECT_EQ(env["LD_PRELOAD"].rfind("/usr/lib/libjemalloc.so.2", 0), 0u);
+  EXPECT_EQ(env["MALLOC_CONF"], "background_thread:true");
+  EXPECT_EQ(env.count("OMP_NUM_THREADS"), 1u) << "the thread settings stay";
+  env = prepare(R"({"allocator": {"name": "glibc-tuned", "settings": {"mmap_threshold": 33554432}}})");
+  EXPECT_NE(env["GLIBC_TUNABLES"].find("glibc.malloc.mmap_threshold=33554432"), std::string::npos);
+  EXPECT_EQ(env.count("LD_PRELOAD"), 0u);
+
+  mlh_prepare_request bad{sizeof(mlh_prepare_request), 0, R"({"allocator": {"name": "tcmalloc"}})"};
+  const mlh_env_var* vars = nullptr;
+  uint32_t count = 0;
+  mlh_error error = make_error();
+  EXPECT_EQ(table_->prepare(instance_, &bad, &vars, &count, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error.message).find("allocator.library"), std::string::npos) << error.message;
 }
 
 TEST_F(CpuLibrary, PrepareRejectsOtherDevicesAndBadPlans) {

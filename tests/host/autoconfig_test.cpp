@@ -1,4 +1,4 @@
-#include "autoconfig.hpp"
+#include "plan/autoconfig.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "benchmark_report.hpp"
+#include "run/benchmark_report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -37,6 +37,23 @@ TEST(BenchmarkReport, PeakMemoryColumnOnlyWhenSomeResultKnowsIt) {
   ASSERT_NE(gpu_line, std::string::npos);
   EXPECT_NE(table.find(" 3\n", gpu_line), std::string::npos) << table;
   EXPECT_NE(table.find("-\n"), std::string::npos) << "the CPU row's unknown peak shows as '-': " << table;
+}
+
+TEST(BenchmarkReport, NamesTheThreadsAndAllocatorItRanWithAndPrintsTheNotes) {
+  json plan = kPlan;
+  plan["allocator"] = {{"name", "jemalloc"}};
+  const json row = {{"name", "step"}, {"iterations", 5}, {"median_ms", 1.0}, {"throughput", 10.0}, {"unit", "samples"}};
+  const json result = {{"benchmarks", json::array({row})}, {"notes", {"conv training at 60% of the matmul"}}};
+  std::string table = benchmark_table(result, plan);
+  EXPECT_NE(table.find("precision fp32, 2 intra-op threads, allocator jemalloc\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("  conv training at 60% of the matmul\n"), std::string::npos) << table;
+  // What the worker reported wins over the plan (they differ when a library failed to load).
+  table = benchmark_table(result, plan, "glibc");
+  EXPECT_NE(table.find("allocator glibc\n"), std::string::npos) << table;
+  const json j = benchmark_json(result, plan, "jemalloc");
+  EXPECT_EQ(j["allocator"], "jemalloc");
+  EXPECT_EQ(j["threads"]["intra_op"], 2);
+  EXPECT_EQ(j["notes"][0], "conv training at 60% of the matmul");
 }
 
 TEST(BenchmarkReport, NoResultsIsAnError) {

@@ -1,4 +1,4 @@
-#include "config.hpp"
+#include "plan/config.hpp"
 
 #include <gtest/gtest.h>
 

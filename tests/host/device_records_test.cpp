@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "device.hpp"
+#include "probe/device.hpp"
 
 namespace mlhost {
 namespace {

@@ -1,9 +1,9 @@
-#include "discovery.hpp"
+#include "plugins/discovery.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "file_checks.hpp"
+#include "plugins/file_checks.hpp"
 #include "temp_dir.hpp"
 
 namespace mlhost {

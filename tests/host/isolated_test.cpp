@@ -1,4 +1,4 @@
-#include "isolated.hpp"
+#include "plugins/isolated.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>

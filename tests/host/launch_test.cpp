@@ -1,5 +1,5 @@
 // Where the ranks of a run come from: the command line, torchrun's environment or SLURM's.
-#include "launch.hpp"
+#include "run/launch.hpp"
 
 #include <map>
 #include <string>

@@ -1,4 +1,4 @@
-#include "manifest.hpp"
+#include "plugins/manifest.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "plugin_loader.hpp"
+#include "plugins/plugin_loader.hpp"
 #include "temp_dir.hpp"
 
 namespace mlhost {

@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include "run/progress.hpp"
 
 #include <gtest/gtest.h>
 

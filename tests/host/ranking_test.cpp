@@ -1,4 +1,4 @@
-#include "ranking.hpp"
+#include "probe/ranking.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "settings.hpp"
+#include "plan/settings.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // TensorBoard event files decode: record framing with masked CRC-32C, Event and
 // Summary.Value fields, as TensorBoard's reader expects them.
-#include "tensorboard.hpp"
+#include "run/tensorboard.hpp"
 
 #include <gtest/gtest.h>
 

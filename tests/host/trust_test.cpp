@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "allowlist.hpp"
-#include "discovery.hpp"
-#include "file_checks.hpp"
-#include "sha256.hpp"
+#include "plugins/allowlist.hpp"
+#include "plugins/discovery.hpp"
+#include "plugins/file_checks.hpp"
+#include "plugins/sha256.hpp"
 #include "temp_dir.hpp"
 
 namespace mlhost {

@@ -32,7 +32,7 @@ TEST_F(PpoHost, Describe) {
   const Result r = host("--describe ppo");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
-  EXPECT_EQ(d["commands"], json({"train", "eval", "play", "benchmark"}));
+  EXPECT_EQ(d["commands"], json({"train", "eval", "play", "benchmark", "calibrate"}));
   EXPECT_EQ(d["config_defaults"]["num_envs"], 4);
   EXPECT_TRUE(d["presets"].contains("puzzle4"));
 }

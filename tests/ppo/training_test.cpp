@@ -163,4 +163,20 @@ TEST(PpoCommands, ErrorsNameTheFile) {
   EXPECT_NE(error.find("dance"), std::string::npos);
 }
 
+TEST(PpoCalibrate, TimesWholeIterationsOfTheConfigsTask) {
+  TempDir dir;
+  FakeHost host;
+  const json cfg = {{"num_envs", 4}, {"num_steps", 32}, {"seed", 1}};
+  const json plan = {{"torch_device", "cpu"}, {"precision", "fp32"}, {"threads", {{"intra_op", 1}}},
+                     {"calibration", {{"seconds", 0.2}, {"check_precision", "bf16"}}}};
+  std::string error;
+  ASSERT_EQ(run_in_process(host, ppo::run_command, {"calibrate", cfg.dump(), dir.path(), plan.dump()}, &error), MLH_OK)
+      << error;
+  const json s = json::parse(host.summary);
+  EXPECT_EQ(s["calibration"]["benchmark"], "cartpole_iteration");
+  EXPECT_EQ(s["calibration"]["unit"], "env_steps");
+  EXPECT_GT(s["calibration"]["throughput"].get<double>(), 0);
+  EXPECT_FALSE(s.contains("precision_check")) << "ppo runs no bf16 quality check, so the host keeps fp32";
+}
+
 }  // namespace

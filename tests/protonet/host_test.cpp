@@ -3,6 +3,7 @@
 // Fashion-MNIST files.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -53,7 +54,7 @@ TEST_F(ProtonetHost, Describe) {
   const Result r = host("--describe protonet");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
-  EXPECT_EQ(d["commands"], json({"train", "eval", "classify", "benchmark"}));
+  EXPECT_EQ(d["commands"], json({"train", "eval", "classify", "benchmark", "calibrate"}));
   EXPECT_EQ(d["config_defaults"]["data"]["format"], "idx");
 }
 
@@ -96,6 +97,41 @@ TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
   EXPECT_NEAR(p[0]["probabilities"]["vertical"].get<double>() + p[0]["probabilities"]["horizontal"].get<double>(), 1.0,
               1e-5);
   EXPECT_NE(cls.output.find("a.png: vertical"), std::string::npos) << cls.output;
+}
+
+// Resident memory stays bounded under the plan's allocator (jemalloc by default, which keeps
+// freed blocks for reuse instead of returning them after every step): over a few hundred
+// training episodes the worker's resident memory, sampled every second into telemetry.jsonl,
+// levels off after the first episodes instead of growing.
+TEST_F(ProtonetHost, ResidentMemoryPlateausOverALongRun) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << PROTONET_FASHION_MNIST_DIR;
+  const std::string run = dir_ + "/long";
+  const Result train = host("--algorithm protonet --device cpu --run-dir " + run +
+                            " --set epochs=1 --set episodes_per_epoch=300 --set val_episodes=5 --set train_way=5"
+                            " --set train_shot=5 --set train_query=15");
+  ASSERT_EQ(train.rc, 0) << train.output;
+  std::vector<double> rss;
+  std::ifstream telemetry(run + "/telemetry.jsonl");
+  for (std::string line; std::getline(telemetry, line);) {
+    const json sample = json::parse(line, nullptr, false);
+    if (sample.is_object() && sample.contains("memory_used_bytes")) rss.push_back(sample["memory_used_bytes"].get<double>());
+  }
+  ASSERT_GE(rss.size(), 9u) << "too few telemetry samples for a trend: " << rss.size();
+  // Thirds after the start-up (LibTorch, data, the first episodes' allocations).
+  const size_t third = rss.size() / 3;
+  const double middle = *std::max_element(rss.begin() + third, rss.begin() + 2 * third);
+  const double last = *std::max_element(rss.begin() + 2 * third, rss.end());
+  EXPECT_LE(last, middle * 1.05 + 16.0 * (1 << 20))
+      << "resident memory still grows: " << middle / (1 << 20) << " MiB then " << last / (1 << 20) << " MiB";
+  // The metrics show it too (the runtime's MemoryMonitor).
+  bool metric = false;
+  std::ifstream metrics(run + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) metric = metric || line.find("memory/rss_bytes") != std::string::npos;
+  EXPECT_TRUE(metric) << "no memory/rss_bytes metric";
+  const json worker = read_json(run + "/summary.json")["worker"];
+  if (read_json(run + "/plan.json")["allocator"]["name"] == "jemalloc") {
+    EXPECT_EQ(worker["allocator"], "jemalloc");
+  }
 }
 
 // Two CPU ranks (Gloo), each on its own episodes: the networks stay identical, the

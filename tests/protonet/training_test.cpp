@@ -190,11 +190,35 @@ TEST(ProtonetBenchmark, ReportsEpisodeAndEmbeddingThroughput) {
   std::string error;
   ASSERT_EQ(run(host, "benchmark", config, dir.path(), false, &error), MLH_OK) << error;
   const json summary = json::parse(host.summary);
-  ASSERT_EQ(summary["benchmarks"].size(), 3u);
-  EXPECT_EQ(summary["benchmarks"][0]["name"], "train_episode_5way_5shot_15query_28x28");
-  EXPECT_EQ(summary["benchmarks"][1]["name"], "train_episode_60way_5shot_5query_28x28");
-  EXPECT_EQ(summary["benchmarks"][2]["unit"], "images");
+  ASSERT_EQ(summary["benchmarks"].size(), 4u);
+  EXPECT_EQ(summary["benchmarks"][0]["name"], "matmul_1024x1024_fp32");
+  EXPECT_EQ(summary["benchmarks"][0]["unit"], "GFLOP");
+  EXPECT_EQ(summary["benchmarks"][1]["name"], "train_episode_5way_5shot_15query_28x28");
+  EXPECT_EQ(summary["benchmarks"][2]["name"], "train_episode_60way_5shot_5query_28x28");
+  EXPECT_EQ(summary["benchmarks"][3]["unit"], "images");
   for (const auto& b : summary["benchmarks"]) EXPECT_GT(b["throughput"].get<double>(), 0);
+  // Each training shape as convolution GFLOP/s against the matmul measured in the same run.
+  ASSERT_EQ(summary["notes"].size(), 2u) << summary.dump(2);
+  for (const auto& note : summary["notes"])
+    EXPECT_NE(note.get<std::string>().find("% of the 1024x1024 fp32 matmul's"), std::string::npos) << note;
+}
+
+TEST(ProtonetCalibrate, TimesATrainingEpisodeOfTheConfigsShape) {
+  TempDir dir;
+  FakeHost host;
+  json config = small_config();
+  config["width"] = 8;
+  config["train_way"] = 7;
+  const json plan = {{"torch_device", "cpu"}, {"precision", "fp32"},
+                     {"calibration", {{"seconds", 0.2}, {"check_precision", "bf16"}}}};
+  std::string error;
+  ASSERT_EQ(run(host, "calibrate", config, dir.path(), false, &error, plan.dump()), MLH_OK) << error;
+  const json summary = json::parse(host.summary);
+  EXPECT_EQ(summary["calibration"]["unit"], "episodes");
+  EXPECT_EQ(summary["calibration"]["benchmark"].get<std::string>().rfind("train_episode_7way_", 0), 0u) << summary;
+  EXPECT_GT(summary["calibration"]["throughput"].get<double>(), 0);
+  EXPECT_GE(summary["calibration"]["iterations"].get<int>(), 3);
+  EXPECT_FALSE(summary.contains("precision_check")) << "protonet runs no bf16 quality check, so the host keeps fp32";
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ TEST_F(TrmHost, Describe) {
   const HostResult r = host("--describe trm");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
-  EXPECT_EQ(d["commands"], json({"train", "build-data", "eval", "solve", "generate", "benchmark"}));
+  EXPECT_EQ(d["commands"], json({"train", "build-data", "eval", "solve", "generate", "benchmark", "calibrate"}));
   EXPECT_EQ(d["config_defaults"]["model"]["hidden"], 512);
   EXPECT_TRUE(d["presets"].contains("sudoku-easy"));
   EXPECT_TRUE(d["presets"].contains("text"));

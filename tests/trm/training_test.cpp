@@ -236,4 +236,39 @@ TEST(TrmTraining, BadInputsAreClearErrors) {
   EXPECT_NE(error.find("build.out_dir"), std::string::npos) << error;
 }
 
+// calibrate times a training step of the config's model, and with check_precision trains the
+// same steps in fp32 and bf16 and says whether bf16's loss stays within 5% of fp32's.
+TEST(TrmCalibrate, TimesAStepAndChecksBf16AgainstFp32) {
+  TempDir dir;
+  FakeHost host;
+  json cfg = easy_sudoku_config();
+  cfg["batch_size"] = 8;
+  const json plan = {{"torch_device", "cpu"}, {"precision", "bf16"}, {"threads", {{"intra_op", 2}}},
+                     {"calibration", {{"seconds", 0.2}, {"check_precision", "bf16"}}}};
+  std::string error;
+  ASSERT_EQ(run_in_process(host, trm::run_command, {"calibrate", cfg.dump(), dir.path(), plan.dump()}, &error), MLH_OK)
+      << error;
+  const json s = json::parse(host.summary);
+  EXPECT_EQ(s["calibration"]["benchmark"], "train_step");
+  EXPECT_EQ(s["calibration"]["unit"], "samples");
+  EXPECT_GT(s["calibration"]["throughput"].get<double>(), 0);
+  const json& check = s["precision_check"];
+  EXPECT_EQ(check["precision"], "bf16");
+  EXPECT_EQ(check["steps"], 15);
+  const double fp32 = check["fp32_loss"], bf16 = check["reduced_loss"];
+  EXPECT_TRUE(std::isfinite(fp32) && std::isfinite(bf16)) << check;
+  EXPECT_NE(fp32, bf16) << "the two trainings ran in different precisions";
+  EXPECT_EQ(check["passed"].get<bool>(), std::abs(bf16 - fp32) <= 0.05 * std::max(std::abs(fp32), 1e-3)) << check;
+
+  // Without check_precision: the timing alone.
+  const json plain = {{"torch_device", "cpu"}, {"precision", "fp32"}, {"calibration", {{"seconds", 0.2}}}};
+  ASSERT_EQ(run_in_process(host, trm::run_command, {"calibrate", cfg.dump(), dir.path(), plain.dump()}, &error), MLH_OK)
+      << error;
+  EXPECT_FALSE(json::parse(host.summary).contains("precision_check"));
+  const json bad = {{"torch_device", "cpu"}, {"calibration", {{"seconds", -1}}}};
+  EXPECT_EQ(run_in_process(host, trm::run_command, {"calibrate", cfg.dump(), dir.path(), bad.dump()}, &error),
+            MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("calibration.seconds"), std::string::npos) << error;
+}
+
 }  // namespace

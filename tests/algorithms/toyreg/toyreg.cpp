@@ -14,6 +14,7 @@
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/benchmark.hpp>
+#include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
@@ -120,7 +121,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
   mlh::AlgorithmDescription describe() override {
     mlh::AlgorithmDescription d;
     d.summary = "fits y = 3x - 2 with gradient descent";
-    d.commands = {"train", "eval", "benchmark"};
+    d.commands = {"train", "eval", "benchmark", "calibrate"};
     d.config_schema_json = kSchema;
     d.config_defaults_json = kDefaults;
     // The model is w and b whatever the preset; "$parameters" is what the host prints.
@@ -141,6 +142,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     checkpoints.share_with(dist);
     if (ctx.command() == "eval") return evaluate(ctx, t, checkpoints);
     if (ctx.command() == "benchmark") return benchmark(ctx, t, plan);
+    if (ctx.command() == "calibrate") return calibrate(ctx, cfg, t, plan);
     train(ctx, cfg, t, checkpoints);
   }
 
@@ -207,6 +209,30 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     const double error = std::abs(t.weight() - 3) + std::abs(t.bias() + 2);
     ctx.metric("eval/parameter_error", error, loaded->step);
     ctx.summary(json{{"parameter_error", error}, {"checkpoint", loaded->path}}.dump());
+  }
+
+  // The step's speed, and a precision check that trains 30 steps from the same start in fp32
+  // and in the asked precision (the host's calibration).
+  static void calibrate(mlh::RunContext& ctx, const json& cfg, Trainer& t, const mlh::rt::RuntimePlan& plan) {
+    const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
+    json reply = {{"calibration", mlh::rt::time_calibration_step("train_step", [&] { t.step(); },
+                                                                 static_cast<double>(t.batch), "samples", plan.device,
+                                                                 request)}};
+    if (request.check_precision) {
+      auto loss_after = [&](mlh::rt::Precision precision) {
+        mlh::rt::RuntimePlan p = plan;
+        p.precision = precision;
+        mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
+        Trainer fresh(cfg, p, t.dist);
+        double loss = 0;
+        for (int i = 0; i < 30; ++i) loss = fresh.step();
+        return loss;
+      };
+      const double fp32 = loss_after(mlh::rt::Precision::kFp32);
+      reply["precision_check"] = mlh::rt::precision_check(*request.check_precision, fp32,
+                                                          loss_after(*request.check_precision), 0.05, 30);
+    }
+    ctx.summary(reply.dump());
   }
 
   static void benchmark(mlh::RunContext& ctx, Trainer& t, const mlh::rt::RuntimePlan& plan) {

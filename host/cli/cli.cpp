@@ -1,0 +1,234 @@
+#include "cli/cli.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace mlhost {
+
+namespace po = boost::program_options;
+
+namespace {
+
+const char* kUsage =
+    "Usage: host [options]\n"
+    "  host --probe [--json]                    what devices this machine has, and which is chosen\n"
+    "  host --list-plugins [--json]             the plugins found (manifests only, nothing loaded)\n"
+    "  host --describe NAME                     an algorithm's commands, config schema, defaults, presets\n"
+    "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n"
+    "  host --algorithm NAME --benchmark [--json]  the algorithm's benchmarks on the chosen device\n"
+    "  host --print-plan [--algorithm NAME] [--precision P] [--batch-size N] [--hardware-config FILE]\n"
+    "  host --calibrate [--algorithm NAME]      measure the plan's allocator, threads and precision here\n"
+    "  host --algorithm NAME --nproc-per-node N [--nnodes M --node-rank R --master-addr A]  data-parallel ranks\n";
+
+}  // namespace
+
+CliOptions parse_cli(int argc, const char* const* argv) {
+  CliOptions o;
+  std::string device = "auto";
+
+  po::options_description general("General");
+  general.add_options()
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit")
+      ("log-level", po::value(&o.log_level)->default_value("info"),
+       "trace, debug, info, warn, error or off");
+  po::options_description plugins("Plugins and devices");
+  plugins.add_options()
+      ("probe", "probe every device plugin, rank the devices and show the choice")
+      ("json", "with --probe, --list-plugins or --benchmark: print JSON (probe schema: docs/probe-json.md)")
+      ("list-plugins", "list the plugins found in the search path (no plugin code is loaded)")
+      ("plugin-dir", po::value<std::vector<std::string>>()->composing(),
+       "search this folder for plugins first (repeatable); MLH_PLUGIN_PATH adds more")
+      ("no-default-plugin-dir", "do not search the host's own plugin folder")
+      ("allow-unsafe-plugins", "load plugins from files or folders other users can write to or own")
+      ("plugin-allowlist", po::value<std::string>(),
+       "load only plugins whose library's SHA-256 this file lists ('<sha256>  <name>' lines); "
+       "default: $MLH_PLUGIN_ALLOWLIST")
+      ("device", po::value(&device)->default_value("auto"), "auto, cpu, cuda, cuda:N, mps")
+      ("no-gpu", "never choose a GPU")
+      ("probe-timeout", po::value(&o.probe_timeout_ms)->default_value(10000),
+       "milliseconds a device plugin may take to probe before it is killed");
+  po::options_description run("Running an algorithm");
+  run.add_options()
+      ("describe", po::value(&o.describe), "describe the algorithm plugin NAME as JSON")
+      ("algorithm", po::value(&o.algorithm), "the algorithm plugin to run")
+      ("command", po::value(&o.command), "what to run (default: the algorithm's first command, e.g. train)")
+      ("config", po::value<std::string>(), "JSON file with config values")
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "key=value config override (repeatable; dotted keys; wins over --config)")
+      ("run-dir", po::value<std::string>(), "folder for this run's outputs (default runs/<algorithm>-<time>)")
+      ("resume", "continue the run in --run-dir from its newest checkpoint")
+      ("benchmark", "run the algorithm's benchmark command on the chosen device and print a table (--json: JSON)");
+  std::string precision, allocator;
+  int64_t batch_size = 0;
+  po::options_description planning("Planning (docs/plan.md)");
+  planning.add_options()
+      ("precision", po::value(&precision), "auto, fp32, fp16 or bf16 (default: auto, or the settings file)")
+      ("batch-size", po::value(&batch_size), "reference batch size (default: the rules for the device)")
+      ("hardware-config", po::value<std::string>(), "INI settings file (see share/mlhost/hardware.ini); "
+                                                    "default: $MLH_HARDWARE_CONFIG")
+      ("rules", po::value<std::string>(), "JSON file of auto-configuration rules tried before the shipped ones")
+      ("print-plan", "show the plan for the chosen device (and --algorithm), run nothing")
+      ("allocator", po::value(&allocator),
+       "the worker's memory allocator: auto, glibc, glibc-tuned, jemalloc or tcmalloc (default: calibrated, "
+       "else jemalloc)")
+      ("calibrate", "measure the algorithm's training speed here under candidate allocators, thread counts and "
+                    "precisions, cache the fastest per machine and algorithm (all algorithms without --algorithm)")
+      ("no-calibrate", "run with cached or default settings; never calibrate first")
+      ("calibration-seconds", po::value(&o.calibration_seconds)->default_value(60),
+       "the most seconds a calibration may take");
+  po::options_description distributed("Distributed data-parallel training (torchrun's options)");
+  distributed.add_options()
+      ("nproc-per-node", po::value(&o.nproc_per_node), "worker processes (ranks) to start on this machine")
+      ("nnodes", po::value(&o.nnodes), "machines taking part (each runs host with the same options)")
+      ("node-rank", po::value(&o.node_rank), "this machine's place among them, 0 to nnodes-1")
+      ("master-addr", po::value(&o.master_addr), "address of node 0, where the ranks meet (default 127.0.0.1 on one machine)")
+      ("master-port", po::value(&o.master_port), "its TCP port (default: a free port on one machine, else 29500)")
+      ("dist-timeout", po::value(&o.dist_timeout_s)->default_value(300),
+       "seconds a rank waits for the others (rendezvous, collectives) before it fails");
+  po::options_description all;
+  all.add(general).add(plugins).add(run).add(planning).add(distributed);
+
+  std::ostringstream help;
+  help << kUsage << "\n" << all;
+  o.help = help.str();
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    po::notify(vm);
+  } catch (const po::error&) {
+    // Boost fills the %placeholders% of its messages with the arguments as typed and loops
+    // forever when an argument holds one itself ("--x%canonical_option%"): take the message
+    // from a copy with every '%' swapped for a stand-in, then put the '%' back.
+    std::vector<std::string> safe(argv, argv + argc);
+    for (auto& a : safe) std::replace(a.begin(), a.end(), '%', '\x1f');
+    std::vector<const char*> safe_argv;
+    for (const auto& a : safe) safe_argv.push_back(a.c_str());
+    std::string message = "invalid command line";
+    try {
+      po::variables_map unused;
+      po::store(po::command_line_parser(argc, safe_argv.data()).options(all).run(), unused);
+      po::notify(unused);
+    } catch (const po::error& e) {
+      message = e.what();
+    }
+    std::replace(message.begin(), message.end(), '\x1f', '%');
+    throw CliError(message);
+  }
+
+  static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
+  if (std::find(levels.begin(), levels.end(), o.log_level) == levels.end())
+    throw CliError("--log-level '" + o.log_level + "' is not one of trace, debug, info, warn, error, off");
+  if (o.probe_timeout_ms <= 0) throw CliError("--probe-timeout must be a positive number of milliseconds");
+  try {
+    o.device = DeviceRequest::parse(device);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+  o.json = vm.count("json") > 0;
+  o.no_gpu = vm.count("no-gpu") > 0;
+  o.no_default_plugin_dir = vm.count("no-default-plugin-dir") > 0;
+  o.allow_unsafe_plugins = vm.count("allow-unsafe-plugins") > 0;
+  o.resume = vm.count("resume") > 0;
+  o.benchmark = vm.count("benchmark") > 0;
+  if (vm.count("plugin-dir"))
+    for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) {
+      if (d.empty()) throw CliError("--plugin-dir needs a folder");
+      o.plugin_dirs.emplace_back(d);
+    }
+  if (vm.count("plugin-allowlist")) {
+    o.plugin_allowlist = vm["plugin-allowlist"].as<std::string>();
+    if (o.plugin_allowlist.empty()) throw CliError("--plugin-allowlist needs a file");
+  }
+  if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
+  if (vm.count("set")) o.sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("run-dir")) o.run_dir = vm["run-dir"].as<std::string>();
+  if (vm.count("precision")) {
+    if (precision != "auto" && precision != "fp32" && precision != "fp16" && precision != "bf16")
+      throw CliError("--precision '" + precision + "' is not one of auto, fp32, fp16, bf16");
+    o.precision = precision;
+  }
+  if (vm.count("batch-size")) {
+    if (batch_size < 1) throw CliError("--batch-size must be at least 1, got " + std::to_string(batch_size));
+    o.batch_size = batch_size;
+  }
+  if (vm.count("allocator")) {
+    static const std::vector<std::string> allocators = {"auto", "glibc", "glibc-tuned", "jemalloc", "tcmalloc"};
+    if (std::find(allocators.begin(), allocators.end(), allocator) == allocators.end())
+      throw CliError("--allocator '" + allocator + "' is not one of auto, glibc, glibc-tuned, jemalloc, tcmalloc");
+    o.allocator = allocator;
+  }
+  o.no_calibrate = vm.count("no-calibrate") > 0;
+  if (o.calibration_seconds < 1)
+    throw CliError("--calibration-seconds must be at least 1, got " + std::to_string(o.calibration_seconds));
+  if (vm.count("hardware-config")) o.hardware_config = vm["hardware-config"].as<std::string>();
+  if (vm.count("rules")) o.rules_file = vm["rules"].as<std::string>();
+  o.print_plan = vm.count("print-plan") > 0;
+  if (o.no_gpu && (o.device.kind == "cuda" || o.device.kind == "mps"))
+    throw CliError("--no-gpu contradicts --device " + o.device.str());
+
+  std::vector<std::pair<CliOptions::Action, const char*>> actions;
+  if (vm.count("help")) actions.push_back({CliOptions::Action::kHelp, "--help"});
+  if (vm.count("version")) actions.push_back({CliOptions::Action::kVersion, "--version"});
+  if (vm.count("probe")) actions.push_back({CliOptions::Action::kProbe, "--probe"});
+  if (vm.count("list-plugins")) actions.push_back({CliOptions::Action::kListPlugins, "--list-plugins"});
+  if (vm.count("describe")) actions.push_back({CliOptions::Action::kDescribe, "--describe"});
+  const bool calibrate = vm.count("calibrate") > 0;
+  if (calibrate) actions.push_back({CliOptions::Action::kCalibrate, "--calibrate"});
+  if (vm.count("algorithm") && !o.print_plan && !calibrate) actions.push_back({CliOptions::Action::kRun, "--algorithm"});
+  if (o.print_plan) actions.push_back({CliOptions::Action::kPrintPlan, "--print-plan"});
+  if (actions.size() > 1 && actions[0].first != CliOptions::Action::kHelp)
+    throw CliError(std::string(actions[0].second) + " and " + actions[1].second + " cannot be used together");
+  if (actions.empty()) {
+    if (argc > 1)
+      throw CliError("nothing to do: give --probe, --list-plugins, --describe NAME or --algorithm NAME");
+    return o;  // bare `host`: help
+  }
+  o.action = actions[0].first;
+
+  const bool running = o.action == CliOptions::Action::kRun;
+  const bool calibrating = o.action == CliOptions::Action::kCalibrate;
+  const bool planning_action = running || calibrating || o.action == CliOptions::Action::kPrintPlan;
+  if (!running) {
+    for (const char* opt : {"command", "run-dir", "resume", "benchmark", "nnodes", "node-rank", "master-addr",
+                            "master-port"})
+      if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm");
+  }
+  if (!planning_action) {
+    for (const char* opt : {"config", "set", "precision", "batch-size", "hardware-config", "rules", "nproc-per-node",
+                            "allocator", "no-calibrate"})
+      if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm or --print-plan");
+  }
+  if (calibrating && (o.no_calibrate || vm.count("nproc-per-node")))
+    throw CliError(std::string("--calibrate cannot be combined with ") + (o.no_calibrate ? "--no-calibrate" : "--nproc-per-node"));
+  if (o.action == CliOptions::Action::kPrintPlan && o.algorithm.empty() && (vm.count("config") || vm.count("set")))
+    throw CliError("--config and --set need --algorithm (they configure an algorithm)");
+  if (o.benchmark) {
+    if (!o.command.empty() && o.command != "benchmark")
+      throw CliError("--benchmark runs the 'benchmark' command; it cannot be combined with --command " + o.command);
+    o.command = "benchmark";
+  }
+  if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins && !o.benchmark)
+    throw CliError("--json only applies with --probe, --list-plugins or --benchmark");
+  if (o.resume && o.run_dir.empty()) throw CliError("--resume needs --run-dir naming the run to continue");
+  if (vm.count("nproc-per-node") && o.nproc_per_node < 1)
+    throw CliError("--nproc-per-node must be at least 1, got " + std::to_string(o.nproc_per_node));
+  if (vm.count("nnodes") && o.nnodes < 1) throw CliError("--nnodes must be at least 1, got " + std::to_string(o.nnodes));
+  if (vm.count("node-rank") && (o.node_rank < 0 || o.node_rank >= std::max(o.nnodes, 1)))
+    throw CliError("--node-rank " + std::to_string(o.node_rank) + " is outside 0.." + std::to_string(std::max(o.nnodes, 1) - 1) +
+                   " (--nnodes " + std::to_string(std::max(o.nnodes, 1)) + ")");
+  if (vm.count("master-port") && (o.master_port < 1 || o.master_port > 65535))
+    throw CliError("--master-port must be from 1 to 65535, got " + std::to_string(o.master_port));
+  if (o.dist_timeout_s < 1) throw CliError("--dist-timeout must be at least 1 second, got " + std::to_string(o.dist_timeout_s));
+  if (vm.count("master-addr") && o.master_addr.empty()) throw CliError("--master-addr needs an address");
+  if (o.nnodes > 1 && o.master_addr.empty())
+    throw CliError("--nnodes " + std::to_string(o.nnodes) + " needs --master-addr (the address of node 0)");
+  if (o.nnodes > 1 && !vm.count("node-rank")) throw CliError("--nnodes " + std::to_string(o.nnodes) + " needs --node-rank");
+  return o;
+}
+
+}  // namespace mlhost

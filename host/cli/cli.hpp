@@ -1,0 +1,68 @@
+// The host's command line (Boost.Program_options).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "probe/ranking.hpp"
+
+namespace mlhost {
+
+// A bad command line. main() prints it with a hint and exits with status 2.
+class CliError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CliOptions {
+  enum class Action { kHelp, kVersion, kProbe, kListPlugins, kDescribe, kRun, kPrintPlan, kCalibrate };
+  Action action = Action::kHelp;
+
+  bool json = false;
+  std::vector<std::filesystem::path> plugin_dirs;
+  bool no_default_plugin_dir = false;
+  bool allow_unsafe_plugins = false;
+  std::filesystem::path plugin_allowlist;  // --plugin-allowlist FILE (wins over $MLH_PLUGIN_ALLOWLIST)
+  DeviceRequest device;
+  bool no_gpu = false;
+  std::string log_level = "info";
+  int probe_timeout_ms = 10000;
+
+  std::string describe;   // --describe NAME
+  std::string algorithm;  // --algorithm NAME
+  std::string command;    // --command NAME; empty: the algorithm's default
+  std::filesystem::path config_file;
+  std::vector<std::string> sets;  // --set key=value, in order
+  std::filesystem::path run_dir;  // empty: runs/<algorithm>-<time>
+  bool resume = false;
+  bool benchmark = false;  // --benchmark: run the algorithm's benchmark command, print a table
+
+  // Planning.
+  std::optional<std::string> precision;      // --precision
+  std::optional<int64_t> batch_size;         // --batch-size
+  std::filesystem::path hardware_config;     // --hardware-config (or MLH_HARDWARE_CONFIG)
+  std::filesystem::path rules_file;          // --rules
+  bool print_plan = false;                   // --print-plan: show the plan, run nothing
+  std::optional<std::string> allocator;      // --allocator
+  bool no_calibrate = false;                 // --no-calibrate
+  int calibration_seconds = 60;              // --calibration-seconds
+
+  // Distributed (docs: README "Distributed training"); 0 / empty: not given.
+  int nproc_per_node = 0;     // --nproc-per-node
+  int nnodes = 0;             // --nnodes
+  int node_rank = -1;         // --node-rank
+  std::string master_addr;    // --master-addr
+  int master_port = 0;        // --master-port
+  int dist_timeout_s = 300;   // --dist-timeout
+
+  std::string help;  // the --help text
+};
+
+// Parses argv. Throws CliError with a message naming the option or value.
+CliOptions parse_cli(int argc, const char* const* argv);
+
+}  // namespace mlhost

@@ -1,0 +1,39 @@
+// Calibrations kept between runs, one per algorithm and device, in
+// $XDG_CACHE_HOME/mlhost/calibration.json (default ~/.cache/mlhost/calibration.json):
+//   {"schema_version": 1, "calibrations": [<CalibrationResult::to_json()>, ...]}
+// A result is used only for its exact key (calibration.hpp); content that does not read as
+// such a file is an error naming the file and the field, and nothing of it is used.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "plan/calibration.hpp"
+
+namespace mlhost {
+
+// The cache file for this user: $XDG_CACHE_HOME/mlhost/calibration.json, else
+// $HOME/.cache/mlhost/calibration.json; empty when neither variable is set.
+std::filesystem::path calibration_cache_file();
+
+class CalibrationCache {
+ public:
+  explicit CalibrationCache(std::filesystem::path file) : file_(std::move(file)) {}
+
+  // Reads the file; a missing one is an empty cache. Throws CalibrationError naming the file.
+  void load();
+  // The calibration for exactly this key, if there is one.
+  std::optional<CalibrationResult> find(const CalibrationKey& key) const;
+  // Adds `result`, replacing any for the same algorithm and device (an older key, or the same
+  // one measured again), and writes the file atomically. Throws std::runtime_error naming it.
+  void store(const CalibrationResult& result);
+
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  std::filesystem::path file_;
+  std::vector<CalibrationResult> results_;
+};
+
+}  // namespace mlhost

@@ -1,0 +1,39 @@
+// The probe report: readable text for people, JSON (schema in docs/probe-json.md) for tools.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plugins/discovery.hpp"
+#include "probe/probe.hpp"
+#include "probe/ranking.hpp"
+
+namespace mlhost {
+
+struct PlatformInfo {
+  std::string os, kernel, arch;
+  long cpu_threads_online = 0;
+};
+
+PlatformInfo read_platform_info();
+
+struct ProbeReport {
+  PlatformInfo platform;
+  Discovery discovery;
+  std::vector<PluginProbe> plugins;
+  DeviceRequest request;
+  bool no_gpu = false;
+  Ranking ranking;
+  double elapsed_ms = 0;
+};
+
+nlohmann::json probe_report_to_json(const ProbeReport& report);
+std::string probe_report_to_text(const ProbeReport& report);
+
+// `host --list-plugins`: every manifest found, loadable or not (no code is loaded).
+nlohmann::json plugin_list_to_json(const Discovery& discovery);
+std::string plugin_list_to_text(const Discovery& discovery);
+
+}  // namespace mlhost

@@ -1,0 +1,92 @@
+#include "run/run_sink.hpp"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <stdexcept>
+#include <utility>
+
+#include <mlh/mlh_abi.h>
+#include <spdlog/spdlog.h>
+
+namespace mlhost {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+double wall_time() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+RunSink::RunSink(const fs::path& dir, bool console, std::string console_prefix)
+    : log_(dir / "log.txt", std::ios::app),
+      jsonl_(dir / "metrics.jsonl", std::ios::app),
+      events_(std::make_unique<EventFileWriter>(dir / "tensorboard")),
+      progress_(stderr, ::isatty(STDERR_FILENO) == 1),
+      console_(console),
+      console_prefix_(std::move(console_prefix)) {
+  const bool new_csv = !fs::exists(dir / "metrics.csv") || fs::file_size(dir / "metrics.csv") == 0;
+  csv_.open(dir / "metrics.csv", std::ios::app);
+  if (new_csv) csv_ << "step,name,value,time\n" << std::flush;
+  if (!log_ || !jsonl_ || !csv_) throw std::runtime_error("cannot write in run folder '" + dir.string() + "'");
+}
+
+void RunSink::log(int32_t level, const char* message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  static const char* names[] = {"trace", "debug", "info", "warn", "error"};
+  const int lv = level < MLH_LOG_TRACE ? MLH_LOG_TRACE : level > MLH_LOG_ERROR ? MLH_LOG_ERROR : level;
+  log_ << "[" << seconds() << "] [" << names[lv] << "] " << (message ? message : "") << "\n" << std::flush;
+  if (!console_ && lv < MLH_LOG_WARN) return;
+  progress_.clear();  // a log line must not land in the middle of the bar
+  spdlog::log(static_cast<spdlog::level::level_enum>(lv), "{}{}", console_prefix_, message ? message : "");
+}
+
+void RunSink::metric(const char* name, double value, int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string n = name ? name : "";
+  const double t = seconds();
+  jsonl_ << json{{"step", step}, {"name", n}, {"value", value}, {"time", t}}.dump() << "\n" << std::flush;
+  csv_ << step << "," << csv_field(n) << "," << value << "," << t << "\n" << std::flush;
+  events_->add_scalar(n, value, step, wall_time());
+  last_metrics_[n] = value;
+}
+
+void RunSink::progress(int64_t done, int64_t total, const char* unit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (console_) progress_.update(done, total, unit ? unit : "");
+}
+
+void RunSink::summary(const char* summary_json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  json parsed = json::parse(summary_json ? summary_json : "null", nullptr, false);
+  result_ = parsed.is_discarded() ? json(summary_json ? summary_json : "") : parsed;
+}
+
+json RunSink::result() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return result_;
+}
+
+json RunSink::last_metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_metrics_;
+}
+
+double RunSink::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+}  // namespace mlhost

@@ -1,0 +1,48 @@
+// Where a run's callbacks land in the worker: log.txt and the console, metrics.jsonl,
+// metrics.csv and TensorBoard event files, the progress display, and the final summary.
+// Callbacks may come from any thread of the plugin, so everything is under one lock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "run/progress.hpp"
+#include "run/tensorboard.hpp"
+
+namespace mlhost {
+
+class RunSink {
+ public:
+  // Opens (appends to) the run folder's files; TensorBoard events go to <dir>/tensorboard.
+  // `console` false (the ranks other than 0 of a distributed run): only warnings and errors
+  // reach the terminal, prefixed with `console_prefix`, and no progress bar is drawn.
+  explicit RunSink(const std::filesystem::path& dir, bool console = true, std::string console_prefix = "");
+
+  void log(int32_t level, const char* message);
+  void metric(const char* name, double value, int64_t step);
+  void progress(int64_t done, int64_t total, const char* unit);
+  void summary(const char* summary_json);
+
+  nlohmann::json result() const;
+  nlohmann::json last_metrics() const;
+  double seconds() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::ofstream log_, jsonl_, csv_;
+  std::unique_ptr<EventFileWriter> events_;
+  ProgressDisplay progress_;
+  bool console_;
+  std::string console_prefix_;
+  nlohmann::json result_ = nullptr;
+  nlohmann::json last_metrics_ = nlohmann::json::object();
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace mlhost

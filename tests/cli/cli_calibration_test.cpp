@@ -1,0 +1,236 @@
+// The worker's allocator and calibration through the real host with the toyreg plugin: the
+// worker runs with the planned allocator and the host does not; a run calibrates first and
+// caches the result per machine and algorithm; what the user sets wins; a bad cache is an
+// error naming the file; a changed key calibrates again; the time bound and --no-calibrate
+// hold.
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli_harness.hpp"
+
+namespace mlhost::cli_test {
+namespace {
+
+constexpr Millis kTimeout{300000};
+
+// The system's jemalloc, as scripts/setup.sh installs it (libjemalloc2).
+bool have_jemalloc() {
+  for (const char* p : {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+                        "/usr/lib64/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2"})
+    if (fs::exists(p)) return true;
+  return false;
+}
+
+class CalibrationTest : public ToyregTest {
+ protected:
+  void SetUp() override {
+    ToyregTest::SetUp();
+    if (HasFatalFailure()) return;
+    cache_ = tmp() / "cache";
+  }
+
+  // Calibration allowed, with this test's own cache folder.
+  RunOptions calibrating() const {
+    RunOptions o;
+    o.timeout = kTimeout;
+    o.unset_env = {"MLH_NO_CALIBRATE"};
+    o.env["XDG_CACHE_HOME"] = cache_.string();
+    return o;
+  }
+
+  // A 20-step toyreg run; calibrations bounded to `bound` seconds (toyreg's candidates take
+  // about a second each, most of it loading LibTorch).
+  Result toyreg(const std::string& run, const std::vector<std::string>& extra, RunOptions o,
+                const std::string& bound = "15") {
+    std::vector<std::string> args{"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", (tmp() / run).string(),
+                                  "--set", "steps=20", "--calibration-seconds", bound};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return host(args, o);
+  }
+
+  json plan_of(const std::string& run) { return file_json(tmp() / run / "plan.json"); }
+  fs::path cache_file() const { return cache_ / "mlhost" / "calibration.json"; }
+
+  fs::path cache_;
+};
+
+TEST_F(CalibrationTest, WorkerRunsWithThePlannedAllocatorAndTheHostDoesNot) {
+  if (!have_jemalloc()) GTEST_SKIP() << "libjemalloc2 is not installed (scripts/setup.sh installs it)";
+  RunOptions o;
+  o.timeout = kTimeout;
+  std::vector<std::string> args{"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", (tmp() / "je").string(),
+                                "--allocator", "jemalloc", "--set", "steps=60", "--set", "step_delay_ms=40"};
+  std::vector<std::string> argv{host_path().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  o.cwd = tmp();
+  Process p(argv, o);
+  // While the worker trains, the host's own process maps no jemalloc and has no LD_PRELOAD.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(tmp() / "je" / "metrics.jsonl") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(Millis(20));
+  const std::string host_maps = read_file("/proc/" + std::to_string(p.pid()) + "/maps");
+  const std::string host_environ = read_file("/proc/" + std::to_string(p.pid()) + "/environ");
+  const Result r = p.wait(kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_FALSE(host_maps.empty()) << "the host ended before it could be inspected";
+  EXPECT_FALSE(contains(host_maps, "libjemalloc")) << "the host itself runs with jemalloc";
+  EXPECT_FALSE(contains(host_environ, "LD_PRELOAD")) << "the host itself has LD_PRELOAD";
+  const json summary = file_json(tmp() / "je" / "summary.json");
+  EXPECT_EQ(summary["worker"]["allocator"], "jemalloc") << summary.dump(2);
+  const json plan = plan_of("je");
+  EXPECT_EQ(plan["allocator"]["name"], "jemalloc");
+  EXPECT_TRUE(contains(str(plan["environment"]["LD_PRELOAD"]), "libjemalloc.so.2")) << plan["environment"].dump();
+
+  // glibc with tuned thresholds: its tunables in the worker's environment, nothing preloaded.
+  Result tuned = toyreg("tuned", {"--allocator", "glibc-tuned"}, o);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.describe();
+  const std::string tuned_allocator = str(file_json(tmp() / "tuned" / "summary.json")["worker"]["allocator"]);
+  EXPECT_TRUE(contains(tuned_allocator, "glibc.malloc.mmap_threshold=33554432")) << tuned_allocator;
+  EXPECT_FALSE(plan_of("tuned")["environment"].contains("LD_PRELOAD"));
+  Result plain = toyreg("plain", {"--allocator", "glibc"}, o);
+  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_EQ(file_json(tmp() / "plain" / "summary.json")["worker"]["allocator"], "glibc");
+}
+
+TEST_F(CalibrationTest, ARunCalibratesFirstAndLaterRunsUseTheCache) {
+  const Result first = toyreg("one", {}, calibrating());
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  EXPECT_TRUE(contains(first.err, "calibrating toyreg on cpu:0")) << first.describe();
+  const json plan = plan_of("one");
+  EXPECT_EQ(str(plan["calibration"]["status"]).rfind("measured now", 0), 0u) << plan["calibration"].dump(2);
+  ASSERT_TRUE(fs::exists(cache_file()));
+  const json cache = file_json(cache_file());
+  ASSERT_EQ(cache["calibrations"].size(), 1u) << cache.dump(2);
+  const json& c = cache["calibrations"][0];
+  EXPECT_EQ(c["key"]["algorithm"], "toyreg");
+  EXPECT_EQ(c["key"]["device"], "cpu:0");
+  // The plan's own allocator first, glibc's defaults (the reference) next, then every
+  // allocator installed, then the threads.
+  ASSERT_GE(c["measurements"].size(), 2u);
+  EXPECT_EQ(c["measurements"][0]["settings"]["allocator"], have_jemalloc() ? "jemalloc" : "glibc-tuned");
+  EXPECT_EQ(c["measurements"][1]["settings"]["allocator"], "glibc");
+  bool one_thread = false;
+  for (const json& m : c["measurements"]) one_thread = one_thread || m["settings"]["threads"] == 1;
+  EXPECT_TRUE(one_thread) << c.dump(2);
+  // The plan runs what was chosen, each value saying it was calibrated.
+  EXPECT_EQ(plan["allocator"]["name"], c["chosen"]["allocator"]);
+  EXPECT_EQ(plan["threads"]["intra_op"], c["chosen"]["threads"]);
+  EXPECT_EQ(str(plan["sources"]["allocator"]).rfind("calibrated: ", 0), 0u) << plan["sources"].dump(2);
+  EXPECT_EQ(str(plan["sources"]["threads"]).rfind("calibrated: ", 0), 0u) << plan["sources"].dump(2);
+
+  const Result second = toyreg("two", {}, calibrating());
+  ASSERT_EQ(second.exit_code, 0) << second.describe();
+  EXPECT_FALSE(contains(second.err, "calibrating toyreg")) << second.describe();
+  EXPECT_EQ(str(plan_of("two")["calibration"]["status"]).rfind("cached in " + cache_file().string(), 0), 0u)
+      << plan_of("two")["calibration"].dump(2);
+  EXPECT_EQ(plan_of("two")["allocator"], plan["allocator"]);
+
+  // --calibrate measures again and prints the figures.
+  const Result again = host({"--plugin-dir", toyreg_, "--calibrate", "--algorithm", "toyreg", "--calibration-seconds", "15"},
+                            calibrating());
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_TRUE(contains(again.out, "Calibration of toyreg on cpu:0")) << again.describe();
+  EXPECT_TRUE(contains(again.out, "<- chosen")) << again.describe();
+}
+
+TEST_F(CalibrationTest, TheCommandLineAndTheSettingsFileWinOverCalibration) {
+  ASSERT_EQ(toyreg("calibrated", {}, calibrating()).exit_code, 0);
+  Result r = toyreg("cli", {"--allocator", "glibc"}, calibrating());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(plan_of("cli")["allocator"]["name"], "glibc");
+  EXPECT_EQ(plan_of("cli")["sources"]["allocator"], "command line --allocator");
+
+  write_file(tmp() / "hw.ini", "allocator = glibc-tuned\nintra_op_threads = 1\n");
+  r = toyreg("file", {"--hardware-config", (tmp() / "hw.ini").string()}, calibrating());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json plan = plan_of("file");
+  EXPECT_EQ(plan["allocator"]["name"], "glibc-tuned");
+  EXPECT_EQ(plan["threads"]["intra_op"], 1);
+  EXPECT_TRUE(contains(str(plan["sources"]["allocator"]), "hw.ini:1")) << plan["sources"].dump(2);
+  EXPECT_TRUE(contains(str(plan["sources"]["threads"]), "hw.ini:2")) << plan["sources"].dump(2);
+
+  write_file(tmp() / "bad.ini", "allocator = fastest\n");
+  r = toyreg("bad", {"--hardware-config", (tmp() / "bad.ini").string()}, calibrating());
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "bad.ini") && contains(r.err, "allocator")) << r.describe();
+  EXPECT_FALSE(fs::exists(tmp() / "bad")) << "nothing written for a bad settings file";
+  r = toyreg("bad2", {"--allocator", "fastest"}, calibrating());
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, "--allocator 'fastest'")) << r.describe();
+}
+
+TEST_F(CalibrationTest, ABadCacheIsAnErrorNamingTheFileAndIsNeverUsed) {
+  write_file(cache_file(), "{\"schema_version\": 1, \"calibrations\": [{\"key\": 7}]}");
+  Result r = toyreg("run", {}, calibrating());
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_TRUE(contains(r.err, cache_file().string())) << r.describe();
+  EXPECT_TRUE(contains(r.err, "calibrations[0]")) << r.describe();
+  EXPECT_FALSE(fs::exists(tmp() / "run")) << "the run did not start";
+  // --print-plan reads the cache too, and fails the same way.
+  r = host({"--plugin-dir", toyreg_, "--print-plan", "--algorithm", "toyreg"}, calibrating());
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+
+  // --calibrate replaces it, saying so.
+  r = host({"--plugin-dir", toyreg_, "--calibrate", "--algorithm", "toyreg", "--calibration-seconds", "15"}, calibrating());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "not used, and replaced")) << r.describe();
+  const json cache = file_json(cache_file());
+  ASSERT_EQ(cache["calibrations"].size(), 1u);
+  EXPECT_EQ(cache["calibrations"][0]["key"]["algorithm"], "toyreg");
+}
+
+TEST_F(CalibrationTest, AChangedKeyCalibratesAgain) {
+  ASSERT_EQ(toyreg("first", {}, calibrating()).exit_code, 0);
+  json cache = file_json(cache_file());
+  const json real_key = cache["calibrations"][0]["key"];
+  cache["calibrations"][0]["key"]["torch_version"] = "0.1";  // as if measured with another LibTorch
+  write_file(cache_file(), cache.dump(2));
+  const Result r = toyreg("second", {}, calibrating());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "calibrating toyreg")) << r.describe();
+  EXPECT_EQ(str(plan_of("second")["calibration"]["status"]).rfind("measured now", 0), 0u);
+  cache = file_json(cache_file());
+  ASSERT_EQ(cache["calibrations"].size(), 1u) << "the stale entry was replaced: " << cache.dump(2);
+  EXPECT_EQ(cache["calibrations"][0]["key"], real_key);
+}
+
+TEST_F(CalibrationTest, TheTimeBoundAndNoCalibrateHold) {
+  RunOptions o = calibrating();
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = toyreg("bounded", {}, o, "2");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json calibration = plan_of("bounded")["calibration"];
+  const std::string status = str(calibration["status"]);
+  if (calibration.contains("seconds")) {  // something was measured within the bound
+    EXPECT_LE(calibration["seconds"].get<double>(), 3.0) << calibration.dump(2);
+    EXPECT_EQ(calibration["complete"], false) << "every candidate fitted in 2 s? " << calibration.dump(2);
+  } else {
+    EXPECT_TRUE(contains(status, "time bound")) << status;
+  }
+  EXPECT_LT(seconds, 30) << "a 2 s calibration and a 20-step run";
+
+  // A partial calibration is cached, and --no-calibrate uses it; with an empty cache it
+  // measures nothing.
+  if (calibration.contains("seconds")) {
+    r = toyreg("cached", {"--no-calibrate"}, calibrating());
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(str(plan_of("cached")["calibration"]["status"]).rfind("cached in", 0), 0u) << plan_of("cached")["calibration"];
+  }
+  const fs::path fresh = tmp() / "fresh-cache";
+  o.env["XDG_CACHE_HOME"] = fresh.string();
+  r = toyreg("skipped", {"--no-calibrate"}, o);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(plan_of("skipped")["calibration"]["status"], "not calibrated: --no-calibrate");
+  EXPECT_FALSE(contains(r.err, "calibrating")) << r.describe();
+  o.env["MLH_NO_CALIBRATE"] = "1";
+  r = toyreg("env", {}, o);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(plan_of("env")["calibration"]["status"], "not calibrated: MLH_NO_CALIBRATE is set");
+  EXPECT_FALSE(fs::exists(fresh)) << "nothing cached without calibrating";
+}
+
+}  // namespace
+}  // namespace mlhost::cli_test

@@ -1,0 +1,232 @@
+// Calibration's logic (plan/calibration.hpp, plan/calibration_cache.hpp): which measured
+// setting wins, how results are cached and checked, and how the plan takes them.
+#include "plan/calibration.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "plan/allocator.hpp"
+#include "plan/calibration_cache.hpp"
+#include "plan/plan.hpp"
+#include "plan/settings.hpp"
+#include "temp_dir.hpp"
+
+namespace mlhost {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+CalibrationSettings s(const std::string& allocator, int threads, const std::string& precision = "fp32") {
+  return {allocator, threads, precision};
+}
+
+CalibrationKey key(const std::string& algorithm = "protonet") {
+  CalibrationKey k;
+  k.algorithm = algorithm;
+  k.algorithm_version = "1.0.0";
+  k.torch_version = "1.13.1";
+  k.device = "cpu:0";
+  k.device_name = "AMD EPYC";
+  k.cores = 2;
+  k.memory_gib = 24;
+  k.host_version = "0.1.0";
+  return k;
+}
+
+CalibrationResult result(const std::string& algorithm = "protonet") {
+  CalibrationResult r;
+  r.key = key(algorithm);
+  r.benchmark = "train_episode";
+  r.unit = "episodes";
+  r.measurements = {{s("glibc", 2), 4.9}, {s("jemalloc", 2), 16.5}, {s("jemalloc", 1), 9.0}, {s("jemalloc", 2, "bf16"), 30}};
+  r.chosen = s("jemalloc", 2);
+  r.varied = {"allocator", "threads", "precision"};
+  r.precision_check = {{"precision", "bf16"}, {"passed", false}, {"fp32_loss", 1.0}, {"reduced_loss", 2.0}};
+  r.seconds = 12;
+  r.measured_at = "2026-11-24T08:00:00Z";
+  return r;
+}
+
+TEST(Calibration, ASlowerOrBarelyFasterSettingNeverReplacesTheIncumbent) {
+  const CalibrationSettings incumbent = s("jemalloc", 2);
+  EXPECT_EQ(pick_fastest({{incumbent, 10}, {s("glibc", 2), 9}}, incumbent, 0.03), incumbent);
+  EXPECT_EQ(pick_fastest({{incumbent, 10}, {s("glibc", 2), 10.2}}, incumbent, 0.03), incumbent) << "within the margin";
+  EXPECT_EQ(pick_fastest({{incumbent, 10}, {s("glibc", 2), 10.4}, {s("tcmalloc", 2), 12}}, incumbent, 0.03),
+            s("tcmalloc", 2));
+  // The incumbent's best figure counts when it was measured twice.
+  EXPECT_EQ(pick_fastest({{incumbent, 8}, {s("glibc", 2), 10}, {incumbent, 10}}, incumbent, 0.03), incumbent);
+  // Not measured at all: nothing to compare with, so it stays.
+  EXPECT_EQ(pick_fastest({{s("glibc", 2), 100}}, incumbent, 0.03), incumbent);
+}
+
+TEST(Calibration, ThreadCandidatesArePowersOfTwoAndEveryCore) {
+  EXPECT_EQ(thread_candidates(1), (std::vector<int>{1}));
+  EXPECT_EQ(thread_candidates(2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(thread_candidates(6), (std::vector<int>{1, 2, 4, 6}));
+  EXPECT_EQ(thread_candidates(8), (std::vector<int>{1, 2, 4, 8}));
+}
+
+TEST(Calibration, ResultRoundTripsAndSaysWhatItMeasured) {
+  const CalibrationResult r = result();
+  const CalibrationResult back = CalibrationResult::from_json(r.to_json(), "x");
+  EXPECT_EQ(back.to_json(), r.to_json());
+  EXPECT_EQ(*back.throughput_of(s("jemalloc", 2)), 16.5);
+  EXPECT_EQ(back.glibc_reference()->throughput, 4.9);
+  EXPECT_EQ(calibrated_source(r, "allocator"), "calibrated: jemalloc 16.5 vs 4.90 episodes/s with glibc defaults");
+  EXPECT_EQ(calibrated_source(r, "threads"), "calibrated: 2 threads 16.5 episodes/s (1 thread 9.00)");
+  EXPECT_EQ(calibrated_source(r, "precision"),
+            "calibrated: fp32 16.5 episodes/s vs bf16 30.0; bf16 quality check failed (loss 2.00 vs fp32 1.00)");
+}
+
+TEST(Calibration, UntrustworthyResultsAreRejectedNamingTheField) {
+  auto error = [](json j) {
+    try {
+      CalibrationResult::from_json(j, "cache 'c.json': calibrations[0]");
+    } catch (const CalibrationError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const json good = result().to_json();
+  json bad = good;
+  bad["chosen"]["threads"] = 0;
+  EXPECT_EQ(error(bad), "cache 'c.json': calibrations[0].chosen.threads: expected an integer >= 1");
+  bad = good;
+  bad["chosen"] = s("tcmalloc", 2).to_json();
+  EXPECT_NE(error(bad).find("chosen: expected settings that were measured"), std::string::npos);
+  bad = good;
+  bad["chosen"] = s("jemalloc", 2, "bf16").to_json();  // measured faster, but its check failed
+  EXPECT_NE(error(bad).find("chosen.precision"), std::string::npos);
+  bad = good;
+  bad["measurements"][1]["throughput"] = -3;
+  EXPECT_NE(error(bad).find("measurements[1].throughput"), std::string::npos);
+  bad = good;
+  bad["key"].erase("torch_version");
+  EXPECT_NE(error(bad).find("key.torch_version: expected a value (it is missing)"), std::string::npos);
+  bad = good;
+  bad["varied"] = json::array({"batch"});
+  EXPECT_NE(error(bad).find("varied"), std::string::npos);
+  EXPECT_NE(error(json::array()).find("expected an object"), std::string::npos);
+}
+
+TEST(CalibrationCache, StoresByKeyAndReplacesTheAlgorithmsOlderEntry) {
+  mlhost::testing::TempDir dir;
+  const fs::path file = fs::path(dir.path()) / "mlhost" / "calibration.json";
+  CalibrationCache cache(file);
+  cache.load();  // none yet
+  EXPECT_FALSE(cache.find(key()));
+  cache.store(result("protonet"));
+  cache.store(result("trm"));
+  CalibrationCache reread(file);
+  reread.load();
+  ASSERT_TRUE(reread.find(key("protonet")));
+  ASSERT_TRUE(reread.find(key("trm")));
+  // A changed key (a new LibTorch) finds nothing, and its result replaces the old one.
+  CalibrationKey changed = key();
+  changed.torch_version = "2.15.0";
+  EXPECT_FALSE(reread.find(changed));
+  CalibrationResult newer = result();
+  newer.key = changed;
+  reread.store(newer);
+  CalibrationCache third(file);
+  third.load();
+  EXPECT_TRUE(third.find(changed));
+  EXPECT_FALSE(third.find(key())) << "the entry for the old key is gone";
+  EXPECT_TRUE(third.find(key("trm")));
+}
+
+TEST(CalibrationCache, BadContentIsAnErrorNamingTheFileAndNothingOfItIsUsed) {
+  mlhost::testing::TempDir dir;
+  const fs::path file = fs::path(dir.path()) / "calibration.json";
+  auto error_for = [&](const std::string& text) {
+    std::ofstream(file) << text;
+    CalibrationCache cache(file);
+    try {
+      cache.load();
+    } catch (const CalibrationError& e) {
+      EXPECT_FALSE(cache.find(key())) << "nothing of a bad file is used";
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_for("{not json"), "calibration cache '" + file.string() + "': not valid JSON");
+  EXPECT_NE(error_for(R"({"schema_version": 2, "calibrations": []})").find("schema_version"), std::string::npos);
+  json one_bad = {{"schema_version", 1}, {"calibrations", {result().to_json(), {{"key", 1}}}}};
+  const std::string e = error_for(one_bad.dump());
+  EXPECT_NE(e.find(file.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("calibrations[1]"), std::string::npos) << e;
+}
+
+TEST(CalibrationCache, FileFollowsXdgCacheHome) {
+  const char* old_xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old_xdg ? old_xdg : "";
+  ::setenv("XDG_CACHE_HOME", "/x/cache", 1);
+  EXPECT_EQ(calibration_cache_file(), fs::path("/x/cache/mlhost/calibration.json"));
+  ::unsetenv("XDG_CACHE_HOME");
+  ::setenv("HOME", ::getenv("HOME") ? ::getenv("HOME") : "/root", 1);
+  EXPECT_EQ(calibration_cache_file(), fs::path(::getenv("HOME")) / ".cache/mlhost/calibration.json");
+  if (old_xdg) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+}
+
+Device cpu() {
+  Device d;
+  d.plugin = d.kind = "cpu";
+  d.name = "AMD EPYC";
+  d.torch_device = "cpu";
+  d.device_class = MLH_DEVICE_CLASS_CPU;
+  d.memory_total_bytes = 24ll << 30;
+  d.precisions = MLH_PRECISION_FP32 | MLH_PRECISION_BF16;
+  d.fast_precisions = MLH_PRECISION_FP32 | MLH_PRECISION_BF16;
+  d.recommended_threads = 2;
+  return d;
+}
+
+TEST(CalibrationInThePlan, CalibratedValuesCountAfterTheCommandLineAndTheSettingsFile) {
+  if (built_with_address_sanitizer()) GTEST_SKIP() << "AddressSanitizer build: the plan keeps glibc";
+  const Device d = cpu();
+  CalibrationResult r = result();
+  r.chosen = s("glibc", 1);
+  r.measurements.push_back({s("glibc", 1), 50});
+  PlanInputs in;
+  in.device = &d;
+  in.calibration = &r;
+  in.calibration_status = "cached in c.json";
+  json p = make_plan(in);
+  EXPECT_EQ(p["allocator"]["name"], "glibc");
+  EXPECT_EQ(p["threads"]["intra_op"], 1);
+  EXPECT_EQ(p["precision"], "fp32");
+  EXPECT_EQ(p["sources"]["allocator"].get<std::string>().rfind("calibrated: glibc 50.0", 0), 0u) << p["sources"];
+  EXPECT_EQ(p["sources"]["threads"].get<std::string>().rfind("calibrated: 1", 0), 0u) << p["sources"];
+  EXPECT_EQ(p["calibration"]["status"], "cached in c.json");
+  EXPECT_EQ(p["calibration"]["chosen"], r.chosen.to_json());
+  EXPECT_NE(plan_to_text(p).find("calibration              cached in c.json"), std::string::npos);
+
+  const HardwareSettings settings = parse_hardware_settings("allocator = glibc-tuned\nintra_op_threads = 2\n", "hw.ini");
+  in.settings = &settings;
+  in.precision = "bf16";
+  p = make_plan(in);
+  EXPECT_EQ(p["allocator"]["name"], "glibc-tuned");
+  EXPECT_EQ(p["sources"]["allocator"], "settings file hw.ini:1");
+  EXPECT_EQ(p["threads"]["intra_op"], 2);
+  EXPECT_EQ(p["precision"], "bf16");
+  EXPECT_EQ(p["sources"]["precision"], "command line --precision");
+}
+
+TEST(CalibrationInThePlan, OnlyWhatWasVariedIsTaken) {
+  const Device d = cpu();
+  CalibrationResult r = result();
+  r.varied = {"allocator"};  // threads and precision were what the plan had anyway
+  r.chosen = s("jemalloc", 1);
+  r.measurements.push_back({s("jemalloc", 1), 17});
+  PlanInputs in;
+  in.device = &d;
+  in.calibration = &r;
+  const json p = make_plan(in);
+  EXPECT_EQ(p["threads"]["intra_op"], 2) << "threads from the device, not the calibration";
+  EXPECT_EQ(p["sources"]["threads"].get<std::string>().rfind("device", 0), 0u);
+}
+
+}  // namespace
+}  // namespace mlhost
