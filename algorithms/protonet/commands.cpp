@@ -17,6 +17,7 @@
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
 #include <mlh/runtime/memory.hpp>
+#include <mlh/runtime/oom_backoff.hpp>
 #include <mlh/runtime/precision.hpp>
 #include <mlh/runtime/prefetcher.hpp>
 #include <mlh/runtime/safetensors.hpp>
@@ -132,28 +133,61 @@ struct Learner {
   }
   double lr() { return static_cast<torch::optim::AdamOptions&>(optimizer.param_groups()[0].options()).lr(); }
 
-  ProtoLoss forward(const Episode& e, bool train) {
-    at::Tensor images = e.images.to(plan.device);
+  // The episode's loss over its support and the queries [query_begin, query_begin + queries)
+  // (every query by default).
+  ProtoLoss forward(const Episode& e, bool train, int64_t query_begin = 0, int64_t queries = -1) {
+    const int64_t k = static_cast<int64_t>(e.way) * e.shot;
+    const int64_t all_queries = e.images.size(0) - k;
+    if (queries < 0) queries = all_queries;
+    at::Tensor images = e.images, targets = e.query_targets;
+    if (queries < all_queries) {
+      images = at::cat({e.images.narrow(0, 0, k), e.images.narrow(0, k + query_begin, queries)});
+      targets = e.query_targets.narrow(0, query_begin, queries);
+    }
+    images = images.to(plan.device);
     if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor embeddings;
     {
       mlh::rt::AutocastScope autocast(plan.precision, plan.device);
       embeddings = net->forward(images, train && plan.gradient_checkpointing);
     }
-    const int64_t k = static_cast<int64_t>(e.way) * e.shot;
-    return proto_loss(embeddings.narrow(0, 0, k), embeddings.narrow(0, k, embeddings.size(0) - k),
-                      e.query_targets.to(plan.device), e.way, distance, cfg.cosine_scale);
+    return proto_loss(embeddings.narrow(0, 0, k), embeddings.narrow(0, k, queries), targets.to(plan.device), e.way,
+                      distance, cfg.cosine_scale);
   }
 
+  // One episode, its queries in micro-batches that back off when memory runs out
+  // (oom_backoff.hpp): each micro-batch embeds the support set again with its share of the
+  // queries, and the loss (a mean over queries) is weighted by that share, so the gradients
+  // add up to the episode's. Batch norm sees each micro-batch's images: after a back-off its
+  // statistics are those of the smaller micro-batches.
   ProtoLoss train_step(const Episode& e) {
-    optimizer.zero_grad();
-    ProtoLoss r = forward(e, true);
-    scaler.scale(r.loss).backward();
-    // Data-parallel: each rank's episode is its share; the step uses the mean gradient.
-    if (dist) dist->average_gradients(net->parameters());
-    scaler.step(optimizer);
-    scaler.update();
-    return r;
+    const int64_t queries = e.query_targets.size(0);
+    ProtoLoss total;
+    micro.run(queries,
+              {[&] {
+                 optimizer.zero_grad();
+                 total = ProtoLoss();
+               },
+               [&](int64_t begin, int64_t count, double weight) {
+                 ProtoLoss r = forward(e, true, begin, count);
+                 if (count == queries) {  // the whole episode at once: no copies
+                   scaler.scale(r.loss).backward();
+                   total = r;
+                   return;
+                 }
+                 scaler.scale(r.loss * weight).backward();
+                 const at::Tensor part = r.loss.detach() * weight;
+                 total.loss = total.loss.defined() ? total.loss + part : part;
+                 total.accuracy += r.accuracy * weight;
+               },
+               [&] {
+                 // Data-parallel: each rank's episode is its share; the step uses the mean gradient.
+                 if (dist) dist->average_gradients(net->parameters());
+                 scaler.step(optimizer);
+                 scaler.update();
+               }},
+              plan.device, {net.get()});
+    return total;
   }
 
   mlh::rt::TrainingState state() {
@@ -170,6 +204,7 @@ struct Learner {
   mlh::rt::GradScaler scaler;
   Distance distance;
   bool channels_last;
+  mlh::rt::MicroBatchedStep micro;  // the run's, logging through its context (train())
 };
 
 // Runs `episodes` in eval mode without gradients, assembled ahead by the prefetcher.
@@ -241,6 +276,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   // run_command) and validates on the same ones; rank 0 writes the checkpoints.
   mlh::rt::Distributed dist(ctx, plan.device);
   Learner l(cfg, train_set.channels, plan, &dist);
+  l.micro = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
   mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, mlh::rt::Goal::Minimize,
                                          [&](const std::string& w) { ctx.warn(w); });
   checkpoints.share_with(dist);
@@ -258,6 +294,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     if (auto loaded = checkpoints.load_latest(s, plan.device)) {
       progress = loaded->values.at("progress");
       l.scaler.load_state(loaded->values.at("scaler"));
+      if (loaded->values.contains("micro_batch")) l.micro.load_state(loaded->values.at("micro_batch"));
       epoch_rng = mlh::rt::RngState::from_tensors(s.tensors);
       // The checkpoint holds rank 0's random streams; the other ranks keep their own, or
       // they would draw rank 0's episodes from here on.
@@ -269,7 +306,8 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   auto make_state = [&](const mlh::rt::RngState& rng) {
     mlh::rt::TrainingState s = l.state();
     s.tensors = rng.to_tensors();
-    s.values = {{"progress", progress}, {"scaler", l.scaler.state()}, {"train_way", shape.way}};
+    s.values = {{"progress", progress}, {"scaler", l.scaler.state()}, {"train_way", shape.way},
+                {"micro_batch", l.micro.state()}};
     return s;
   };
 
@@ -388,7 +426,9 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                    {"train_episode", {{"way", shape.way}, {"shot", shape.shot}, {"query", shape.query}}},
                    {"val_episode", {{"way", val_shape.way}, {"shot", val_shape.shot}, {"query", val_shape.query}}},
                    {"checkpoint", loaded ? loaded->path : ""},
-                   {"weights", weights}}
+                   {"weights", weights},
+                   {"oom_backoffs", l.micro.backoffs()},
+                   {"query_micro_batch", l.micro.micro_batch(static_cast<int64_t>(shape.way) * shape.query)}}
                   .dump());
 }
 

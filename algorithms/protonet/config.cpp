@@ -47,6 +47,7 @@ const char* config_schema_json() {
     "distance": {"enum": ["euclidean", "cosine"]},
     "cosine_scale": {"type": "number", "exclusiveMinimum": 0, "description": "logits = scale * cosine similarity"},
     "width": {"type": "integer", "minimum": 1, "description": "Conv-4 filters per block"},
+    "micro_batch": {"type": "integer", "minimum": 0, "description": "training queries per micro-batch from the start; 0: the whole episode (out of memory halves it)"},
     "seed": {"type": "integer", "minimum": 0},
     "eval_episodes": {"type": "integer", "minimum": 1},
     "keep_checkpoints": {"type": "integer", "minimum": 1},
@@ -77,7 +78,7 @@ const char* config_defaults_json() {
   "epochs": 100, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 10,
   "lr": 0.001, "lr_halve_every": 2000,
   "distance": "euclidean", "cosine_scale": 10.0,
-  "width": 64, "seed": 0, "eval_episodes": 1000, "keep_checkpoints": 3,
+  "width": 64, "micro_batch": 0, "seed": 0, "eval_episodes": 1000, "keep_checkpoints": 3,
   "support_dir": "", "query": "", "checkpoint": "best"
 })json";
 }
@@ -152,6 +153,8 @@ Config parse_config(const json& user) {
     c.distance = cfg.at("distance").get<std::string>();
     c.cosine_scale = cfg.at("cosine_scale").get<double>();
     c.width = cfg.at("width").get<int64_t>();
+    c.micro_batch = cfg.at("micro_batch").get<int64_t>();
+    if (c.micro_batch < 0) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'micro_batch': expected an integer >= 0");
     c.seed = cfg.at("seed").get<uint64_t>();
     c.eval_episodes = cfg.at("eval_episodes").get<int64_t>();
     c.keep_checkpoints = cfg.at("keep_checkpoints").get<int>();

@@ -36,6 +36,7 @@ struct Config {
   std::string distance = "euclidean";  // or "cosine"
   double cosine_scale = 10.0;
   int64_t width = 64;
+  int64_t micro_batch = 0;  // training queries per micro-batch; 0: the whole episode
   uint64_t seed = 0;
   int64_t eval_episodes = 1000;
   int keep_checkpoints = 3;

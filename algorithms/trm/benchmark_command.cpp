@@ -4,10 +4,13 @@
 // (flops.hpp) over the peak FLOP/s of a large matmul measured in the same run and precision
 // (and, for GPUs whose datasheet peak we know, over that too). One training step = one ACT
 // step forward, loss, backward and the optimizer step (Trainer::step).
+#include <chrono>
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <mlh/format.hpp>
 #include <mlh/runtime/memory.hpp>
+#include <mlh/runtime/batch_finder.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/calibration.hpp>
 #include <nlohmann/json.hpp>
@@ -22,19 +25,23 @@ namespace {
 
 using nlohmann::json;
 
-// A random batch of Sudoku shape (tokens 1..10, every label set).
-Batch random_batch(int64_t rows, uint64_t seed) {
+// Random tokens over the model's sequence and vocabulary (Sudoku's by default), puzzle
+// identifiers spread over its table.
+Batch random_batch(int64_t rows, uint64_t seed, int64_t seq_len = 81, int64_t vocab_size = 11,
+                   int64_t puzzle_identifiers = 1) {
   std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int32_t> token(1, 10), digit(2, 10);
+  std::uniform_int_distribution<int32_t> token(1, static_cast<int32_t>(vocab_size - 1)),
+      label(std::min<int32_t>(2, static_cast<int32_t>(vocab_size - 1)), static_cast<int32_t>(vocab_size - 1));
+  std::uniform_int_distribution<int32_t> puzzle(0, static_cast<int32_t>(puzzle_identifiers - 1));
   Batch b;
   b.rows = rows;
-  b.seq_len = 81;
+  b.seq_len = seq_len;
   b.valid = rows;
-  for (int64_t i = 0; i < rows * 81; ++i) {
+  for (int64_t i = 0; i < rows * seq_len; ++i) {
     b.inputs.push_back(token(rng));
-    b.labels.push_back(digit(rng));
+    b.labels.push_back(label(rng));
   }
-  b.puzzle_identifiers.assign(static_cast<size_t>(rows), 0);
+  for (int64_t i = 0; i < rows; ++i) b.puzzle_identifiers.push_back(puzzle(rng));
   return b;
 }
 
@@ -203,8 +210,42 @@ void benchmark_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::
 // label a function of its input, which a few steps learn) for kCheckSteps steps from the
 // same start in fp32 and in the reduced precision, and compares the mean loss of the last
 // five steps.
+// The batch search of `host --batch-size auto` (batch_finder.hpp): two timed training steps of
+// the run's own model (its data's sequence length, vocabulary and puzzle table; a puzzle run
+// without data.dir builds its dataset in the search's folder first) on random batches of
+// each size tried.
+json batch_search(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  ModelConfig model;
+  if (cfg.text()) {
+    model = text_model_config(cfg);
+  } else {
+    const std::string dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
+    model = puzzle_model_config(cfg, DatasetSplit::open(dir + "/train").metadata());
+  }
+  model.gradient_checkpointing = plan.gradient_checkpointing;
+  mlh::rt::BatchSearchOptions options = mlh::rt::BatchSearchOptions::from_plan(ctx.plan_json());
+  options.memory_limit_bytes = mlh::rt::planned_memory_limit(plan);
+  const mlh::rt::BatchSearchResult result = mlh::rt::find_batch_size(
+      [&](int64_t rows) {
+        Trainer t(cfg, plan, model);
+        t.micro_batching().set_backoff(false);  // out of memory: the batch does not fit
+        const Batch batch = random_batch(rows, cfg.seed, model.seq_len, model.vocab_size, model.num_puzzle_identifiers);
+        t.step(batch);
+        const auto start = std::chrono::steady_clock::now();
+        t.step(batch);
+        t.step(batch);
+        return 2.0 * static_cast<double>(rows) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      },
+      plan.device, options);
+  return result.to_json();
+}
+
 void calibrate_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::RuntimePlan& plan) {
   const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
+  if (request.batch_search) {
+    ctx.summary(json{{"batch_search", batch_search(ctx, user_cfg, plan)}}.dump());
+    return;
+  }
   Config cfg = user_cfg;
   cfg.model.puzzle_emb_ndim = 0;
   cfg.ema = false;

@@ -141,6 +141,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   if (dist.is_main()) write_run_model(ctx.run_dir(), run_model);
 
   Trainer t(cfg, plan, run_model.model, &dist);
+  t.micro_batching() = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
   const mlh::rt::Goal goal = cfg.text() ? mlh::rt::Goal::Minimize : mlh::rt::Goal::Maximize;
   mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, goal,
                                          [&](const std::string& w) { ctx.warn(w); });
@@ -256,6 +257,8 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
                   {"mode", cfg.mode},
                   {"world_size", dist.world_size()},
                   {"global_batch_size", global_batch},
+                  {"oom_backoffs", t.micro_batching().backoffs()},
+                  {"micro_batch", t.micro_batching().micro_batch(cfg.batch_size)},
                   {"ranks_agree", dist.parameters_agree(*t.model())}};
   ctx.summary(summary.dump());
 }

@@ -62,6 +62,7 @@ const char* config_schema_json() {
       }
     },
     "batch_size": {"type": "integer", "minimum": 1, "description": "global batch (the plan's)"},
+    "micro_batch": {"type": "integer", "minimum": 0, "description": "rows per micro-batch from the start, gradients accumulated; 0: the whole batch (out of memory halves it)"},
     "train_steps": {"type": "integer", "minimum": 1, "description": "ACT steps, one optimizer step each"},
     "max_minutes": {"type": "number", "minimum": 0, "description": "stop training after this wall time (0: no limit)"},
     "lr": {"type": "number", "exclusiveMinimum": 0},
@@ -115,7 +116,7 @@ const char* config_defaults_json() {
             "halt_max_steps": 16, "halt_exploration_prob": 0.1, "no_act_continue": true, "mlp_t": false,
             "puzzle_emb_ndim": 512, "puzzle_emb_len": 0, "rope_theta": 10000.0, "loss": "stablemax",
             "text_seq_len": 128},
-  "batch_size": 768, "train_steps": 20000, "max_minutes": 0,
+  "batch_size": 768, "micro_batch": 0, "train_steps": 20000, "max_minutes": 0,
   "lr": 0.0001, "lr_min_ratio": 1.0, "lr_warmup_steps": 2000, "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1,
   "puzzle_emb_lr": 0.01, "puzzle_emb_weight_decay": 0.1, "grad_clip": 0,
   "ema": true, "ema_rate": 0.999,
@@ -252,6 +253,8 @@ Config parse_config(const json& user) {
   c.puzzle_emb_weight_decay = config_field<double>(cfg, "puzzle_emb_weight_decay", "puzzle_emb_weight_decay");
   config_check(c.puzzle_emb_lr >= 0, "puzzle_emb_lr", "must be >= 0");
   config_check(c.puzzle_emb_weight_decay >= 0, "puzzle_emb_weight_decay", "must be >= 0");
+  c.micro_batch = config_field<int64_t>(cfg, "micro_batch", "micro_batch");
+  config_check(c.micro_batch >= 0, "micro_batch", "must be >= 0");
   c.grad_clip = config_field<double>(cfg, "grad_clip", "grad_clip");
   config_check(c.grad_clip >= 0, "grad_clip", "must be >= 0");
   c.ema = config_field<bool>(cfg, "ema", "ema");

@@ -79,6 +79,7 @@ struct Config {
   int64_t lr_warmup_steps = 2000;
   double beta1 = 0.9, beta2 = 0.95, weight_decay = 0.1;
   double puzzle_emb_lr = 1e-2, puzzle_emb_weight_decay = 0.1;
+  int64_t micro_batch = 0;  // rows per micro-batch (0: the whole batch); out of memory halves it
   double grad_clip = 0;  // max global gradient norm (0: off, as the reference)
   bool ema = true;
   double ema_rate = 0.999;

@@ -50,7 +50,53 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Mode
     sign_sgd_->share_with(dist_);
   }
   if (cfg.ema) ema_ = std::make_unique<Ema>(*model_, cfg.ema_rate);
+  micro_ = mlh::rt::MicroBatchedStep(nullptr, nullptr, cfg.micro_batch);
 }
+
+namespace {
+
+at::Tensor rows_of(const at::Tensor& t, int64_t begin, int64_t count) {
+  return t.defined() ? t.narrow(0, begin, count) : t;
+}
+
+BatchTensors rows_of(const BatchTensors& b, int64_t begin, int64_t count) {
+  return {rows_of(b.inputs, begin, count), rows_of(b.labels, begin, count), rows_of(b.puzzle_identifiers, begin, count)};
+}
+
+Carry rows_of(const Carry& c, int64_t begin, int64_t count) {
+  return {rows_of(c.z_h, begin, count), rows_of(c.z_l, begin, count), rows_of(c.steps, begin, count),
+          rows_of(c.halted, begin, count), rows_of(c.current, begin, count)};
+}
+
+at::Tensor joined(const std::vector<Carry>& parts, at::Tensor Carry::*field) {
+  std::vector<at::Tensor> ts;
+  for (const Carry& c : parts) ts.push_back(c.*field);
+  return at::cat(ts);
+}
+
+at::Tensor joined(const std::vector<Carry>& parts, at::Tensor BatchTensors::*field) {
+  if (!(parts[0].current.*field).defined()) return at::Tensor();
+  std::vector<at::Tensor> ts;
+  for (const Carry& c : parts) ts.push_back(c.current.*field);
+  return at::cat(ts);
+}
+
+Carry joined(const std::vector<Carry>& parts) {
+  if (parts.size() == 1) return parts[0];
+  return {joined(parts, &Carry::z_h), joined(parts, &Carry::z_l), joined(parts, &Carry::steps), joined(parts, &Carry::halted),
+          {joined(parts, &BatchTensors::inputs), joined(parts, &BatchTensors::labels),
+           joined(parts, &BatchTensors::puzzle_identifiers)}};
+}
+
+void add(ActLoss& sum, const ActLoss& part) {
+  sum.count += part.count;
+  sum.accuracy_sum += part.accuracy_sum;
+  sum.exact_sum += part.exact_sum;
+  sum.q_halt_accuracy_sum += part.q_halt_accuracy_sum;
+  sum.steps_sum += part.steps_sum;
+}
+
+}  // namespace
 
 StepStats Trainer::step(const Batch& batch) {
   const BatchTensors data = to_tensors(batch, plan_.device);
@@ -60,39 +106,66 @@ StepStats Trainer::step(const Batch& batch) {
   s.lr = scheduled_lr(step_, cfg_.lr, cfg_.lr_warmup_steps, cfg_.train_steps, cfg_.lr_min_ratio);
   for (auto& group : adamw_->param_groups()) group.options().set_lr(s.lr);
 
-  ActLoss out;
-  {
-    std::optional<mlh::rt::AutocastScope> autocast;
-    if (plan_.precision != mlh::rt::Precision::kFp32) autocast.emplace(plan_.precision, plan_.device);
-    const StepOutput step_out = model_->forward(*carry_, data);
-    out = act_loss(step_out, *carry_, cfg_.model.loss == "softmax" ? LossKind::kSoftmax : LossKind::kStablemax);
-  }
-  const at::Tensor loss = out.loss / static_cast<double>(batch.rows);
-  scaler_.scale(loss).backward();
-  dist_.average_gradients(dense_parameters(model_));
-  if (cfg_.grad_clip > 0) {
-    if (scaler_.enabled()) scaler_.unscale_(*adamw_);
-    torch::nn::utils::clip_grad_norm_(dense_parameters(model_), cfg_.grad_clip);
-  }
-  const bool stepped = scaler_.step(*adamw_);
-  if (scaler_.enabled()) scaler_.update();
-  if (sign_sgd_) {
-    // Its sign is unchanged by the loss scale; a step the scaler skipped is skipped here too.
-    if (stepped)
-      sign_sgd_->step(scheduled_lr(step_, cfg_.puzzle_emb_lr, cfg_.lr_warmup_steps, cfg_.train_steps, cfg_.lr_min_ratio));
-    sign_sgd_->zero_grad();
-  }
-  adamw_->zero_grad();
-  if (ema_ && stepped) ema_->update();
+  const auto rows = static_cast<int64_t>(batch.rows);
+  ActLoss sums;
+  at::Tensor loss;
+  std::vector<Carry> carries;  // the micro-batches' next carries, joined once the step succeeded
+  bool stepped = false;
+  // TRM's forward changes no buffer: nothing for a retry to restore but the RNG.
+  micro_.run(
+      rows,
+      {[&] {
+         adamw_->zero_grad();
+         if (sign_sgd_) sign_sgd_->zero_grad();
+         sums = ActLoss();
+         loss = at::Tensor();
+         carries.clear();
+       },
+       [&](int64_t begin, int64_t count, double) {
+         // A copy of the carry's handles: the forward replaces them, and a retry needs the old.
+         Carry carry = count == rows ? *carry_ : rows_of(*carry_, begin, count);
+         ActLoss out;
+         {
+           std::optional<mlh::rt::AutocastScope> autocast;
+           if (plan_.precision != mlh::rt::Precision::kFp32) autocast.emplace(plan_.precision, plan_.device);
+           const StepOutput step_out = model_->forward(carry, count == rows ? data : rows_of(data, begin, count));
+           out = act_loss(step_out, carry, cfg_.model.loss == "softmax" ? LossKind::kSoftmax : LossKind::kStablemax);
+         }
+         // Summed over rows: divided by the whole batch, the micro-batches' losses add up to it.
+         const at::Tensor part = out.loss / static_cast<double>(rows);
+         scaler_.scale(part).backward();
+         loss = loss.defined() ? loss + part.detach() : part.detach();
+         add(sums, out);
+         carries.push_back(std::move(carry));
+       },
+       [&] {
+         dist_.average_gradients(dense_parameters(model_));
+         if (cfg_.grad_clip > 0) {
+           if (scaler_.enabled()) scaler_.unscale_(*adamw_);
+           torch::nn::utils::clip_grad_norm_(dense_parameters(model_), cfg_.grad_clip);
+         }
+         stepped = scaler_.step(*adamw_);
+         if (scaler_.enabled()) scaler_.update();
+         if (sign_sgd_) {
+           // Its sign is unchanged by the loss scale; a step the scaler skipped is skipped here too.
+           if (stepped)
+             sign_sgd_->step(scheduled_lr(step_, cfg_.puzzle_emb_lr, cfg_.lr_warmup_steps, cfg_.train_steps, cfg_.lr_min_ratio));
+           sign_sgd_->zero_grad();
+         }
+         adamw_->zero_grad();
+         if (ema_ && stepped) ema_->update();
+       }},
+      plan_.device);
+  carry_ = joined(carries);
 
   s.skipped = !stepped;
   s.loss = loss.item<double>();
-  s.count = out.count;
-  if (out.count > 0) {
-    s.accuracy = out.accuracy_sum / out.count;
-    s.exact_accuracy = out.exact_sum / out.count;
-    s.q_halt_accuracy = out.q_halt_accuracy_sum / out.count;
-    s.steps = out.steps_sum / out.count;
+  s.count = sums.count;
+  if (sums.count > 0) {
+    s.accuracy = sums.accuracy_sum / sums.count;
+    s.exact_accuracy = sums.exact_sum / sums.count;
+    s.q_halt_accuracy = sums.q_halt_accuracy_sum / sums.count;
+    s.steps = sums.steps_sum / sums.count;
   }
   return s;
 }
@@ -103,6 +176,7 @@ mlh::rt::TrainingState Trainer::state() {
   if (ema_) s.add("ema", ema_->state_module());
   s.values["step"] = step_;
   s.values["grad_scaler"] = scaler_.state();
+  s.values["micro_batch"] = micro_.state();
   return s;
 }
 
@@ -111,6 +185,7 @@ void Trainer::restored(const mlh::rt::TrainingState& state) {
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "checkpoint: 'step' is missing or not an integer");
   step_ = state.values["step"].get<int64_t>();
   if (state.values.contains("grad_scaler")) scaler_.load_state(state.values["grad_scaler"]);
+  if (state.values.contains("micro_batch")) micro_.load_state(state.values["micro_batch"]);
   carry_.reset();  // as the reference: a resumed run starts every sequence afresh
 }
 

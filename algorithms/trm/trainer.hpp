@@ -3,7 +3,9 @@
 // loss is divided by the global batch, AdamW steps the dense weights and sign-SGD the
 // puzzle-embedding rows of the batch, both on the warmup + cosine schedule; the EMA of the
 // weights follows each step. Precision follows the plan (autocast; fp16 with a gradient
-// scaler), gradient checkpointing of the recursion too.
+// scaler), gradient checkpointing of the recursion too. The step runs in micro-batches of
+// rows that back off when memory runs out (oom_backoff.hpp): each micro-batch carries its
+// own rows, and the carries are joined once the whole step succeeded.
 #pragma once
 
 #include <memory>
@@ -13,6 +15,7 @@
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
+#include <mlh/runtime/oom_backoff.hpp>
 #include <torch/optim/adamw.h>
 
 #include "config.hpp"
@@ -62,6 +65,8 @@ class Trainer {
   // Model, optimizer and EMA; the caller adds its own values (sampler state, ...). After
   // loading, call restored() so that the step counter is taken from state.values.
   mlh::rt::TrainingState state();
+  // The step's micro-batching; a run replaces it with one that logs through its context.
+  mlh::rt::MicroBatchedStep& micro_batching() { return micro_; }
   void restored(const mlh::rt::TrainingState& state);
 
  private:
@@ -77,6 +82,7 @@ class Trainer {
   mlh::rt::GradScaler scaler_;
   std::optional<Carry> carry_;
   int64_t step_ = 0;
+  mlh::rt::MicroBatchedStep micro_;
 };
 
 }  // namespace trm

@@ -1,6 +1,8 @@
 #include "cli/cli.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
@@ -62,12 +64,13 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("run-dir", po::value<std::string>(), "folder for this run's outputs (default runs/<algorithm>-<time>)")
       ("resume", "continue the run in --run-dir from its newest checkpoint")
       ("benchmark", "run the algorithm's benchmark command on the chosen device and print a table (--json: JSON)");
-  std::string precision, allocator;
-  int64_t batch_size = 0;
+  std::string precision, allocator, batch_size;
   po::options_description planning("Planning (docs/plan.md)");
   planning.add_options()
       ("precision", po::value(&precision), "auto, fp32, fp16 or bf16 (default: auto, or the settings file)")
-      ("batch-size", po::value(&batch_size), "reference batch size (default: the rules for the device)")
+      ("batch-size", po::value(&batch_size),
+       "reference batch size, or auto: the largest that fits, found by trying real training steps "
+       "(default: the rules for the device)")
       ("hardware-config", po::value<std::string>(), "INI settings file (see share/mlhost/hardware.ini); "
                                                     "default: $MLH_HARDWARE_CONFIG")
       ("rules", po::value<std::string>(), "JSON file of auto-configuration rules tried before the shipped ones")
@@ -153,8 +156,16 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     o.precision = precision;
   }
   if (vm.count("batch-size")) {
-    if (batch_size < 1) throw CliError("--batch-size must be at least 1, got " + std::to_string(batch_size));
-    o.batch_size = batch_size;
+    if (batch_size == "auto") {
+      o.batch_size_auto = true;
+    } else {
+      char* end = nullptr;
+      errno = 0;
+      const long long n = std::strtoll(batch_size.c_str(), &end, 10);
+      if (batch_size.empty() || *end != '\0' || errno != 0 || n < 1)
+        throw CliError("--batch-size must be a whole number of at least 1 or auto, got '" + batch_size + "'");
+      o.batch_size = n;
+    }
   }
   if (vm.count("allocator")) {
     static const std::vector<std::string> allocators = {"auto", "glibc", "glibc-tuned", "jemalloc", "tcmalloc"};

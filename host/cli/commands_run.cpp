@@ -1,5 +1,6 @@
 // --describe, --print-plan and --algorithm: from the set-up to the worker's end.
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "plugins/plugin_calls.hpp"
 #include "run/benchmark_report.hpp"
 #include "run/launch.hpp"
+#include "run/memory_kill.hpp"
 #include "run/run_files.hpp"
 #include "run/run_setup.hpp"
 #include "run/telemetry.hpp"
@@ -111,7 +113,8 @@ bool no_calibrate_env() {
 
 int command_print_plan(const CliOptions& options) {
   const Launch launch = launch_of(options);
-  RunSetup s = setup_run(options, Calibration::kCachedOnly, "a run calibrates first ('host --calibrate' does now)");
+  RunSetup s = setup_run(options, Calibration::kCachedOnly, "a run calibrates first ('host --calibrate' does now)",
+                         /*measure_batch=*/false);
   devices_for_ranks(launch, s.device, s.probe.ranking);
   plan_for_launch(s.plan, launch, s.device);
   std::cout << plan_to_text(s.plan);
@@ -126,6 +129,10 @@ int command_run(const CliOptions& options) {
     throw HostError(std::string(launch.external() ? "a rank started by " + launch.source.substr(0, launch.source.find(' '))
                                                   : "a run across machines (--nnodes)") +
                         " needs --run-dir, a folder every rank sees: rank 0 writes the run there",
+                    2);
+  if (launch.distributed() && options.batch_size_auto)
+    throw HostError("--batch-size auto does not run in a distributed launch: find the batch with one process "
+                    "(host --algorithm NAME --batch-size auto), then give every rank --batch-size N",
                     2);
   RunSetup s = launch.distributed()
                    ? setup_run(options, Calibration::kCachedOnly, "distributed runs do not calibrate ('host --calibrate' first)")
@@ -206,6 +213,9 @@ int command_run(const CliOptions& options) {
     spdlog::info("starting ranks {}-{} of {} ({}), meeting at {}:{}", launch.first_rank,
                  launch.first_rank + launch.workers_here - 1, launch.world_size, launch.source, launch.master_addr,
                  launch.master_port);
+  // The kernel's OOM kills in this cgroup so far, to tell afterwards whether one ended the run.
+  const fs::path memory_events = cgroup_memory_events();
+  const std::optional<int64_t> oom_kills_before = oom_kill_count(memory_events);
   std::unique_ptr<TelemetrySampler> telemetry;
   const GroupOutcome group = supervise_workers(specs, [&](pid_t worker) {
     if (owns_run_dir)
@@ -244,10 +254,16 @@ int command_run(const CliOptions& options) {
   }
   if (outcome.signal != 0) {
     // The worker could not write its summary: record how it ended, keeping what it wrote.
+    std::string error = std::string("worker killed by signal ") + std::to_string(outcome.signal) + " (" +
+                        strsignal(outcome.signal) + ")";
+    if (outcome.signal == SIGKILL)
+      if (auto why = memory_kill_explanation(oom_kills_before, oom_kill_count(memory_events),
+                                             run_dir / "telemetry.jsonl", plan,
+                                             "host --algorithm " + algorithm.name + " --run-dir " + run_dir.string() +
+                                                 " --resume"))
+        error += "; " + *why;
     json summary = {{"algorithm", algorithm.name}, {"command", command}, {"status", "crashed"},
-                    {"signal", outcome.signal}, {"error", std::string("worker killed by signal ") +
-                                                              std::to_string(outcome.signal) + " (" +
-                                                              strsignal(outcome.signal) + ")"}};
+                    {"signal", outcome.signal}, {"error", error}};
     write_file_atomically(run_dir / "summary.json", summary.dump(2) + "\n");
     throw HostError("training " + summary["error"].get<std::string>() + "; outputs kept in " +
                     run_dir.string() + " (log.txt)");

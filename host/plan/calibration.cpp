@@ -57,7 +57,9 @@ class Reader {
   std::string where_;
 };
 
-CalibrationKey key_from_json(const json& j, const std::string& where) {
+}  // namespace
+
+CalibrationKey CalibrationKey::from_json(const json& j, const std::string& where) {
   const Reader r(j, where);
   CalibrationKey k;
   k.algorithm = r.text("algorithm");
@@ -70,6 +72,8 @@ CalibrationKey key_from_json(const json& j, const std::string& where) {
   k.host_version = r.text("host_version");
   return k;
 }
+
+namespace {
 
 CalibrationSettings settings_from_json(const json& j, const std::string& where) {
   const Reader r(j, where);
@@ -130,7 +134,7 @@ json CalibrationResult::to_json() const {
 CalibrationResult CalibrationResult::from_json(const json& j, const std::string& where) {
   const Reader r(j, where);
   CalibrationResult c;
-  c.key = key_from_json(r.at("key"), r.where("key"));
+  c.key = CalibrationKey::from_json(r.at("key"), r.where("key"));
   c.benchmark = r.text("benchmark");
   c.unit = r.text("unit");
   const json& m = r.at("measurements");

@@ -30,6 +30,8 @@ struct CalibrationKey {
   std::string host_version;
 
   nlohmann::json to_json() const;
+  // Strict; throws CalibrationError naming `where` and the field.
+  static CalibrationKey from_json(const nlohmann::json& j, const std::string& where);
   bool operator==(const CalibrationKey& other) const { return to_json() == other.to_json(); }
 };
 

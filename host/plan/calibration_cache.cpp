@@ -22,8 +22,36 @@ fs::path calibration_cache_file() {
   return {};
 }
 
+namespace {
+
+// A batch_sizes entry, checked field by field; `where` names it in errors.
+CalibrationCache::BatchSize batch_size_from_json(const json& j, const std::string& where) {
+  auto fail = [&](const std::string& field, const std::string& expected) {
+    throw CalibrationError(where + "." + field + ": expected " + expected);
+  };
+  if (!j.is_object()) throw CalibrationError(where + ": expected an object");
+  CalibrationCache::BatchSize b;
+  if (!j.contains("key")) fail("key", "a value (it is missing)");
+  b.key = CalibrationKey::from_json(j["key"], where + ".key");
+  if (!j.value("config", json()).is_string() || j["config"].get<std::string>().size() != 64) fail("config", "a SHA-256 in hex");
+  b.config = j["config"];
+  const json& r = j.value("result", json());
+  if (!r.is_object()) fail("result", "an object");
+  if (!r.value("batch", json()).is_number_integer() || r["batch"].get<int64_t>() < 1) fail("result.batch", "an integer >= 1");
+  if (!r.value("reason", json()).is_string()) fail("result.reason", "a string");
+  if (!r.value("trials", json()).is_array()) fail("result.trials", "an array");
+  if (!r.value("complete", json()).is_boolean()) fail("result.complete", "true or false");
+  b.result = r;
+  if (!j.value("measured_at", json()).is_string()) fail("measured_at", "a string");
+  b.measured_at = j["measured_at"];
+  return b;
+}
+
+}  // namespace
+
 void CalibrationCache::load() {
   results_.clear();
+  batch_sizes_.clear();
   std::error_code ec;
   if (file_.empty() || !fs::exists(file_, ec)) return;
   const std::string where = "calibration cache '" + file_.string() + "'";
@@ -41,7 +69,31 @@ void CalibrationCache::load() {
   std::vector<CalibrationResult> results;
   for (size_t i = 0; i < j["calibrations"].size(); ++i)
     results.push_back(CalibrationResult::from_json(j["calibrations"][i], where + ": calibrations[" + std::to_string(i) + "]"));
+  std::vector<BatchSize> batch_sizes;
+  if (j.contains("batch_sizes")) {
+    if (!j["batch_sizes"].is_array()) throw CalibrationError(where + ": batch_sizes: expected an array");
+    for (size_t i = 0; i < j["batch_sizes"].size(); ++i)
+      batch_sizes.push_back(batch_size_from_json(j["batch_sizes"][i], where + ": batch_sizes[" + std::to_string(i) + "]"));
+  }
   results_ = std::move(results);
+  batch_sizes_ = std::move(batch_sizes);
+}
+
+std::optional<CalibrationCache::BatchSize> CalibrationCache::find_batch_size(const CalibrationKey& key,
+                                                                             const std::string& config) const {
+  for (const auto& b : batch_sizes_)
+    if (b.key == key && b.config == config) return b;
+  return std::nullopt;
+}
+
+void CalibrationCache::store_batch_size(const BatchSize& entry) {
+  std::vector<BatchSize> kept;
+  for (auto& b : batch_sizes_)
+    if (b.key.algorithm != entry.key.algorithm || b.key.device != entry.key.device || b.config != entry.config)
+      kept.push_back(std::move(b));
+  kept.push_back(entry);
+  batch_sizes_ = std::move(kept);
+  write();
 }
 
 std::optional<CalibrationResult> CalibrationCache::find(const CalibrationKey& key) const {
@@ -51,18 +103,25 @@ std::optional<CalibrationResult> CalibrationCache::find(const CalibrationKey& ke
 }
 
 void CalibrationCache::store(const CalibrationResult& result) {
-  if (file_.empty()) throw std::runtime_error("no calibration cache: neither XDG_CACHE_HOME nor HOME is set");
   std::vector<CalibrationResult> kept;
   for (auto& r : results_)
     if (r.key.algorithm != result.key.algorithm || r.key.device != result.key.device) kept.push_back(std::move(r));
   kept.push_back(result);
   results_ = std::move(kept);
-  json all = json::array();
-  for (const auto& r : results_) all.push_back(r.to_json());
+  write();
+}
+
+void CalibrationCache::write() const {
+  if (file_.empty()) throw std::runtime_error("no calibration cache: neither XDG_CACHE_HOME nor HOME is set");
+  json calibrations = json::array(), batch_sizes = json::array();
+  for (const auto& r : results_) calibrations.push_back(r.to_json());
+  for (const auto& b : batch_sizes_)
+    batch_sizes.push_back({{"key", b.key.to_json()}, {"config", b.config}, {"result", b.result}, {"measured_at", b.measured_at}});
   std::error_code ec;
   fs::create_directories(file_.parent_path(), ec);
   if (ec) throw std::runtime_error("cannot create '" + file_.parent_path().string() + "': " + ec.message());
-  write_file_atomically(file_, json{{"schema_version", kSchemaVersion}, {"calibrations", all}}.dump(2) + "\n");
+  write_file_atomically(file_, json{{"schema_version", kSchemaVersion}, {"calibrations", calibrations},
+                                    {"batch_sizes", batch_sizes}}.dump(2) + "\n");
 }
 
 }  // namespace mlhost

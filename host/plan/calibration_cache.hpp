@@ -1,6 +1,9 @@
-// Calibrations kept between runs, one per algorithm and device, in
+// Calibrations kept between runs, one per algorithm and device, and the batch sizes the
+// batch size finder found, one per algorithm, device and config, in
 // $XDG_CACHE_HOME/mlhost/calibration.json (default ~/.cache/mlhost/calibration.json):
-//   {"schema_version": 1, "calibrations": [<CalibrationResult::to_json()>, ...]}
+//   {"schema_version": 1, "calibrations": [<CalibrationResult::to_json()>, ...],
+//    "batch_sizes": [{"key": <CalibrationKey>, "config": "<sha256 of the config>",
+//                     "result": <BatchSearchResult::to_json()>, "measured_at": "..."}, ...]}
 // A result is used only for its exact key (calibration.hpp); content that does not read as
 // such a file is an error naming the file and the field, and nothing of it is used.
 #pragma once
@@ -29,11 +32,25 @@ class CalibrationCache {
   // one measured again), and writes the file atomically. Throws std::runtime_error naming it.
   void store(const CalibrationResult& result);
 
+  // The batch found for this key and config (the hex SHA-256 of the config without its
+  // batch size), and storing one, replacing any for the same algorithm, device and config.
+  struct BatchSize {
+    CalibrationKey key;
+    std::string config;
+    nlohmann::json result;  // {"batch" >= 1, "reason", "trials", "complete"}
+    std::string measured_at;
+  };
+  std::optional<BatchSize> find_batch_size(const CalibrationKey& key, const std::string& config) const;
+  void store_batch_size(const BatchSize& entry);
+
   const std::filesystem::path& file() const { return file_; }
 
  private:
+  void write() const;
+
   std::filesystem::path file_;
   std::vector<CalibrationResult> results_;
+  std::vector<BatchSize> batch_sizes_;
 };
 
 }  // namespace mlhost

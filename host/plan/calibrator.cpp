@@ -33,6 +33,56 @@ std::string utc_now() {
   return buf;
 }
 
+}  // namespace
+
+CalibrateOutcome run_calibrate_command(const CalibratorInputs& in, json plan, Clock::time_point deadline) {
+  // A folder of its own for the worker's files (log, metrics, summary), removed after.
+  std::string pattern = (fs::temp_directory_path() / "mlhost-calibration-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw HostError("calibration: cannot make a temporary folder in " + pattern);
+  const fs::path dir = pattern;
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+
+  const json env = prepare_environment(*in.device_plugin, in.device->index, plan);
+  WorkerSpec spec;
+  spec.algorithm = *in.algorithm;
+  spec.command = "calibrate";
+  spec.config_json = in.config.dump();
+  spec.device_json = device_to_json(*in.device).dump();
+  spec.torch_device = env.contains("MLH_TORCH_DEVICE") ? env["MLH_TORCH_DEVICE"].get<std::string>() : in.device->torch_device;
+  plan["worker_torch_device"] = spec.torch_device;
+  spec.plan_json = plan.dump();
+  for (const auto& [name, value] : env.items()) spec.environment[name] = value.get<std::string>();
+  spec.run_dir = dir;
+  spec.quiet = true;
+
+  CalibrateOutcome outcome;
+  const GroupOutcome group = supervise_workers({spec}, nullptr, deadline);
+  if (group.killed_on_request) throw HostError("calibration stopped on request", 130);
+  if (group.timed_out) {
+    outcome.timed_out = true;
+    return outcome;
+  }
+  std::ifstream in_summary(dir / "summary.json");
+  const json summary = json::parse(in_summary, nullptr, /*allow_exceptions=*/false);
+  outcome.result = summary.is_object() ? summary.value("result", json()) : json();
+  if (group.workers[0].failed() || !outcome.result.is_object())
+    outcome.error = summary.is_object() && summary.value("error", json()).is_string()
+                        ? summary["error"].get<std::string>()
+                        : "the calibrate command failed (" +
+                              (group.workers[0].signal ? "signal " + std::to_string(group.workers[0].signal)
+                                                       : "exit status " + std::to_string(group.workers[0].exit_code)) +
+                              ")";
+  return outcome;
+}
+
+namespace {
+
 class Calibrator {
  public:
   Calibrator(const CalibratorInputs& in, int planned)
@@ -43,15 +93,7 @@ class Calibrator {
         // long enough for a stable median, short enough that every candidate fits the bound.
         step_seconds_(std::clamp(in.bound_seconds / (3.0 * std::max(planned, 1)), 0.3, 2.0)),
         planned_(planned),
-        progress_(stderr, ::isatty(STDERR_FILENO) != 0, std::chrono::seconds(5)) {
-    std::string pattern = (fs::temp_directory_path() / "mlhost-calibration-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw HostError("calibration: cannot make a temporary folder in " + pattern);
-    dir_ = pattern;
-  }
-  ~Calibrator() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+        progress_(stderr, ::isatty(STDERR_FILENO) != 0, std::chrono::seconds(5)) {}
 
   // Runs the algorithm's calibrate command with `settings`; its reply, or nothing when it
   // could not be measured (not installed, failed, or out of time; `stopped()` says which).
@@ -69,40 +111,20 @@ class Calibrator {
     plan["precision"] = settings.precision;
     plan["calibration"] = {{"seconds", step_seconds_}};
     if (check_precision) plan["calibration"]["check_precision"] = settings.precision;
-    const json env = prepare_environment(*in_.device_plugin, in_.device->index, plan);
-
-    WorkerSpec spec;
-    spec.algorithm = *in_.algorithm;
-    spec.command = "calibrate";
-    spec.config_json = in_.config.dump();
-    spec.device_json = device_to_json(*in_.device).dump();
-    spec.torch_device = env.contains("MLH_TORCH_DEVICE") ? env["MLH_TORCH_DEVICE"].get<std::string>() : in_.device->torch_device;
-    plan["worker_torch_device"] = spec.torch_device;
-    spec.plan_json = plan.dump();
-    for (const auto& [name, value] : env.items()) spec.environment[name] = value.get<std::string>();
-    spec.run_dir = dir_ / ("candidate-" + std::to_string(++runs_));
-    spec.quiet = true;
-    fs::create_directories(spec.run_dir);
 
     const Clock::time_point t0 = Clock::now();
-    const GroupOutcome outcome = supervise_workers({spec}, nullptr, deadline_);
+    ++runs_;
+    const CalibrateOutcome outcome = run_calibrate_command(in_, plan, deadline_);
     last_duration_ = Clock::now() - t0;
-    if (outcome.killed_on_request) throw HostError("calibration stopped on request", 130);
     if (outcome.timed_out) {
       stopped_ = true;
       return std::nullopt;
     }
-    std::ifstream in(spec.run_dir / "summary.json");
-    const json summary = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    const json result = summary.is_object() ? summary.value("result", json()) : json();
-    const bool ok = !outcome.workers[0].failed() && result.is_object() && result.contains("calibration") &&
-                    result["calibration"].is_object() && result["calibration"].value("throughput", 0.0) > 0;
     progress_.update(runs_, planned_, "settings");
-    if (!ok) {
-      last_error_ = summary.is_object() && summary.value("error", json()).is_string()
-                        ? summary["error"].get<std::string>()
-                        : "the calibrate command gave no measurement (exit status " +
-                              std::to_string(outcome.workers[0].exit_code) + ")";
+    const json& result = outcome.result;
+    if (!outcome.error.empty() || !result.contains("calibration") || !result["calibration"].is_object() ||
+        result["calibration"].value("throughput", 0.0) <= 0) {
+      last_error_ = outcome.error.empty() ? "the calibrate command gave no measurement" : outcome.error;
       progress_.clear();
       spdlog::warn("calibration: {}: {}", settings.describe(), last_error_);
       return std::nullopt;
@@ -143,7 +165,6 @@ class Calibrator {
   double step_seconds_;
   int planned_;
   ProgressDisplay progress_;
-  fs::path dir_;
   int runs_ = 0;
   bool stopped_ = false;
   std::optional<Clock::duration> last_duration_;

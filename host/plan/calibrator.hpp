@@ -38,6 +38,17 @@ struct CalibratorInputs {
   double bound_seconds = 60;
 };
 
+// One run of the algorithm's calibrate command with `plan` (its "calibration" object says
+// what to measure) in a fresh worker, killed at `deadline`: the reply (the run summary's
+// "result"), or why there is none. Throws HostError when the user stopped it (Ctrl-C).
+struct CalibrateOutcome {
+  nlohmann::json result;
+  std::string error;  // empty: it completed
+  bool timed_out = false;
+};
+CalibrateOutcome run_calibrate_command(const CalibratorInputs& in, nlohmann::json plan,
+                                       std::chrono::steady_clock::time_point deadline);
+
 // The key a calibration of `algorithm` on `device` is cached under.
 CalibrationKey calibration_key(const PluginManifest& algorithm, const Device& device);
 

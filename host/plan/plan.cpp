@@ -121,9 +121,14 @@ void plan_rule_values(PlanBuilder& b) {
   const json* schema = b.in_.description ? &(*b.in_.description)["config_schema"] : nullptr;
   const bool algorithm_has_batch = schema && schema->contains("properties") && (*schema)["properties"].contains("batch_size");
 
-  // Batch size: the command line, the user's config of the algorithm, the settings file,
-  // the rule, the algorithm's default.
-  if (b.in_.batch_size)
+  // Batch size: the command line (a number, or auto: the finder), the user's config of the
+  // algorithm, the settings file, the rule, the algorithm's default.
+  if (b.in_.batch_search) {
+    b.set("batch_size", (*b.in_.batch_search)["batch"], "batch size finder: " + b.in_.batch_search->value("reason", std::string()));
+    json finder = *b.in_.batch_search;
+    finder["status"] = b.in_.batch_search_status;
+    b.plan_["batch_size_finder"] = finder;
+  } else if (b.in_.batch_size)
     b.set("batch_size", *b.in_.batch_size, "command line --batch-size");
   else if (algorithm_has_batch && cfg && cfg->contains("batch_size"))
     b.set("batch_size", (*cfg)["batch_size"], "config (batch_size)");
@@ -204,19 +209,52 @@ void plan_threads(PlanBuilder& b) {
   b.set("threads", threads, source);
 }
 
-void plan_memory_and_data(PlanBuilder& b) {
+// The memory a run may use. GPUs: a fraction of the device's memory for the caching
+// allocator (none by default: the whole GPU). CPUs: a cap on LibTorch's tensor memory
+// (runtime memory_limit.hpp), 90% of the memory by default, leaving a margin for the system.
+// memory_limit_gb caps either in GiB as well; the smaller cap counts.
+void plan_memory_limit(PlanBuilder& b) {
   const Device& d = b.d_;
   const bool cuda_like = d.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU;
+  const bool cpu = d.device_class == MLH_DEVICE_CLASS_CPU;
+  const bool known_total = d.memory_total_bytes != MLH_UNKNOWN && d.memory_total_bytes > 0;
+  std::optional<double> fraction;
+  std::string source;
   if (auto s = b.setting("memory_fraction")) {
-    if (!is_gpu(d)) throw PlanError("memory_fraction (settings file " + s->origin + ") applies to GPUs, not " + d.id());
-    b.set("memory_fraction", std::stod(s->value), "settings file " + s->origin);
+    fraction = std::stod(s->value);
+    source = "settings file " + s->origin;
+  } else if (cpu) {
+    fraction = 0.9;
+    source = "default: 90% of the memory, a margin for the system";
+  }
+  if (auto s = b.setting("memory_limit_gb")) {
+    const double gib = std::stod(s->value);
+    if (!known_total)
+      throw PlanError("memory_limit_gb (settings file " + s->origin + "): the memory of " + d.id() + " is unknown");
+    const double as_fraction = std::min(1.0, gib * static_cast<double>(1LL << 30) / static_cast<double>(d.memory_total_bytes));
+    if (!fraction || as_fraction < *fraction) {
+      fraction = as_fraction;
+      source = "settings file " + s->origin + " (" + s->value + " GiB)";
+    }
+  }
+  if (!fraction) {
+    b.set("memory_fraction", nullptr, "default: no limit");
+  } else {
+    b.set("memory_fraction", *fraction, source);
     // Under a memory cap, PyTorch's CUDA allocator should give cached blocks back before it
     // reaches the cap rather than fail: its garbage_collection_threshold does that.
     if (cuda_like)
       b.set("memory", {{"garbage_collection_threshold", 0.8}}, "default: reclaim cached memory under memory_fraction");
-  } else {
-    b.set("memory_fraction", nullptr, "default: no limit");
   }
+  if (cpu && fraction && known_total)
+    b.set("memory_limit_bytes", static_cast<int64_t>(*fraction * static_cast<double>(d.memory_total_bytes)),
+          "memory_fraction x " + format_bytes(d.memory_total_bytes) + " (CPU tensor memory)");
+}
+
+void plan_memory_and_data(PlanBuilder& b) {
+  const Device& d = b.d_;
+  const bool cuda_like = d.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU;
+  plan_memory_limit(b);
   b.from_settings_or("empty_cache_steps", parse_int, 0, "default: never");
   b.from_settings_or("pinned_memory", parse_bool, cuda_like, cuda_like ? "default: on for a discrete GPU" : "default: off");
   b.from_settings_or("prefetch_factor", parse_int, 2, "default");
@@ -342,6 +380,8 @@ std::string plan_to_text(const json& plan) {
   if (plan.contains("allocator")) row("allocator", show(plan["allocator"]["name"]), "allocator");
   if (plan.contains("calibration")) o << "  calibration              " << plan["calibration"].value("status", "") << "\n";
   row("memory fraction", show(plan["memory_fraction"]), "memory_fraction");
+  if (plan.contains("memory_limit_bytes"))
+    row("memory limit", format_bytes(plan["memory_limit_bytes"].get<int64_t>()), "memory_limit_bytes");
   row("empty cache every", show(plan["empty_cache_steps"]), "empty_cache_steps");
   row("pinned memory", show(plan["pinned_memory"]), "pinned_memory");
   row("data workers", show(plan["dataloader_workers"]), "dataloader_workers");

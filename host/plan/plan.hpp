@@ -38,6 +38,10 @@ struct PlanInputs {
   // "not calibrated: --no-calibrate", ...), printed and saved with the plan.
   const CalibrationResult* calibration = nullptr;
   std::string calibration_status;
+  // --batch-size auto: the batch size finder's result ({"batch", "reason", ...}) and whether
+  // it was measured now or cached; its batch wins over everything else.
+  const nlohmann::json* batch_search = nullptr;
+  std::string batch_search_status;
   const nlohmann::json* description = nullptr;   // the algorithm's describe() output, or null
   const nlohmann::json* user_config = nullptr;   // what the user set (--config, --set), or null
 };

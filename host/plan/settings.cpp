@@ -58,6 +58,13 @@ const std::map<std::string, Check>& checks() {
          return std::regex_match(v, name) ? "" : "must be auto or a preset name ([a-z0-9_-])";
        }},
       {"memory_fraction", fraction()},
+      {"memory_limit_gb",
+       [](const std::string& v) -> std::string {
+         if (v == "auto") return "";
+         char* end = nullptr;
+         const double x = std::strtod(v.c_str(), &end);
+         return v.empty() || *end != '\0' || !std::isfinite(x) || x <= 0 ? "must be a number of GiB > 0 or auto" : "";
+       }},
       {"empty_cache_steps", integer_at_least(0, true)},
       {"pinned_memory", one_of({"auto", "true", "false"})},
       {"prefetch_factor", integer_at_least(1, true)},

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "plan/autoconfig.hpp"
+#include "plan/batch_size_for_run.hpp"
 #include "plan/calibration_for_run.hpp"
 #include "plan/config.hpp"
 #include "plan/plan.hpp"
@@ -70,7 +71,8 @@ json final_config(const json& description, const json& user, const json& plan) {
 
 }  // namespace
 
-RunSetup setup_run(const CliOptions& options, Calibration calibration, const std::string& why_cached_only) {
+RunSetup setup_run(const CliOptions& options, Calibration calibration, const std::string& why_cached_only,
+                   bool measure_batch) {
   RunSetup s;
   s.discovery = discover_plugins(discovery_options(options));
   json user = json::object();
@@ -136,6 +138,14 @@ RunSetup setup_run(const CliOptions& options, Calibration calibration, const std
     inputs.calibration = s.calibration ? &*s.calibration : nullptr;
     inputs.calibration_status = status;
     plan();
+    // The batch is sought with the calibrated settings (they change what fits and how fast).
+    if (options.batch_size_auto) {
+      std::string batch_status;
+      s.batch_search = batch_size_for_run(in, measure_batch, batch_status);
+      if (s.batch_search.is_object()) inputs.batch_search = &s.batch_search;
+      inputs.batch_search_status = batch_status;
+      plan();
+    }
   }
   return s;
 }

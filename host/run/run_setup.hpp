@@ -27,12 +27,14 @@ struct RunSetup {
   Device device;
   nlohmann::json plan;
   std::optional<CalibrationResult> calibration;  // the one the plan used, if any
+  nlohmann::json batch_search;                   // --batch-size auto: the finder's result
 };
 
 // Throws HostError (exit status 2 for bad input) naming the option, file or value.
-// `why_cached_only` says why a kCachedOnly set-up does not measure (shown in the plan).
+// `why_cached_only` says why a kCachedOnly set-up does not measure (shown in the plan);
+// `measure_batch` false: --batch-size auto takes a cached batch only (--print-plan).
 RunSetup setup_run(const CliOptions& options, Calibration calibration = Calibration::kCachedOnly,
-                   const std::string& why_cached_only = "");
+                   const std::string& why_cached_only = "", bool measure_batch = true);
 
 // The loadable algorithm plugin `name`, or a HostError that says why not.
 const DiscoveredPlugin& find_algorithm(const Discovery& discovery, const std::string& name);

@@ -117,7 +117,7 @@ TEST_F(PlanTest, DeviceFactsShapeTheDefaults) {
   EXPECT_EQ(c["dataloader_workers"], 0);
   EXPECT_EQ(c["threads"]["intra_op"], 2);
   EXPECT_EQ(c["threads"]["inter_op"], 1);
-  EXPECT_EQ(c["memory_fraction"], nullptr);
+  EXPECT_EQ(c["memory_fraction"], 0.9);
   EXPECT_FALSE(a100.contains("memory")) << "no allocator settings without a memory cap";
 }
 
@@ -213,10 +213,36 @@ TEST_F(PlanTest, ImpossibleChoicesAreErrorsNamingTheValue) {
             std::string::npos);
   EXPECT_NE(error(gpu("V100", 16 * GiB, 7, 0), [](PlanInputs& in) { in.precision = "bf16"; }).find("not supported"),
             std::string::npos);
-  testing::TempDir t;
-  testing::write_text(t / "hw.ini", "memory_fraction = 0.5\n");
-  const HardwareSettings settings = read_hardware_settings(t / "hw.ini");
-  EXPECT_NE(error(cpu(), [&](PlanInputs& in) { in.settings = &settings; }).find("memory_fraction"), std::string::npos);
+  Device unknown_memory = cpu();
+  unknown_memory.memory_total_bytes = MLH_UNKNOWN;
+  const HardwareSettings settings = parse_hardware_settings("memory_limit_gb = 4\n", "hw.ini");
+  EXPECT_EQ(error(unknown_memory, [&](PlanInputs& in) { in.settings = &settings; }),
+            "memory_limit_gb (settings file hw.ini:1): the memory of cpu:0 is unknown");
+}
+
+TEST_F(PlanTest, EveryDeviceGetsAMemoryLimit) {
+  // The CPU: LibTorch's tensor memory capped at 90% of the memory by default.
+  json p = plan(cpu());
+  EXPECT_EQ(p["memory_fraction"], 0.9);
+  EXPECT_EQ(p["memory_limit_bytes"], static_cast<int64_t>(0.9 * 24 * GiB));
+  EXPECT_NE(plan_to_text(p).find("memory limit             21.6 GiB"), std::string::npos) << plan_to_text(p);
+  // The settings file's fraction, or its GiB, whichever is smaller.
+  HardwareSettings s = parse_hardware_settings("memory_fraction = 0.5\nmemory_limit_gb = 6\n", "hw.ini");
+  p = plan(cpu(), [&](PlanInputs& in) { in.settings = &s; });
+  EXPECT_EQ(p["memory_limit_bytes"], 6 * GiB);
+  EXPECT_EQ(p["sources"]["memory_fraction"], "settings file hw.ini:2 (6 GiB)");
+  s = parse_hardware_settings("memory_fraction = 0.1\nmemory_limit_gb = 6\n", "hw.ini");
+  p = plan(cpu(), [&](PlanInputs& in) { in.settings = &s; });
+  EXPECT_EQ(p["memory_limit_bytes"], static_cast<int64_t>(0.1 * 24 * GiB));
+  // A GPU has none by default; in GiB it becomes the allocator's fraction.
+  const Device a100 = gpu("A100", 40 * GiB, 8, 0);
+  p = plan(a100);
+  EXPECT_EQ(p["memory_fraction"], nullptr);
+  EXPECT_FALSE(p.contains("memory_limit_bytes"));
+  s = parse_hardware_settings("[cuda]\nmemory_limit_gb = 30\n", "hw.ini");
+  p = plan(a100, [&](PlanInputs& in) { in.settings = &s; });
+  EXPECT_DOUBLE_EQ(p["memory_fraction"].get<double>(), 0.75);
+  EXPECT_EQ(p["memory"]["garbage_collection_threshold"], 0.8);
 }
 
 TEST_F(PlanTest, TextShowsEveryValueWithItsSource) {

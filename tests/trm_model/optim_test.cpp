@@ -62,10 +62,42 @@ TEST(TrmSignSgd, UpdatesOnlyTheBatchRowsBySignOfSummedGradient) {
   EXPECT_NEAR((emb.weights[3] - before[3] * (1 - lr * wd)).abs().max().item<double>(), lr, 1e-6);
 
   sgd.zero_grad();
-  EXPECT_FALSE(emb.local_weights().grad().defined());
+  EXPECT_TRUE(emb.gathered().empty());
+  EXPECT_FALSE(emb.local_weights().defined());
   EXPECT_FALSE(sgd.step(0.1));  // nothing to apply
   EXPECT_THROW(trm::SignSgd(emb, -1.0, 0.0), mlh::Error);
   EXPECT_THROW(trm::SignSgd(emb, 0.1, -0.1), mlh::Error);
+}
+
+// A step in two micro-batches (oom_backoff.hpp): each forward gathers its own rows, and the
+// update is the one of a single forward over all of them.
+TEST(TrmSignSgd, MicroBatchesUpdateTheRowsOfEveryForward) {
+  const trm::ModelConfig c = puzzle_config();
+  trm::BatchTensors batch = make_batch(c, 4, 1);
+  batch.puzzle_identifiers = at::tensor({1, 3, 1, 4}, at::kInt);
+  auto rows = [&](int64_t begin, int64_t count) {
+    return trm::BatchTensors{batch.inputs.narrow(0, begin, count), batch.labels.narrow(0, begin, count),
+                             batch.puzzle_identifiers.narrow(0, begin, count)};
+  };
+  auto updated_table = [&](bool split) {
+    at::manual_seed(5);
+    trm::Trm model(c);
+    model->train();
+    trm::SparseEmbeddingImpl& emb = *model->puzzle_embedding();
+    for (const auto& [begin, count] : split ? std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 2}}
+                                            : std::vector<std::pair<int64_t, int64_t>>{{0, 4}}) {
+      const trm::BatchTensors part = rows(begin, count);
+      trm::Carry carry = model->initial_carry(part);
+      const trm::StepOutput out = model->forward(carry, part);
+      trm::act_loss(out, carry, trm::LossKind::kStablemax).loss.backward();
+    }
+    EXPECT_EQ(emb.gathered().size(), split ? 2u : 1u);
+    trm::SignSgd sgd(emb, 0.1, 0.0);
+    EXPECT_TRUE(sgd.step());
+    return emb.weights.clone();
+  };
+  const at::Tensor whole = updated_table(false), split = updated_table(true);
+  EXPECT_TRUE(at::allclose(whole, split, 1e-6, 1e-7));
 }
 
 TEST(TrmSignSgd, EvalAndNoGradForwardsRecordNothing) {

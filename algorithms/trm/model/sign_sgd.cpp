@@ -20,13 +20,20 @@ SignSgd::SignSgd(SparseEmbeddingImpl& embedding, double lr, double weight_decay)
 
 bool SignSgd::step(double lr) {
   if (!(lr >= 0)) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "SignSgd: lr must be >= 0, got " + std::to_string(lr));
-  const at::Tensor& local = embedding_.local_weights();
-  if (!local.defined() || !local.grad().defined()) return false;
+  // Every micro-batch's rows that got a gradient.
+  std::vector<at::Tensor> grads, id_parts;
+  for (const auto& g : embedding_.gathered())
+    if (g.weights.grad().defined()) {
+      grads.push_back(g.weights.grad());
+      id_parts.push_back(g.ids.reshape({-1}));
+    }
+  if (grads.empty()) return false;
   at::NoGradGuard no_grad;
-  at::Tensor grad_rows = local.grad(), local_ids = embedding_.local_ids();
+  at::Tensor grad_rows = grads.size() == 1 ? grads[0] : at::cat(grads);
+  at::Tensor local_ids = id_parts.size() == 1 ? id_parts[0] : at::cat(id_parts);
   if (dist_ && dist_->enabled()) {
     grad_rows = at::cat(dist_->all_gather(grad_rows.contiguous()));
-    local_ids = at::cat(dist_->all_gather(local_ids.reshape({-1}).contiguous()));
+    local_ids = at::cat(dist_->all_gather(local_ids.contiguous()));
   }
   // Sum the gradients of repeated identifiers: one update per row of the table.
   const auto unique = at::_unique(local_ids, /*sorted=*/true, /*return_inverse=*/true);
@@ -41,9 +48,6 @@ bool SignSgd::step(double lr) {
   return true;
 }
 
-void SignSgd::zero_grad() {
-  const at::Tensor& local = embedding_.local_weights();
-  if (local.defined() && local.grad().defined()) local.mutable_grad() = at::Tensor();
-}
+void SignSgd::zero_grad() { embedding_.clear_gathered(); }
 
 }  // namespace trm

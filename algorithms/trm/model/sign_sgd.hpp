@@ -23,11 +23,12 @@ class SignSgd {
   // must be >= 0 (mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming them).
   SignSgd(SparseEmbeddingImpl& embedding, double lr, double weight_decay);
 
-  // Applies the update with learning rate `lr` (the scheduled one); does nothing when the
-  // last training forward's rows got no gradient. Returns whether rows were updated.
+  // Applies the update with learning rate `lr` (the scheduled one) to the rows gathered by
+  // the training forwards since zero_grad() (one per micro-batch); does nothing when none got
+  // a gradient. Returns whether rows were updated.
   bool step(double lr);
   bool step() { return step(lr_); }
-  // Clears the gathered rows' gradient.
+  // Forgets the gathered rows and their gradients (the next step gathers its own).
   void zero_grad();
 
   // Distributed: every rank's rows and gradients are gathered before the update, as the

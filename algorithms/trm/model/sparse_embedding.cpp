@@ -16,9 +16,8 @@ SparseEmbeddingImpl::SparseEmbeddingImpl(int64_t num_embeddings, int64_t dim, do
 at::Tensor SparseEmbeddingImpl::forward(const at::Tensor& input) {
   const at::Tensor ids = (input.dim() > 1 ? input.squeeze(-1) : input).to(at::kLong);
   if (!is_training() || !at::GradMode::is_enabled()) return weights.index_select(0, ids);
-  local_ids_ = ids;
-  local_weights_ = weights.index_select(0, ids).detach().requires_grad_(true);
-  return local_weights_;
+  gathered_.push_back({ids, weights.index_select(0, ids).detach().requires_grad_(true)});
+  return gathered_.back().weights;
 }
 
 }  // namespace trm

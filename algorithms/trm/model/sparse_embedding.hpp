@@ -4,6 +4,8 @@
 // SignSgd (sign_sgd.hpp) reads that leaf's gradient and updates only those rows.
 #pragma once
 
+#include <vector>
+
 #include <cstdint>
 
 #include <ATen/Tensor.h>
@@ -18,17 +20,26 @@ class SparseEmbeddingImpl : public torch::nn::Module {
   SparseEmbeddingImpl(int64_t num_embeddings, int64_t dim, double init_std = 0.0);
 
   // ids [B] (or [B, 1]) -> rows [B, dim]. In training mode with grad mode on, the rows are a
-  // new leaf (local_weights()) and local_ids() the ids, replacing the previous step's: call
-  // forward once per optimizer step (the ACT forward's extra no-grad pass does not count).
+  // new leaf that requires grad, kept with its ids until clear_gathered(): a step in
+  // micro-batches (oom_backoff.hpp) calls forward once per micro-batch, and SignSgd updates
+  // the rows of all of them (the ACT forward's extra no-grad pass records nothing).
   // Otherwise (eval, or no grad) plain rows of the table, recording nothing.
   at::Tensor forward(const at::Tensor& ids);
 
+  struct Gathered {
+    at::Tensor ids;      // int64 [B]
+    at::Tensor weights;  // the leaf [B, dim]
+  };
+  const std::vector<Gathered>& gathered() const { return gathered_; }
+  void clear_gathered() { gathered_.clear(); }
+
   at::Tensor weights;  // the buffer "weights"
-  const at::Tensor& local_weights() const { return local_weights_; }  // undefined before a training forward
-  const at::Tensor& local_ids() const { return local_ids_; }
+  // The last training forward's leaf and ids (undefined before one).
+  at::Tensor local_weights() const { return gathered_.empty() ? at::Tensor() : gathered_.back().weights; }
+  at::Tensor local_ids() const { return gathered_.empty() ? at::Tensor() : gathered_.back().ids; }
 
  private:
-  at::Tensor local_weights_, local_ids_;
+  std::vector<Gathered> gathered_;
 };
 TORCH_MODULE(SparseEmbedding);
 

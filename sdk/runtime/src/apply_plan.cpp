@@ -8,6 +8,7 @@
 
 #include "mlh/plan_reader.hpp"
 #include "mlh/runtime/compat.hpp"
+#include "mlh/runtime/memory_limit.hpp"
 #include "mlh/runtime/seed.hpp"
 
 #if MLH_TORCH_HAS_CUDA
@@ -59,6 +60,11 @@ RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
   if (auto v = reader.positive_integer("threads.intra_op")) plan.intra_op_threads = static_cast<int>(*v);
   if (auto v = reader.positive_integer("threads.inter_op")) plan.inter_op_threads = static_cast<int>(*v);
   plan.memory_fraction = reader.number("memory_fraction", [](double f) { return f > 0 && f <= 1; }, "a number in (0, 1]");
+  // Byte counts beyond PlanReader::integer's int range.
+  if (const PlanReader::json* v = reader.find("memory_limit_bytes")) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 1) PlanReader::fail("memory_limit_bytes", "a byte count > 0", *v);
+    plan.memory_limit_bytes = v->get<int64_t>();
+  }
   plan.empty_cache_steps = reader.integer("empty_cache_steps", 0, "a non-negative integer").value_or(0);
   plan.pinned_memory = reader.boolean("pinned_memory").value_or(false);
   plan.prefetch_factor = reader.positive_integer("prefetch_factor").value_or(2);
@@ -104,6 +110,8 @@ void apply_plan(const RuntimePlan& plan) {
     c10::cuda::CUDACachingAllocator::setMemoryFraction(*plan.memory_fraction, index);
   }
 #endif
+
+  if (plan.device.is_cpu() && plan.memory_limit_bytes) set_cpu_memory_limit(plan.memory_limit_bytes);
 
   if (plan.seed) seed_everything(*plan.seed);
 }

@@ -17,6 +17,10 @@ CalibrationRequest CalibrationRequest::parse(const std::string& plan_json) {
     request.seconds = *seconds;
   if (auto precision = plan.one_of("calibration.check_precision", {"fp16", "bf16"}))
     request.check_precision = parse_precision(*precision);
+  if (const PlanReader::json* search = plan.find("calibration.batch_search")) {
+    if (!search->is_object()) PlanReader::fail("calibration.batch_search", "an object", *search);
+    request.batch_search = true;
+  }
   return request;
 }
 

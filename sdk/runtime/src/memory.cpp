@@ -11,6 +11,7 @@
 #include <mlh/runtime/memory.hpp>
 
 #include <mlh/runtime/compat.hpp>
+#include <mlh/runtime/memory_limit.hpp>
 
 #if MLH_TORCH_HAS_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -87,11 +88,37 @@ std::optional<double> free_memory_fraction(at::Device device) {
 }
 
 void reset_peak_memory(at::Device device) {
+  if (device.is_cpu()) reset_cpu_memory_peak();
 #if MLH_TORCH_HAS_CUDA
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device));
-#else
-  (void)device;
 #endif
+}
+
+std::optional<int64_t> tensor_memory_peak(at::Device device) {
+  if (device.is_cpu()) return cpu_memory_peak();
+  return memory_stats(device).peak;
+}
+
+std::optional<int64_t> device_memory_total(at::Device device) {
+  if (device.is_cpu()) {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    int64_t kib = 0;
+    while (meminfo >> key >> kib) {
+      if (key == "MemTotal:") return kib * 1024;
+      meminfo.ignore(1 << 10, '\n');
+    }
+    return std::nullopt;
+  }
+#if MLH_TORCH_HAS_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDAGuard guard(cuda_index(device));
+    size_t free = 0, total = 0;
+    C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return static_cast<int64_t>(total);
+  }
+#endif
+  return std::nullopt;
 }
 
 void empty_device_cache(at::Device device) {

@@ -13,12 +13,14 @@
 
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/batch_finder.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
 #include <mlh/runtime/memory.hpp>
+#include <mlh/runtime/oom_backoff.hpp>
 #include <mlh/runtime/precision.hpp>
 #include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
@@ -47,14 +49,16 @@ const char* kSchema = R"({
     "hang_at_step": {"type": "integer", "description": "sleep forever at this step, outside any collective"},
     "hang_rank": {"type": "integer", "description": "the rank hang_at_step applies to; -1: every rank"},
     "fault_rank": {"type": "integer", "description": "the rank fail_at_step and crash_at_step apply to; -1: every rank"},
-    "label": {"type": "string"}
+    "label": {"type": "string"},
+    "row_bytes": {"type": "integer", "minimum": 0, "description": "extra activation memory per row in a step, for memory tests"},
+    "micro_batch": {"type": "integer", "minimum": 0, "description": "rows per micro-batch from the start; 0: the whole batch"}
   }
 })";
 
 const char* kDefaults = R"({"steps": 200, "lr": 0.1, "samples": 256, "batch_size": 64, "seed": 0,
   "checkpoint_every": 50, "step_delay_ms": 0, "fail_at_step": -1, "crash_at_step": -1, "fault_rank": -1,
   "hang_at_step": -1, "hang_rank": -1,
-  "label": "toy"})";
+  "label": "toy", "row_bytes": 0, "micro_batch": 0})";
 
 // The model, its optimizer and its data: everything a step and a checkpoint need.
 struct Trainer {
@@ -66,7 +70,9 @@ struct Trainer {
         precision(plan.precision),
         device(plan.device),
         batch(cfg.at("batch_size").get<int64_t>()),
-        empty_cache_steps(plan.empty_cache_steps) {
+        empty_cache_steps(plan.empty_cache_steps),
+        row_bytes(cfg.at("row_bytes").get<int64_t>()),
+        micro(nullptr, nullptr, cfg.at("micro_batch").get<int64_t>()) {
     model->to(device);
     dist.broadcast_module(*model);
     if (batch * dist.world_size() > cfg.at("samples").get<int64_t>())
@@ -76,29 +82,43 @@ struct Trainer {
     y = x * 3 - 2 + at::randn_like(x) * 0.01;
   }
 
-  // One SGD step on a random minibatch; returns its loss.
+  // One SGD step on a random minibatch, in micro-batches that back off when memory runs out
+  // (oom_backoff.hpp); returns its loss.
   double step() {
     // The same permutation on every rank (same seed); each takes its own slice of it.
     const at::Tensor pick = at::randperm(x.size(0)).narrow(0, dist.rank() * batch, std::min<int64_t>(batch, x.size(0))).to(device);
     const at::Tensor xb = x.index_select(0, pick), yb = y.index_select(0, pick);
-    optimizer.zero_grad();
-    at::Tensor loss;
-    {
-      mlh::rt::AutocastScope autocast(precision, device);
-      loss = (model->forward(xb).to(at::kFloat) - yb).pow(2).mean();
-    }
-    scaler.scale(loss).backward();
-    dist.average_gradients(model->parameters());
-    scaler.step(optimizer);
-    scaler.update();
-    return loss.item<double>();
+    double loss = 0;
+    micro.run(xb.size(0), {[&] { optimizer.zero_grad(); },
+                           [&](int64_t begin, int64_t count, double weight) {
+                             const at::Tensor xm = xb.narrow(0, begin, count), ym = yb.narrow(0, begin, count);
+                             at::Tensor part;
+                             {
+                               mlh::rt::AutocastScope autocast(precision, device);
+                               at::Tensor pred = model->forward(xm).to(at::kFloat);
+                               // Stand-in activations of a bigger model: allocated (and counted by
+                               // the memory cap) but barely touched, so larger batches stay cheap.
+                               if (row_bytes > 0)
+                                 pred = pred + at::empty({count, row_bytes / 4}, xm.options()).narrow(1, 0, 1).zero_();
+                               part = (pred - ym).pow(2).mean() * weight;
+                             }
+                             scaler.scale(part).backward();
+                             loss += part.item<double>();
+                           },
+                           [&] {
+                             dist.average_gradients(model->parameters());
+                             scaler.step(optimizer);
+                             scaler.update();
+                           }},
+              device);
+    return loss;
   }
 
   mlh::rt::TrainingState state(int64_t step) {
     mlh::rt::TrainingState s;
     s.add("model", *model).add("optimizer", optimizer);
     s.tensors = mlh::rt::capture_rng_state().to_tensors();
-    s.values = {{"step", step}, {"scaler", scaler.state()}};
+    s.values = {{"step", step}, {"scaler", scaler.state()}, {"micro_batch", micro.state()}};
     return s;
   }
 
@@ -113,6 +133,8 @@ struct Trainer {
   at::Device device;
   int64_t batch;
   int64_t empty_cache_steps;
+  int64_t row_bytes;
+  mlh::rt::MicroBatchedStep micro;
   at::Tensor x, y;
 };
 
@@ -137,6 +159,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
     mlh::rt::Distributed dist(ctx, plan.device);
     Trainer t(cfg, plan, dist);
+    t.micro = mlh::rt::MicroBatchedStep(ctx, cfg.at("micro_batch").get<int64_t>());
     mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize,
                                            [&](const std::string& w) { ctx.warn(w); });
     checkpoints.share_with(dist);
@@ -157,6 +180,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
         start = loaded->values.at("step");
         if (loaded->metric) loss = *loaded->metric;  // a run resumed at its end still reports its loss
         t.scaler.load_state(loaded->values.at("scaler"));
+        if (loaded->values.contains("micro_batch")) t.micro.load_state(loaded->values.at("micro_batch"));
         mlh::rt::restore_rng_state(mlh::rt::RngState::from_tensors(s.tensors));
         ctx.info("resumed from step " + std::to_string(start) + " (" + loaded->path + ")");
       }
@@ -198,7 +222,9 @@ class ToyRegression : public mlh::AlgorithmPlugin {
                      {"torch_threads", at::get_num_threads()}, {"label", cfg.at("label")},
                      {"batch_size", t.batch}, {"samples", cfg.at("samples")}, {"rank", t.dist.rank()},
                      {"world_size", t.dist.world_size()}, {"backend", t.dist.backend()},
-                     {"ranks_agree", t.dist.parameters_agree(*t.model)}}
+                     {"ranks_agree", t.dist.parameters_agree(*t.model)}, {"oom_backoffs", t.micro.backoffs()},
+                     {"micro_batch", t.micro.micro_batch(t.batch)}, {"lr", t.optimizer.param_groups()[0].options().get_lr()},
+                     {"scaler", t.scaler.state()}}
                     .dump());
   }
 
@@ -215,6 +241,28 @@ class ToyRegression : public mlh::AlgorithmPlugin {
   // and in the asked precision (the host's calibration).
   static void calibrate(mlh::RunContext& ctx, const json& cfg, Trainer& t, const mlh::rt::RuntimePlan& plan) {
     const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
+    if (request.batch_search) {
+      // Each trial a fresh trainer at that batch: three steps, the last two timed.
+      mlh::rt::BatchSearchOptions options = mlh::rt::BatchSearchOptions::from_plan(ctx.plan_json());
+      options.max = std::min(options.max, cfg.at("samples").get<int64_t>() / t.dist.world_size());
+      options.memory_limit_bytes = mlh::rt::planned_memory_limit(plan);
+      const auto result = mlh::rt::find_batch_size(
+          [&](int64_t batch) {
+            json c = cfg;
+            c["batch_size"] = batch;
+            Trainer trial(c, plan, t.dist);
+            trial.micro.set_backoff(false);
+            trial.step();
+            const auto t0 = std::chrono::steady_clock::now();
+            trial.step();
+            trial.step();
+            return 2.0 * static_cast<double>(batch) /
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          },
+          plan.device, options);
+      ctx.summary(json{{"batch_search", result.to_json()}}.dump());
+      return;
+    }
     json reply = {{"calibration", mlh::rt::time_calibration_step("train_step", [&] { t.step(); },
                                                                  static_cast<double>(t.batch), "samples", plan.device,
                                                                  request)}};

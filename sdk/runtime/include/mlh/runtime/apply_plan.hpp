@@ -29,7 +29,8 @@ struct RuntimePlan {
   std::optional<std::string> preset;
   std::optional<int> intra_op_threads;  // threads.intra_op
   std::optional<int> inter_op_threads;  // threads.inter_op
-  std::optional<double> memory_fraction;  // (0, 1]; CUDA only
+  std::optional<double> memory_fraction;  // (0, 1]; CUDA's caching allocator
+  std::optional<int64_t> memory_limit_bytes;  // > 0; LibTorch's CPU tensor memory (memory_limit.hpp)
   int64_t empty_cache_steps = 0;          // 0: never
   bool pinned_memory = false;
   int64_t prefetch_factor = 2;
@@ -50,7 +51,8 @@ struct RuntimePlan {
 //    benchmarking off (it picks kernels by timing), and on CUDA sets CUBLAS_WORKSPACE_CONFIG
 //    (when unset) as cuBLAS requires for reproducible results.
 //  - tf32_matmul allows TF32 in cuBLAS matmuls and cuDNN convolutions.
-//  - memory_fraction caps the CUDA caching allocator on the plan's device.
+//  - memory_fraction caps the CUDA caching allocator on the plan's device; on the CPU,
+//    memory_limit_bytes caps LibTorch's CPU tensor memory (memory_limit.hpp).
 // A CUDA device in a LibTorch built without CUDA is an mlh::Error.
 void apply_plan(const RuntimePlan& plan);
 

@@ -10,6 +10,10 @@
 // An algorithm offers a reduced precision only where it runs the check: without a
 // "precision_check" in the reply, the host keeps fp32.
 //
+// For the batch size finder (`host --batch-size auto`, batch_finder.hpp) the plan says
+//   {"batch_search": {"start": 32, "max": 4096, "seconds": 60}}
+// instead, and an algorithm whose batch may change replies {"batch_search": <result>}.
+//
 //   const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
 //   json reply = {{"calibration", mlh::rt::time_calibration_step("train_step", step, batch, "samples",
 //                                                               plan.device, request)}};
@@ -32,6 +36,7 @@ namespace mlh::rt {
 struct CalibrationRequest {
   double seconds = 2.0;                       // how long to time the step (after a warm-up)
   std::optional<Precision> check_precision;   // run the quality check for this precision
+  bool batch_search = false;                  // find the batch size instead (batch_finder.hpp)
 
   // From the plan's "calibration" object; defaults when there is none. A bad value is an
   // mlh::Error naming the field.

@@ -139,3 +139,13 @@ class InputArchive;
 namespace mlh::rt::compat {
 void load_optimizer(torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive);
 }  // namespace mlh::rt::compat
+
+// c10::Allocator::allocate() is const in 1.13 and not in 2.x, where copy_data() became pure
+// virtual with it: an allocator subclass (memory_limit.cpp) picks its shape by this.
+#include <type_traits>
+#include <c10/core/Allocator.h>
+
+namespace mlh::rt::compat {
+inline constexpr bool kAllocatorAllocateIsConst =
+    std::is_same_v<decltype(&c10::Allocator::allocate), c10::DataPtr (c10::Allocator::*)(size_t) const>;
+}  // namespace mlh::rt::compat

@@ -37,8 +37,16 @@ std::optional<double> free_memory_fraction(at::Device device);
 void empty_device_cache(at::Device device);
 
 // Starts MemoryStats::peak afresh from what is held now (CUDA), to compare the peaks of two
-// pieces of work in one process; nothing elsewhere.
+// pieces of work in one process; on the CPU the tensor-memory peak of memory_limit.hpp.
 void reset_peak_memory(at::Device device);
+
+// The most tensor memory held since reset_peak_memory(): CUDA's caching allocator's peak, or
+// on the CPU the capped allocator's (memory_limit.hpp; 0 before a cap was set).
+std::optional<int64_t> tensor_memory_peak(at::Device device);
+
+// The device's memory in bytes: CUDA's total, the host's MemTotal for the CPU; nothing where
+// unknown.
+std::optional<int64_t> device_memory_total(at::Device device);
 
 struct MemoryMonitorOptions {
   double interval_s = 10.0;           // between metric emissions and free-memory checks
