@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 
 #include <spdlog/spdlog.h>
 
@@ -14,19 +13,6 @@
 namespace mlhost {
 
 using nlohmann::json;
-
-namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
 
 json batch_size_for_run(const RunCalibrationInputs& s, bool may_measure, std::string& status) {
   const json& schema = s.description.at("config_schema");

@@ -1,6 +1,7 @@
 #include "plan/calibration_cache.hpp"
 
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +14,15 @@ using nlohmann::json;
 
 namespace {
 constexpr int kSchemaVersion = 1;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 fs::path calibration_cache_file() {

@@ -20,6 +20,9 @@ namespace mlhost {
 // $HOME/.cache/mlhost/calibration.json; empty when neither variable is set.
 std::filesystem::path calibration_cache_file();
 
+// Now in UTC as the cache records when something was measured: "2026-11-24T09:39:31Z".
+std::string utc_now();
+
 class CalibrationCache {
  public:
   explicit CalibrationCache(std::filesystem::path file) : file_(std::move(file)) {}

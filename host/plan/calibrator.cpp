@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "plan/allocator.hpp"
+#include "plan/calibration_cache.hpp"
 #include "plugins/plugin_calls.hpp"
 #include "run/progress.hpp"
 #include "run/worker.hpp"
@@ -21,19 +21,6 @@ namespace mlhost {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
 
 CalibrateOutcome run_calibrate_command(const CalibratorInputs& in, json plan, Clock::time_point deadline) {
   // A folder of its own for the worker's files (log, metrics, summary), removed after.

@@ -159,6 +159,40 @@ TEST(CalibrationCache, BadContentIsAnErrorNamingTheFileAndNothingOfItIsUsed) {
   EXPECT_NE(e.find("calibrations[1]"), std::string::npos) << e;
 }
 
+TEST(CalibrationCache, BatchSizesAreKeptPerConfigAndCheckedFieldByField) {
+  mlhost::testing::TempDir dir;
+  const fs::path file = fs::path(dir.path()) / "calibration.json";
+  const std::string config_a(64, 'a'), config_b(64, 'b');
+  const json found = {{"batch", 48}, {"reason", "48 fits"}, {"trials", json::array()}, {"complete", true}};
+  {
+    CalibrationCache cache(file);
+    cache.load();
+    cache.store(result());
+    cache.store_batch_size({key(), config_a, found, "2026-11-24T10:00:00Z"});
+    cache.store_batch_size({key(), config_b, found, "2026-11-24T10:00:00Z"});
+  }
+  CalibrationCache cache(file);
+  cache.load();
+  ASSERT_TRUE(cache.find(key())) << "storing a batch size kept the calibration";
+  ASSERT_TRUE(cache.find_batch_size(key(), config_a));
+  EXPECT_EQ(cache.find_batch_size(key(), config_a)->result["batch"], 48);
+  EXPECT_TRUE(cache.find_batch_size(key(), config_b));
+  EXPECT_FALSE(cache.find_batch_size(key(), std::string(64, 'c'))) << "another config searches anew";
+
+  json bad = json::parse(std::ifstream(file));
+  bad["batch_sizes"][1]["result"]["batch"] = 0;
+  std::ofstream(file) << bad.dump();
+  CalibrationCache reread(file);
+  try {
+    reread.load();
+    FAIL() << "a batch of 0 was trusted";
+  } catch (const CalibrationError& e) {
+    EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch_sizes[1].result.batch"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(reread.find_batch_size(key(), config_a)) << "nothing of a bad file is used";
+}
+
 TEST(CalibrationCache, FileFollowsXdgCacheHome) {
   const char* old_xdg = std::getenv("XDG_CACHE_HOME");
   const std::string saved = old_xdg ? old_xdg : "";

@@ -8,16 +8,11 @@
 #include <mlh/plan_reader.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/memory.hpp>
+#include <mlh/runtime/memory_limit.hpp>
 #include <mlh/runtime/oom_backoff.hpp>
 
 namespace mlh::rt {
 namespace {
-
-std::string gib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1LL << 30));
-  return buf;
-}
 
 std::string rate(double items_per_s) {
   char buf[32];
@@ -65,8 +60,8 @@ BatchSearchResult find_batch_size(const BatchTrialFn& trial, c10::Device device,
       t.peak_bytes = tensor_memory_peak(device).value_or(0);
       t.fits = !usable || t.peak_bytes <= *usable;
       if (!t.fits)
-        t.why = "its peak of " + gib(t.peak_bytes) + " leaves less than " + std::to_string(static_cast<int>(o.headroom * 100)) +
-                "% of the " + gib(*o.memory_limit_bytes) + " limit free";
+        t.why = "its peak of " + format_gib(t.peak_bytes) + " leaves less than " + std::to_string(static_cast<int>(o.headroom * 100)) +
+                "% of the " + format_gib(*o.memory_limit_bytes) + " limit free";
     } catch (const std::exception& e) {
       if (!is_out_of_memory(e)) throw;
       t.why = "out of memory";
@@ -118,7 +113,7 @@ BatchSearchResult find_batch_size(const BatchTrialFn& trial, c10::Device device,
   r.batch = good->batch;
   r.reason = std::to_string(good->batch) + " fits";
   if (good->peak_bytes > 0)
-    r.reason += " (peak " + gib(good->peak_bytes) + (o.memory_limit_bytes ? " of " + gib(*o.memory_limit_bytes) : "") + ")";
+    r.reason += " (peak " + format_gib(good->peak_bytes) + (o.memory_limit_bytes ? " of " + format_gib(*o.memory_limit_bytes) : "") + ")";
   r.reason += " at " + rate(good->throughput);
   if (bad) r.reason += "; " + std::to_string(bad->batch) + " does not (" + bad->why + ")";
   if (!stopped.empty()) r.reason += "; " + stopped;

@@ -16,12 +16,6 @@
 namespace mlh::rt {
 namespace {
 
-std::string gib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1LL << 30));
-  return buf;
-}
-
 // Counts what the wrapped allocator (LibTorch's default CPU allocator) hands out and refuses
 // what would pass the limit. Each allocation's context is remembered with its size and the
 // wrapped allocator's deleter, so a free through our deleter (or through raw_deleter(), for
@@ -45,8 +39,8 @@ class CpuMemoryCap {
     const int64_t before = in_use_.fetch_add(bytes);
     if (limit >= 0 && before + bytes > limit) {
       in_use_.fetch_sub(bytes);
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", gib(bytes), " with ",
-                       gib(before), " of the plan's ", gib(limit), " CPU tensor memory limit in use");
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", format_gib(bytes), " with ",
+                       format_gib(before), " of the plan's ", format_gib(limit), " CPU tensor memory limit in use");
     }
     int64_t peak = peak_.load();
     while (before + bytes > peak && !peak_.compare_exchange_weak(peak, before + bytes)) {
@@ -147,6 +141,12 @@ void set_cpu_memory_limit(std::optional<int64_t> bytes) {
 }
 
 std::optional<int64_t> cpu_memory_limit() { return CpuMemoryCap::instance().limit(); }
+std::string format_gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1LL << 30));
+  return buf;
+}
+
 int64_t cpu_memory_in_use() { return CpuMemoryCap::instance().in_use(); }
 int64_t cpu_memory_peak() { return CpuMemoryCap::instance().peak(); }
 void reset_cpu_memory_peak() { CpuMemoryCap::instance().reset_peak(); }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace mlh::rt {
 
@@ -25,5 +26,8 @@ std::optional<int64_t> cpu_memory_limit();
 int64_t cpu_memory_in_use();
 int64_t cpu_memory_peak();
 void reset_cpu_memory_peak();
+
+// "3.10 GiB": how the limit's messages write a byte count.
+std::string format_gib(int64_t bytes);
 
 }  // namespace mlh::rt
