@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <torch/cuda.h>
@@ -136,6 +137,36 @@ TEST_F(Gpu, MemoryFractionCapsTheAllocator) {
   EXPECT_THROW(at::empty({total / 10}, at::TensorOptions().dtype(at::kByte).device(plan.device)), c10::Error);
   // The process goes on: a small allocation still works after the refusal.
   EXPECT_NO_THROW(at::ones({1024}, plan.device).sum().item<float>());
+#endif
+}
+
+// Under a memory_fraction of 5%, toyreg steps whose stand-in activations (row_bytes a row)
+// need 1.6x the cap at batch 64 back off to micro-batches that fit, and --batch-size auto
+// finds a batch under the cap whose doubling does not fit.
+TEST_F(Gpu, OutOfMemoryBacksOffAndTheFinderStaysUnderTheFraction) {
+  REQUIRE_GPU();
+#if MLH_TORCH_HAS_CUDA
+  const int64_t total = static_cast<int64_t>(at::cuda::getDeviceProperties(0)->totalGlobalMem);
+  const int64_t row_bytes = static_cast<int64_t>(0.05 * static_cast<double>(total)) / 40 / 4 * 4;
+  {
+    std::ofstream ini(dir_ + "/hw.ini");
+    ini << "[cuda]\nmemory_fraction = 0.05\n";
+  }
+  const std::string toy = std::string(" --device cuda --hardware-config ") + dir_ + "/hw.ini --plugin-dir " +
+                          MLH_GPU_TOYREG_DIR + " --algorithm toyreg --set row_bytes=" + std::to_string(row_bytes);
+  const json backed = train("back-off", "--batch-size 64 --set steps=30 --run-dir " + dir_ + "/backoff" + toy);
+  EXPECT_GE(backed["result"]["oom_backoffs"].get<int64_t>(), 1) << backed.dump(2);
+  EXPECT_LE(backed["result"]["micro_batch"].get<int64_t>(), 32) << backed.dump(2);
+  EXPECT_EQ(backed["result"]["batch_size"], 64);
+
+  const json found = train("finder", "--batch-size auto --set steps=5 --run-dir " + dir_ + "/auto" + toy);
+  const json plan = read_json_file(dir_ + "/auto/plan.json");
+  const int64_t batch = plan["batch_size"].get<int64_t>();
+  std::printf("batch size finder on %s: %s\n", plan.value("device_name", "?").c_str(),
+              plan["batch_size_finder"].value("reason", "?").c_str());
+  EXPECT_GE(batch, 16) << plan["batch_size_finder"].dump(2);
+  EXPECT_LT(batch, 40) << plan["batch_size_finder"].dump(2);
+  EXPECT_EQ(found["result"]["oom_backoffs"], 0) << found.dump(2);
 #endif
 }
 
