@@ -5,6 +5,8 @@
 //  - fp16 (with the gradient scaler) and bf16 autocast train protonet, ppo and trm for a few
 //    steps without NaN;
 //  - the plan's memory fraction caps the allocator: an allocation beyond it fails cleanly;
+//  - under a small memory fraction a training step backs off to smaller micro-batches, and
+//    --batch-size auto finds a batch that fits;
 //  - gradient checkpointing lowers the peak memory of a TRM training step;
 //  - a checkpoint trained on the GPU evaluates on the CPU;
 //  - NCCL initializes for a single-rank group.
