@@ -142,6 +142,10 @@ void plan_rule_values(PlanBuilder& b) {
     b.set("batch_size", b.in_.description->at("config_defaults")["batch_size"], "algorithm default");
   else
     b.set("batch_size", nullptr, "no rule for " + d.id());
+  // --print-plan with --batch-size auto and nothing cached for this config yet.
+  if (!b.in_.batch_search && !b.in_.batch_search_status.empty())
+    b.sources_["batch_size"] = b.sources_["batch_size"].get<std::string>() + " (--batch-size auto: " +
+                               b.in_.batch_search_status + ")";
 
   if (auto s = b.setting("gradient_checkpointing"))
     b.set("gradient_checkpointing", parse_bool(s->value), "settings file " + s->origin);

@@ -20,6 +20,16 @@ class MemoryTest : public ToyregTest {
     write_file(tmp() / "hw.ini", "memory_limit_gb = 0.0625\n");
   }
 
+  // --print-plan of the same command (no run folder).
+  Result print_plan(const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--hardware-config",
+                                  (tmp() / "hw.ini").string(), "--print-plan"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunOptions o;
+    o.env["XDG_CACHE_HOME"] = (tmp() / "cache").string();
+    return host(args, o);
+  }
+
   Result toyreg(const std::string& run, const std::vector<std::string>& extra) {
     std::vector<std::string> args{"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", (tmp() / run).string(),
                                   "--hardware-config", (tmp() / "hw.ini").string(), "--calibration-seconds", "30"};
@@ -39,8 +49,15 @@ TEST_F(MemoryTest, ThePlanCapsCpuTensorMemory) {
 }
 
 TEST_F(MemoryTest, BatchSizeAutoFindsWhatFitsAndCachesIt) {
+  // --print-plan never searches: nothing is cached yet, and it says so.
+  const std::vector<std::string> auto_batch{"--batch-size", "auto", "--set", "row_bytes=1048576", "--set", "steps=10"};
+  Result r = print_plan(auto_batch);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "(--batch-size auto: not found yet: a run finds it)")) << r.out;
+  EXPECT_FALSE(fs::exists(tmp() / "cache" / "mlhost" / "calibration.json"));
+
   // 1 MiB of activations a row: about 57 rows fit in 90% of 64 MiB.
-  Result r = toyreg("auto", {"--batch-size", "auto", "--set", "row_bytes=1048576", "--set", "steps=10"});
+  r = toyreg("auto", {"--batch-size", "auto", "--set", "row_bytes=1048576", "--set", "steps=10"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const json plan = file_json(tmp() / "auto" / "plan.json");
   ASSERT_TRUE(plan.contains("batch_size_finder")) << plan.dump(2);
@@ -70,6 +87,8 @@ TEST_F(MemoryTest, BatchSizeAutoFindsWhatFitsAndCachesIt) {
   const json again = file_json(tmp() / "again" / "plan.json");
   EXPECT_EQ(again["batch_size"], batch);
   EXPECT_TRUE(contains(again["batch_size_finder"]["status"].get<std::string>(), "cached in")) << again.dump(2);
+  r = print_plan(auto_batch);
+  EXPECT_TRUE(contains(r.out, "batch size finder: " + std::to_string(batch) + " fits")) << r.out;
 }
 
 TEST_F(MemoryTest, BatchSizeAutoIsRefusedWhereTheBatchCannotChange) {
