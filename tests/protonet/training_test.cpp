@@ -111,6 +111,30 @@ TEST(ProtonetTraining, LearnsAnEasySetAndEvaluates) {
   EXPECT_EQ(eval_host.progress, 40);
 }
 
+// An episode's 15 queries in micro-batches of 4 (what an out-of-memory back-off leads to):
+// each micro-batch embeds the support set again, the weighted losses add up to the
+// episode's, and the run learns as well.
+TEST(ProtonetTraining, QueriesInMicroBatchesLearnTooAndTheMicroBatchIsCheckpointed) {
+  TempDir dir;
+  FakeHost host;
+  json config = small_config();
+  config["micro_batch"] = 4;
+  std::string error;
+  ASSERT_EQ(run(host, "train", config, dir.path(), false, &error), MLH_OK) << error;
+  const json summary = json::parse(host.summary);
+  EXPECT_EQ(summary["query_micro_batch"], 4) << host.summary;
+  EXPECT_EQ(summary["oom_backoffs"], 0) << host.summary;
+  EXPECT_GT(summary["best_val_acc"].get<double>(), 0.7) << host.summary;
+  EXPECT_LT(host.metrics["train/loss"].back(), host.metrics["train/loss"].front());
+  // The train loss is the episodes' (weighted micro-batch losses added up), not a part's.
+  EXPECT_GT(host.metrics["train/loss"].front(), 0.3) << "the first epoch's loss looks like one micro-batch's share";
+
+  config["micro_batch"] = -1;
+  FakeHost bad;
+  EXPECT_EQ(run(bad, "train", config, dir.path() + "/bad", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("micro_batch"), std::string::npos) << error;
+}
+
 TEST(ProtonetTraining, WayIsCappedAtTheClassesAvailable) {
   TempDir dir;
   FakeHost host;
