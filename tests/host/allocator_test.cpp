@@ -12,6 +12,7 @@
 #include "plan/plan.hpp"
 #include "plan/settings.hpp"
 #include "temp_dir.hpp"
+#include "test_devices.hpp"
 
 namespace mlhost {
 namespace {
@@ -19,17 +20,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-Device cpu() {
-  Device d;
-  d.plugin = d.kind = "cpu";
-  d.name = "AMD EPYC";
-  d.torch_device = "cpu";
-  d.device_class = MLH_DEVICE_CLASS_CPU;
-  d.memory_total_bytes = 24ll << 30;
-  d.precisions = MLH_PRECISION_FP32 | MLH_PRECISION_BF16;
-  d.recommended_threads = 2;
-  return d;
-}
+Device cpu() { return testing::epyc_cpu(); }
 
 // A folder holding stand-ins for the allocator libraries named.
 class AllocatorFolder {

@@ -11,6 +11,7 @@
 #include "plan/plan.hpp"
 #include "plan/settings.hpp"
 #include "temp_dir.hpp"
+#include "test_devices.hpp"
 
 namespace mlhost {
 namespace {
@@ -204,18 +205,7 @@ TEST(CalibrationCache, FileFollowsXdgCacheHome) {
   if (old_xdg) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
 }
 
-Device cpu() {
-  Device d;
-  d.plugin = d.kind = "cpu";
-  d.name = "AMD EPYC";
-  d.torch_device = "cpu";
-  d.device_class = MLH_DEVICE_CLASS_CPU;
-  d.memory_total_bytes = 24ll << 30;
-  d.precisions = MLH_PRECISION_FP32 | MLH_PRECISION_BF16;
-  d.fast_precisions = MLH_PRECISION_FP32 | MLH_PRECISION_BF16;
-  d.recommended_threads = 2;
-  return d;
-}
+Device cpu() { return testing::epyc_cpu(); }
 
 TEST(CalibrationInThePlan, CalibratedValuesCountAfterTheCommandLineAndTheSettingsFile) {
   if (built_with_address_sanitizer()) GTEST_SKIP() << "AddressSanitizer build: the plan keeps glibc";
