@@ -1,9 +1,10 @@
 // The CPU device plugin: one device, the CPUs this process may use. The logic lives in
 // the mlhost-cpu-probe library; this file only binds it to the C ABI.
-#include <mlh/allocator_env.hpp>
-#include <mlh/plugin.hpp>
+#include <algorithm>
 
-#include "cpu_prepare.hpp"
+#include <mlh/plugin.hpp>
+#include <mlh/worker_env.hpp>
+
 #include "cpu_probe.hpp"
 #include "cpu_snapshot.hpp"
 #include "cpu_telemetry.hpp"
@@ -22,9 +23,7 @@ class CpuDevices : public mlh::DevicePlugin {
     check_index(device_index);
     // The host may prepare on an instance it never probed.
     if (!recommended_threads_) probe();
-    std::vector<mlh::EnvVar> env = mlh::cpu::thread_environment(mlh::cpu::read_thread_plan(plan_json, *recommended_threads_));
-    for (mlh::EnvVar& var : mlh::allocator_environment(mlh::PlanReader(plan_json))) env.push_back(std::move(var));
-    return env;
+    return mlh::worker_cpu_environment(mlh::PlanReader(plan_json), std::max(1, *recommended_threads_));
   }
 
   mlh::TelemetrySample telemetry(int32_t device_index, int64_t pid) override {

@@ -22,7 +22,6 @@ CudaPlan read_cuda_plan(const std::string& plan_json) {
   result.garbage_collection_threshold = plan.number("memory.garbage_collection_threshold",
                                                     [](double t) { return t > 0.0 && t < 1.0; },
                                                     "a number between 0 and 1 (exclusive)");
-  result.intra_op_threads = plan.positive_integer("threads.intra_op");
   return result;
 }
 
@@ -43,7 +42,6 @@ std::string allocator_config(const CudaPlan& plan) {
 std::vector<EnvVar> cuda_environment(const std::string& uuid, const CudaPlan& plan) {
   std::vector<EnvVar> env = {{"CUDA_VISIBLE_DEVICES", uuid}, {"MLH_TORCH_DEVICE", "cuda:0"}};
   if (std::string config = allocator_config(plan); !config.empty()) env.push_back({"PYTORCH_CUDA_ALLOC_CONF", config});
-  if (plan.intra_op_threads) env.push_back({"OMP_NUM_THREADS", std::to_string(*plan.intra_op_threads)});
   return env;
 }
 

@@ -1,6 +1,7 @@
 // The environment a worker needs to train on one chosen GPU: that GPU made the only
-// visible one, the device string to use then, and the allocator and thread settings of
-// the plan. All read by CUDA and LibTorch when they start, hence set before.
+// visible one, the device string to use then, and the CUDA allocator settings of the plan.
+// All read by CUDA and LibTorch when they start, hence set before. (The CPU side's threads
+// and allocator come from mlh/worker_env.hpp, as on every device.)
 #pragma once
 
 #include <mlh/plugin.hpp>
@@ -15,7 +16,6 @@ struct CudaPlan {
   std::optional<bool> expandable_segments;             // memory.expandable_segments
   std::optional<int64_t> max_split_size_mb;            // memory.max_split_size_mb, > 20
   std::optional<double> garbage_collection_threshold;  // memory.garbage_collection_threshold, in (0, 1)
-  std::optional<int64_t> intra_op_threads;             // threads.intra_op, >= 1
 };
 
 // Reads the plan. Missing or null fields are absent; the ranges are PyTorch's own checks
@@ -30,8 +30,7 @@ std::string allocator_config(const CudaPlan& plan);
 
 // CUDA_VISIBLE_DEVICES=<uuid> (a UUID, unlike an index, names the same GPU however the
 // worker's driver orders them), MLH_TORCH_DEVICE=cuda:0 (the chosen GPU is then the only
-// one), PYTORCH_CUDA_ALLOC_CONF when allocator_config() is not empty, and OMP_NUM_THREADS
-// when the plan sets threads.intra_op (the CPU side of a GPU run uses it too).
+// one), and PYTORCH_CUDA_ALLOC_CONF when allocator_config() is not empty.
 std::vector<EnvVar> cuda_environment(const std::string& uuid, const CudaPlan& plan);
 
 }  // namespace mlh::cuda

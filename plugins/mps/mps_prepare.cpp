@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include <mlh/allocator_env.hpp>
 #include <mlh/plan_reader.hpp>
 
 namespace mlh::mps {
@@ -33,9 +32,6 @@ std::vector<EnvVar> mps_environment(const std::string& plan_json) {
     env.push_back({"PYTORCH_MPS_HIGH_WATERMARK_RATIO", ratio});
     env.push_back({"PYTORCH_MPS_LOW_WATERMARK_RATIO", ratio});
   }
-  if (auto threads = plan.positive_integer("threads.intra_op")) env.push_back({"OMP_NUM_THREADS", std::to_string(*threads)});
-  // The worker's memory allocator (host memory; on Apple silicon also what MPS tensors share).
-  for (EnvVar& var : allocator_environment(plan)) env.push_back(std::move(var));
   return env;
 }
 

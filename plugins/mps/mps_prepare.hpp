@@ -16,9 +16,8 @@ namespace mlh::mps {
 //    hw.memsize, and "0" as "no limit", so a fraction below 0.0005 is written as "0.001".
 //    PYTORCH_MPS_LOW_WATERMARK_RATIO gets the same value: PyTorch refuses to start when
 //    the low watermark (default 1.4) is above the high one, and with both equal the
-//    allocator starts collecting its cache at the limit itself;
-//  - with "threads": {"intra_op": N} (a positive integer): OMP_NUM_THREADS=N, for the
-//    ops that run on the CPU.
+//    allocator starts collecting its cache at the limit itself.
+// (The CPU side's threads and allocator come from mlh/worker_env.hpp, as on every device.)
 // A missing or null field sets nothing. Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) that
 // names the field when the plan is not a JSON object or a value is out of range.
 std::vector<EnvVar> mps_environment(const std::string& plan_json);

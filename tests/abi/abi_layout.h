@@ -36,6 +36,9 @@ typedef mlh_status (*mlh_abi_t_describe_fn)(mlh_plugin_instance* instance,
                                             mlh_error* error);
 typedef mlh_status (*mlh_abi_t_run_fn)(mlh_plugin_instance* instance,
                                        const mlh_run_context* context, mlh_error* error);
+typedef mlh_status (*mlh_abi_t_describe_run_fn)(mlh_plugin_instance* instance,
+                                                const mlh_run_context* context,
+                                                const char** out_json, mlh_error* error);
 typedef void (*mlh_abi_t_log_fn)(void* host_data, int32_t level, const char* message);
 typedef void (*mlh_abi_t_metric_fn)(void* host_data, const char* name, double value,
                                     int64_t step);
@@ -48,13 +51,16 @@ typedef mlh_status (*mlh_abi_t_negotiate_fn)(const mlh_negotiate_request* reques
                                              mlh_negotiate_response* response, mlh_error* error);
 
 /* One row of a layout table: a whole struct (field == NULL; offset 0) or one field
- * (align 0). expected_* are the locked LP64 numbers, the others what a compiler computed. */
+ * (align 0). expected_* are the locked LP64 numbers, the others what a compiler computed.
+ * A struct that a later minor grew has a second whole-struct row with its size since then
+ * (since_minor > 0); its current size is that of its last row. */
 typedef struct mlh_abi_layout_row {
   const char* type;
   const char* field;
   size_t expected_offset, offset;
   size_t expected_size, size;
   size_t expected_align, align;
+  unsigned since_minor;
 } mlh_abi_layout_row;
 
 #ifdef __cplusplus
@@ -65,9 +71,20 @@ typedef struct mlh_abi_layout_row {
 
 /* Row generators for abi_layout_lp64.def. */
 #define MLH_ABI_STRUCT_ROW(T, size_, align_) \
-  {#T, NULL, 0, 0, (size_), sizeof(T), (align_), MLH_ABI_ALIGNOF_(T)},
+  {#T, NULL, 0, 0, (size_), sizeof(T), (align_), MLH_ABI_ALIGNOF_(T), 0},
 #define MLH_ABI_FIELD_ROW(T, f, off_, size_, ftype) \
-  {#T, #f, (off_), offsetof(T, f), (size_), sizeof(((T*)0)->f), 0, 0},
+  {#T, #f, (off_), offsetof(T, f), (size_), sizeof(((T*)0)->f), 0, 0, 0},
+#define MLH_ABI_GROWN_ROW(T, minor, size_) \
+  {#T, NULL, 0, 0, (size_), sizeof(T), 0, MLH_ABI_ALIGNOF_(T), (minor)},
+
+/* Rows that a later minor appended to abi_layout_lp64.def describe what headers of at least
+ * that minor hold: checked against the current headers, left out against a frozen copy of
+ * an older release (frozen/v1.0), whose structs end before them. One line per minor. */
+#if MLH_ABI_VERSION_MINOR >= 1
+#define MLH_ABI_SINCE_1(row) row
+#else
+#define MLH_ABI_SINCE_1(row)
+#endif
 
 /* The table as the C compiler sees it (abi_static_c11.c). */
 extern const mlh_abi_layout_row mlh_abi_c_layout[];

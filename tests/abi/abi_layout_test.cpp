@@ -16,19 +16,23 @@
 namespace {
 
 #define MLH_ABI_STRUCT MLH_ABI_STRUCT_ROW
+#define MLH_ABI_GROWN MLH_ABI_GROWN_ROW
 #define MLH_ABI_FIELD MLH_ABI_FIELD_ROW
 const mlh_abi_layout_row kCxxLayout[] = {
 #include "abi_layout_lp64.def"
 };
 #undef MLH_ABI_STRUCT
+#undef MLH_ABI_GROWN
 #undef MLH_ABI_FIELD
 
 // Field types, checked by the C++ compiler as well (the C side uses _Generic).
 #define MLH_ABI_STRUCT(T, size_, align_) static_assert(std::is_standard_layout<T>::value, #T);
+#define MLH_ABI_GROWN(T, minor, size_)
 #define MLH_ABI_FIELD(T, f, off_, size_, ftype) \
   static_assert(std::is_same<decltype(T::f), ftype>::value, #T "." #f " must keep type " #ftype);
 #include "abi_layout_lp64.def"
 #undef MLH_ABI_STRUCT
+#undef MLH_ABI_GROWN
 #undef MLH_ABI_FIELD
 
 static_assert(std::is_same<mlh_status, int32_t>::value, "mlh_status must stay int32_t");
@@ -62,14 +66,45 @@ std::string row_name(const mlh_abi_layout_row& r) {
   return std::string(r.type) + (r.field ? std::string(".") + r.field : std::string());
 }
 
+// The row that gives a struct's current size: its last whole-struct row (the released size,
+// or the size since the last minor that grew it).
+std::map<std::string, const mlh_abi_layout_row*> current_size_rows() {
+  std::map<std::string, const mlh_abi_layout_row*> rows;
+  for (const auto& r : kCxxLayout)
+    if (!r.field) rows[r.type] = &r;
+  return rows;
+}
+
 TEST(AbiLayout, CxxLayoutMatchesLockedLp64Numbers) {
   if (!kLp64) GTEST_SKIP() << "the locked numbers are for LP64 targets";
+  const auto current = current_size_rows();
   for (const auto& r : kCxxLayout) {
     SCOPED_TRACE(row_name(r));
-    EXPECT_EQ(r.offset, r.expected_offset);
-    EXPECT_EQ(r.size, r.expected_size);
-    EXPECT_EQ(r.align, r.expected_align);
+    if (r.field) {
+      EXPECT_EQ(r.offset, r.expected_offset);
+      EXPECT_EQ(r.size, r.expected_size);
+      continue;
+    }
+    if (r.since_minor == 0) {
+      EXPECT_EQ(r.align, r.expected_align);
+    }
+    if (current.at(r.type) == &r) {
+      EXPECT_EQ(r.size, r.expected_size) << "the struct's size now";
+    } else {
+      EXPECT_GT(r.size, r.expected_size) << "a later minor grew it";
+    }
   }
+}
+
+// Minor 1 appended describe_run to the algorithm table: the only struct that grew so far.
+TEST(AbiLayout, OnlyAppendedRowsAreOfLaterMinors) {
+  std::vector<std::string> grown;
+  for (const auto& r : kCxxLayout)
+    if (!r.field && r.since_minor > 0) {
+      grown.push_back(std::string(r.type) + " 1." + std::to_string(r.since_minor));
+      EXPECT_LE(r.since_minor, static_cast<unsigned>(MLH_ABI_VERSION_MINOR));
+    }
+  EXPECT_EQ(grown, std::vector<std::string>{"mlh_algorithm_plugin 1.1"});
 }
 
 TEST(AbiLayout, CAndCxxCompilersAgree) {
@@ -95,12 +130,11 @@ TEST(AbiLayout, CAndCxxCompilersAgree) {
 // uint32_t struct_size. A field added to a header but not to the list fails here.
 TEST(AbiLayout, ListCoversEveryFieldAndStartsWithStructSize) {
   std::map<std::string, std::vector<const mlh_abi_layout_row*>> fields;
-  std::map<std::string, const mlh_abi_layout_row*> structs;
+  std::map<std::string, const mlh_abi_layout_row*> structs = current_size_rows();
   std::vector<std::string> order;
   for (const auto& r : kCxxLayout) {
     if (!r.field) {
-      structs[r.type] = &r;
-      order.push_back(r.type);
+      if (r.since_minor == 0) order.push_back(r.type);
     } else {
       fields[r.type].push_back(&r);
     }

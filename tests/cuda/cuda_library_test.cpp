@@ -310,7 +310,7 @@ TEST(CudaPrepare, MakesTheChosenGpuTheOnlyVisibleOne) {
   std::vector<mlh::EnvVar> env;
   const std::string plan =
       R"({"memory": {"expandable_segments": true, "max_split_size_mb": 512, "garbage_collection_threshold": 0.8},
-          "threads": {"intra_op": 6, "inter_op": 1}})";
+          "threads": {"intra_op": 6, "inter_op": 1}, "omp_proc_bind": "close", "omp_wait_policy": "passive"})";
   Outcome o = plugin.prepare(1, plan, &env);
   ASSERT_EQ(o.status, MLH_OK) << o.message;
   const std::string uuid = machine.fixture()["gpus"][1]["uuid"];
@@ -320,7 +320,13 @@ TEST(CudaPrepare, MakesTheChosenGpuTheOnlyVisibleOne) {
       {"CUDA_VISIBLE_DEVICES", uuid},
       {"MLH_TORCH_DEVICE", "cuda:0"},
       {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True,max_split_size_mb:512,garbage_collection_threshold:0.8"},
-      {"OMP_NUM_THREADS", "6"}};
+      {"OMP_NUM_THREADS", "6"},
+      {"MKL_NUM_THREADS", "6"},
+      {"OPENBLAS_NUM_THREADS", "6"},
+      {"MLH_INTEROP_THREADS", "1"},
+      // The CPU threads of a GPU run are bound and wait as the plan says, as on a CPU run.
+      {"OMP_PROC_BIND", "close"},
+      {"OMP_WAIT_POLICY", "passive"}};
   EXPECT_EQ(got, expected);
 }
 

@@ -1,4 +1,4 @@
-// prepare's reading of the plan: the allocator settings, threads, and bad values.
+// prepare's reading of the plan: the CUDA allocator settings and bad values (threads: tests/abi/thread_env_test.cpp).
 #include "cuda_prepare.hpp"
 
 #include <gtest/gtest.h>
@@ -39,15 +39,13 @@ TEST(CudaPlan, NoMemoryFieldsNoAllocatorConfig) {
 TEST(CudaPlan, Environment) {
   CudaPlan plan = read_cuda_plan(R"({"memory": {"max_split_size_mb": 128}, "threads": {"intra_op": 8}})");
   std::vector<mlh::EnvVar> env = cuda_environment("GPU-abc", plan);
-  ASSERT_EQ(env.size(), 4u);
+  ASSERT_EQ(env.size(), 3u) << "threads are mlh/worker_env.hpp's, as on every device";
   EXPECT_EQ(env[0].name, "CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(env[0].value, "GPU-abc");
   EXPECT_EQ(env[1].name, "MLH_TORCH_DEVICE");
   EXPECT_EQ(env[1].value, "cuda:0");
   EXPECT_EQ(env[2].name, "PYTORCH_CUDA_ALLOC_CONF");
   EXPECT_EQ(env[2].value, "max_split_size_mb:128");
-  EXPECT_EQ(env[3].name, "OMP_NUM_THREADS");
-  EXPECT_EQ(env[3].value, "8");
   EXPECT_EQ(cuda_environment("GPU-abc", read_cuda_plan(R"({"threads": {"inter_op": 2}})")).size(), 2u);
 }
 
@@ -75,8 +73,6 @@ TEST(CudaPlan, BadValuesNameTheField) {
             "plan field 'memory.garbage_collection_threshold': expected a number between 0 and 1 (exclusive), got "
             "\"0.5\""},
            {R"({"memory": []})", "plan field 'memory': expected an object, got []"},
-           {R"({"threads": 4})", "plan field 'threads': expected an object, got 4"},
-           {R"({"threads": {"intra_op": -2}})", "plan field 'threads.intra_op': expected a positive integer, got -2"},
            {R"("fp16")", "plan: expected a JSON object, got \"fp16\""},
            {"{", "plan: not valid JSON: \"{\""}}) {
     auto [code, message] = error_of(c.plan);

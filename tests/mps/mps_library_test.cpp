@@ -65,9 +65,13 @@ TEST_F(MpsLibrary, ProbeGivesOneMpsRecord) {
 
 TEST_F(MpsLibrary, PrepareSetsTheMpsEnvironment) {
   EXPECT_EQ(prepare("{}"), (std::map<std::string, std::string>{{"PYTORCH_ENABLE_MPS_FALLBACK", "1"}}));
-  std::map<std::string, std::string> env = prepare(R"({"memory_fraction": 0.6, "threads": {"intra_op": 4}})");
+  std::map<std::string, std::string> env = prepare(
+      R"({"memory_fraction": 0.6, "threads": {"intra_op": 4}, "omp_proc_bind": "spread", "omp_wait_policy": "passive"})");
   EXPECT_EQ(env["PYTORCH_MPS_HIGH_WATERMARK_RATIO"], "0.6");
   EXPECT_EQ(env["OMP_NUM_THREADS"], "4");
+  // The CPU threads of an MPS run are bound and wait as the plan says, as on a CPU run.
+  EXPECT_EQ(env["OMP_PROC_BIND"], "spread");
+  EXPECT_EQ(env["OMP_WAIT_POLICY"], "passive");
 }
 
 TEST_F(MpsLibrary, PrepareRejectsOtherDevicesAndBadPlans) {

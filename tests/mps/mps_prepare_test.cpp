@@ -1,5 +1,5 @@
-// prepare: the CPU fallback, the allocator limit from memory_fraction and the OpenMP
-// threads, and errors that name the bad field.
+// prepare: the CPU fallback and the allocator limit from memory_fraction, and errors that
+// name the bad field (the CPU side's threads: tests/abi/thread_env_test.cpp).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -38,8 +38,7 @@ TEST(MpsPrepare, FallbackAlwaysAndNothingElseByDefault) {
 TEST(MpsPrepare, EverythingFromOnePlan) {
   Env expected{{"PYTORCH_ENABLE_MPS_FALLBACK", "1"},
                {"PYTORCH_MPS_HIGH_WATERMARK_RATIO", "0.8"},
-               {"PYTORCH_MPS_LOW_WATERMARK_RATIO", "0.8"},
-               {"OMP_NUM_THREADS", "8"}};
+               {"PYTORCH_MPS_LOW_WATERMARK_RATIO", "0.8"}};
   EXPECT_EQ(env_of(R"({"device": "mps:0", "memory_fraction": 0.8, "threads": {"intra_op": 8, "inter_op": 1}})"),
             expected);
 }
@@ -72,18 +71,6 @@ TEST(MpsPrepare, BadValuesNameTheField) {
            Case{R"({"memory_fraction": "0.8"})",
                 "plan field 'memory_fraction': expected a number in (0, 1], got \"0.8\""},
            Case{R"({"memory_fraction": true})", "plan field 'memory_fraction': expected a number in (0, 1], got true"},
-           Case{R"({"threads": 4})", "plan field 'threads': expected an object, got 4"},
-           Case{R"({"threads": {"intra_op": 0}})", "plan field 'threads.intra_op': expected a positive integer, got 0"},
-           Case{R"({"threads": {"intra_op": -3}})",
-                "plan field 'threads.intra_op': expected a positive integer, got -3"},
-           Case{R"({"threads": {"intra_op": 2.5}})",
-                "plan field 'threads.intra_op': expected a positive integer, got 2.5"},
-           Case{R"({"threads": {"intra_op": 4.0}})",
-                "plan field 'threads.intra_op': expected a positive integer, got 4.0"},
-           Case{R"({"threads": {"intra_op": "4"}})",
-                "plan field 'threads.intra_op': expected a positive integer, got \"4\""},
-           Case{R"({"threads": {"intra_op": 3000000000}})",
-                "plan field 'threads.intra_op': expected a positive integer, got 3000000000"},
        }) {
     auto [code, message] = error_of(c.plan);
     EXPECT_EQ(code, MLH_ERR_INVALID_ARGUMENT) << c.plan;

@@ -30,7 +30,7 @@ extern "C" {
 /* ABI version this header describes. Major must match between host and plugin; a plugin
  * may speak an older or newer minor than the host. */
 #define MLH_ABI_VERSION_MAJOR 1
-#define MLH_ABI_VERSION_MINOR 0
+#define MLH_ABI_VERSION_MINOR 1
 
 #if defined(_WIN32)
 #define MLH_EXPORT __declspec(dllexport)

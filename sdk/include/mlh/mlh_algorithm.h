@@ -60,7 +60,8 @@ typedef struct mlh_run_context {
   const mlh_host_callbacks* host;
 } mlh_run_context;
 
-/* The function table of an algorithm plugin (ABI 1.0). Static lifetime. */
+/* The function table of an algorithm plugin (ABI 1.0; describe_run since 1.1). Static
+ * lifetime. */
 typedef struct mlh_algorithm_plugin {
   uint32_t struct_size;
   mlh_status (*create)(mlh_plugin_instance** out_instance, mlh_error* error);
@@ -71,6 +72,15 @@ typedef struct mlh_algorithm_plugin {
   /* Required. Runs one command to the end, or until should_stop. */
   mlh_status (*run)(mlh_plugin_instance* instance, const mlh_run_context* context,
                     mlh_error* error);
+  /* ABI 1.1, optional (NULL: the host says nothing about the model and shows the plan's
+   * values as given). What run() would do with this very context, without training: a JSON
+   * object (docs/plugin-guide.md) with "model" (the size of the model the config and plan
+   * give: "parameters", "shape") and "plan_fields" (for each plan field the algorithm reads,
+   * what it does with it, or {"no_effect": "why"}). The host calls it while planning, before
+   * a worker starts; the context's callbacks may be used for log messages only. *out_json
+   * is owned by the plugin and valid until the next call on this instance or destroy. */
+  mlh_status (*describe_run)(mlh_plugin_instance* instance, const mlh_run_context* context,
+                             const char** out_json, mlh_error* error);
 } mlh_algorithm_plugin;
 
 #ifdef __cplusplus

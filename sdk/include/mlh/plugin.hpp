@@ -26,6 +26,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -100,6 +101,18 @@ struct AlgorithmDescription {
   std::string presets_json = "{}";
 };
 
+namespace detail {
+
+// Rewrites a summary before it reaches the host. The training runtime installs one that adds
+// what the run applied of the plan (mlh/runtime/plan_effects.hpp); null: sent as given.
+using SummaryFilter = std::string (*)(const std::string& summary_json);
+inline SummaryFilter& summary_filter() {
+  static SummaryFilter filter = nullptr;
+  return filter;
+}
+
+}  // namespace detail
+
 // What a run gets: its inputs and the host's callbacks.
 class RunContext {
  public:
@@ -127,7 +140,10 @@ class RunContext {
     c_.host->progress(c_.host->host_data, done, total, unit.c_str());
   }
   bool should_stop() const { return c_.host->should_stop(c_.host->host_data) != 0; }
-  void summary(const std::string& json) const { c_.host->summary(c_.host->host_data, json.c_str()); }
+  void summary(const std::string& json) const {
+    const detail::SummaryFilter filter = detail::summary_filter();
+    c_.host->summary(c_.host->host_data, (filter ? filter(json) : json).c_str());
+  }
   const mlh_run_context& raw() const { return c_; }
 
  private:
@@ -142,6 +158,13 @@ class AlgorithmPlugin {
   // Runs ctx.command() to the end. Throw mlh::Error to fail; when ctx.should_stop() turns
   // true, save what must be saved and throw Error(MLH_ERR_CANCELLED, ...).
   virtual void run(RunContext& ctx) = 0;
+  // ABI 1.1, optional: what run(ctx) would do, without training (mlh_algorithm_plugin's
+  // describe_run): a JSON object {"model": {"parameters": N, "shape": "..."}, "plan_fields":
+  // {"<plan field>": "what it does" | {"no_effect": "why"}}} (docs/plugin-guide.md). A class
+  // that does not override it leaves the table's pointer NULL.
+  virtual std::string describe_run(const RunContext& /*ctx*/) {
+    throw Error(MLH_ERR_UNSUPPORTED, "describe_run is not implemented");
+  }
 };
 
 namespace detail {
@@ -321,6 +344,7 @@ struct AlgorithmInstance {
   std::vector<const char*> command_ptrs;
   std::string name, version;
   mlh_algorithm_description record{};
+  std::string run_description;  // describe_run's answer, valid until the next call
 };
 
 template <class T>
@@ -368,6 +392,21 @@ struct AlgorithmTable {
       self(p)->plugin.run(ctx);
     });
   }
+  static mlh_status describe_run(mlh_plugin_instance* p, const mlh_run_context* context, const char** out,
+                                 mlh_error* error) {
+    return guard(error, [&] {
+      if (!MLH_HAS_FIELD(context, mlh_run_context, host) || !context->host || !out)
+        throw Error(MLH_ERR_INVALID_ARGUMENT, "describe_run: context too small, without host callbacks or output");
+      auto* s = self(p);
+      s->run_description = s->plugin.describe_run(RunContext(*context));
+      *out = s->run_description.c_str();
+    });
+  }
+  // describe_run's entry when T overrides AlgorithmPlugin::describe_run, else NULL.
+  static constexpr auto describe_run_entry() {
+    using Base = std::string (AlgorithmPlugin::*)(const RunContext&);
+    return std::is_same<decltype(&T::describe_run), Base>::value ? nullptr : &describe_run;
+  }
 };
 
 }  // namespace detail
@@ -398,7 +437,8 @@ struct AlgorithmTable {
   }                                                                                                      \
   const mlh_algorithm_plugin table = {sizeof(mlh_algorithm_plugin), &::mlh::detail::AlgorithmTable<T>::create, \
                                       &::mlh::detail::AlgorithmTable<T>::destroy, &describe,           \
-                                      &::mlh::detail::AlgorithmTable<T>::run};                           \
+                                      &::mlh::detail::AlgorithmTable<T>::run,                            \
+                                      ::mlh::detail::AlgorithmTable<T>::describe_run_entry()};           \
   }                                                                                                      \
   extern "C" MLH_EXPORT mlh_status mlh_plugin_negotiate(const mlh_negotiate_request* request,            \
                                                         mlh_negotiate_response* response, mlh_error* error) { \

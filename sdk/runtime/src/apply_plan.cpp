@@ -9,6 +9,7 @@
 #include "mlh/plan_reader.hpp"
 #include "mlh/runtime/compat.hpp"
 #include "mlh/runtime/memory_limit.hpp"
+#include "mlh/runtime/plan_effects.hpp"
 #include "mlh/runtime/seed.hpp"
 
 #if MLH_TORCH_HAS_CUDA
@@ -72,6 +73,7 @@ RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
   plan.cudnn_benchmark = reader.boolean("cudnn_benchmark").value_or(false);
   plan.tf32_matmul = reader.boolean("tf32_matmul").value_or(false);
   plan.deterministic = reader.boolean("deterministic").value_or(false);
+  plan.channels_last = reader.boolean("channels_last").value_or(false);
   plan.seed = parse_seed(reader);
   return plan;
 }
@@ -108,20 +110,30 @@ void apply_plan(const RuntimePlan& plan) {
   if (cuda && plan.memory_fraction) {
     const c10::DeviceIndex index = plan.device.has_index() ? plan.device.index() : c10::cuda::current_device();
     c10::cuda::CUDACachingAllocator::setMemoryFraction(*plan.memory_fraction, index);
+    note_plan_effect("memory_fraction", "cuda_caching_allocator", *plan.memory_fraction);
   }
 #endif
 
   if (plan.device.is_cpu() && plan.memory_limit_bytes) set_cpu_memory_limit(plan.memory_limit_bytes);
 
   if (plan.seed) seed_everything(*plan.seed);
+  report_plan_effects_in_summaries();
 }
 
 void to_channels_last(torch::nn::Module& module) {
   at::NoGradGuard no_grad;
+  int64_t converted = 0;
   for (auto& param : module.parameters())
-    if (param.dim() == 4) param.set_data(param.contiguous(at::MemoryFormat::ChannelsLast));
+    if (param.dim() == 4) {
+      param.set_data(param.contiguous(at::MemoryFormat::ChannelsLast));
+      ++converted;
+    }
   for (auto& buffer : module.buffers())
-    if (buffer.dim() == 4) buffer.set_data(buffer.contiguous(at::MemoryFormat::ChannelsLast));
+    if (buffer.dim() == 4) {
+      buffer.set_data(buffer.contiguous(at::MemoryFormat::ChannelsLast));
+      ++converted;
+    }
+  count_plan_effect("channels_last", "tensors_converted", converted);
 }
 
 }  // namespace mlh::rt

@@ -1,15 +1,24 @@
 // Moving batches to the training device (see device_transfer.hpp).
 #include <mlh/runtime/device_transfer.hpp>
 
+#include <mlh/runtime/plan_effects.hpp>
+
 namespace mlh::rt {
+
+bool pins_batches(at::Device device, bool pinned) { return pinned && device.is_cuda(); }
+
+at::Tensor pin_for_transfer(const at::Tensor& tensor, at::Device device, bool pinned) {
+  if (!pins_batches(device, pinned) || !tensor.device().is_cpu() || tensor.is_pinned()) return tensor;
+  return tensor.pin_memory();
+}
 
 at::Tensor to_device(const at::Tensor& tensor, at::Device device, bool pinned) {
   if (tensor.device() == device) return tensor;
-  // Pinning only pays off for host-to-CUDA copies, and needs a CUDA build to work at all.
-  if (pinned && device.is_cuda() && tensor.device().is_cpu()) {
-    const at::Tensor host = tensor.is_pinned() ? tensor : tensor.pin_memory();
-    return host.to(device, /*non_blocking=*/true);
+  if (pins_batches(device, pinned) && tensor.device().is_cpu()) {
+    count_plan_effect("pinned_memory", "pinned_copies");
+    return pin_for_transfer(tensor, device, pinned).to(device, /*non_blocking=*/true);
   }
+  count_plan_effect("pinned_memory", "pageable_copies");
   return tensor.to(device);
 }
 

@@ -1,5 +1,6 @@
 #include "mlh/runtime/grad_checkpoint.hpp"
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "mlh/plugin.hpp"
 #include "mlh/runtime/compat.hpp"
+#include "mlh/runtime/plan_effects.hpp"
 
 namespace mlh::rt {
 
@@ -18,6 +20,37 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// The device types whose autocast state a recomputation must replay: MPS too where LibTorch
+// runs autocast on it.
+constexpr c10::DeviceType kAutocastDevices[] = {c10::DeviceType::CPU, c10::DeviceType::CUDA
+#if MLH_TORCH_HAS_MPS_BF16_AUTOCAST
+                                                 ,
+                                                 c10::DeviceType::MPS
+#endif
+};
+constexpr size_t kAutocastDeviceCount = sizeof(kAutocastDevices) / sizeof(kAutocastDevices[0]);
+
+// Whether autocast is on, and in which type, for each of those device types.
+struct AutocastState {
+  std::array<bool, kAutocastDeviceCount> enabled{};
+  std::array<c10::ScalarType, kAutocastDeviceCount> dtype{};
+
+  static AutocastState current() {
+    AutocastState s;
+    for (size_t i = 0; i < kAutocastDeviceCount; ++i) {
+      s.enabled[i] = compat::autocast_enabled(kAutocastDevices[i]);
+      s.dtype[i] = compat::autocast_dtype(kAutocastDevices[i]);
+    }
+    return s;
+  }
+  void apply() const {
+    for (size_t i = 0; i < kAutocastDeviceCount; ++i) {
+      compat::set_autocast_enabled(kAutocastDevices[i], enabled[i]);
+      compat::set_autocast_dtype(kAutocastDevices[i], dtype[i]);
+    }
+  }
+};
 
 // The random and autocast state of the forward pass, re-established for the recomputation.
 // The autograd engine runs backward on its own threads, whose thread-local autocast state
@@ -27,8 +60,7 @@ struct ForwardState : torch::CustomClassHolder {
   at::Tensor cpu_rng;
   std::optional<c10::Device> cuda_device;  // the first CUDA input's device
   at::Tensor cuda_rng;
-  bool autocast_cpu = false, autocast_cuda = false;
-  c10::ScalarType autocast_cpu_dtype = c10::ScalarType::Undefined, autocast_cuda_dtype = c10::ScalarType::Undefined;
+  AutocastState autocast;
 };
 
 at::Tensor rng_state(at::Generator gen) {
@@ -52,18 +84,15 @@ class ForwardStateScope {
       cuda_rng_ = rng_state(at::globalContext().defaultGenerator(*saved.cuda_device));
       set_rng_state(at::globalContext().defaultGenerator(*saved.cuda_device), saved.cuda_rng);
     }
-    autocast_cpu_ = compat::autocast_enabled(c10::DeviceType::CPU);
-    autocast_cpu_dtype_ = compat::autocast_dtype(c10::DeviceType::CPU);
-    autocast_cuda_ = compat::autocast_enabled(c10::DeviceType::CUDA);
-    autocast_cuda_dtype_ = compat::autocast_dtype(c10::DeviceType::CUDA);
-    set_autocast(saved.autocast_cpu, saved.autocast_cpu_dtype, saved.autocast_cuda, saved.autocast_cuda_dtype);
+    autocast_ = AutocastState::current();
+    saved.autocast.apply();
     // As an autocast scope would: the weights cast during the recomputation leave the cache
     // when the outermost scope on this thread ends.
     at::autocast::increment_nesting();
   }
   ~ForwardStateScope() {
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    set_autocast(autocast_cpu_, autocast_cpu_dtype_, autocast_cuda_, autocast_cuda_dtype_);
+    autocast_.apply();
     set_rng_state(at::detail::getDefaultCPUGenerator(), cpu_rng_);
     if (saved_.cuda_device) set_rng_state(at::globalContext().defaultGenerator(*saved_.cuda_device), cuda_rng_);
   }
@@ -71,17 +100,9 @@ class ForwardStateScope {
   ForwardStateScope& operator=(const ForwardStateScope&) = delete;
 
  private:
-  static void set_autocast(bool cpu, c10::ScalarType cpu_dtype, bool cuda, c10::ScalarType cuda_dtype) {
-    compat::set_autocast_enabled(c10::DeviceType::CPU, cpu);
-    compat::set_autocast_dtype(c10::DeviceType::CPU, cpu_dtype);
-    compat::set_autocast_enabled(c10::DeviceType::CUDA, cuda);
-    compat::set_autocast_dtype(c10::DeviceType::CUDA, cuda_dtype);
-  }
-
   const ForwardState& saved_;
   at::Tensor cpu_rng_, cuda_rng_;
-  bool autocast_cpu_, autocast_cuda_;
-  c10::ScalarType autocast_cpu_dtype_, autocast_cuda_dtype_;
+  AutocastState autocast_;
 };
 
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
@@ -100,10 +121,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         saved->cuda_rng = rng_state(at::globalContext().defaultGenerator(x.device()));
         break;
       }
-    saved->autocast_cpu = compat::autocast_enabled(c10::DeviceType::CPU);
-    saved->autocast_cpu_dtype = compat::autocast_dtype(c10::DeviceType::CPU);
-    saved->autocast_cuda = compat::autocast_enabled(c10::DeviceType::CUDA);
-    saved->autocast_cuda_dtype = compat::autocast_dtype(c10::DeviceType::CUDA);
+    saved->autocast = AutocastState::current();
     ctx->saved_data["state"] = c10::IValue::make_capsule(saved);
     ctx->save_for_backward(inputs.vec());
     // Function::apply runs this with grad mode off: fn records no graph, keeps no activations.
@@ -147,6 +165,7 @@ std::vector<at::Tensor> checkpoint(const CheckpointFnN& fn, const std::vector<at
     if (!inputs[i].defined())
       throw Error(MLH_ERR_INVALID_ARGUMENT, "checkpoint: input " + std::to_string(i) + " is an undefined tensor");
   if (!at::GradMode::is_enabled()) return fn(inputs);
+  count_plan_effect("gradient_checkpointing", "checkpointed_calls");
   const at::Tensor anchor = at::empty({0}, at::kFloat).requires_grad_();
   return CheckpointFunction::apply(fn, at::TensorList(inputs), anchor);
 }

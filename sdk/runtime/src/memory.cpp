@@ -13,6 +13,11 @@
 #include <mlh/runtime/compat.hpp>
 #include <mlh/runtime/memory_limit.hpp>
 
+#include <mlh/runtime/plan_effects.hpp>
+
+#if MLH_TORCH_HAS_MPS_MEMORY
+#include <ATen/detail/MPSHooksInterface.h>
+#endif
 #if MLH_TORCH_HAS_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
@@ -67,9 +72,16 @@ MemoryStats memory_stats(at::Device device) {
     stats.reserved = cuda.reserved_bytes[0].current;
     stats.peak = cuda.allocated_bytes[0].peak;
   }
-#else
-  (void)device;
 #endif
+#if MLH_TORCH_HAS_MPS_MEMORY
+  if (device.is_mps()) {
+    // The MPS allocator keeps no peak: allocated and reserved (what Metal holds for it) only.
+    const at::MPSHooksInterface& mps = at::detail::getMPSHooks();
+    stats.allocated = static_cast<int64_t>(mps.getCurrentAllocatedMemory());
+    stats.reserved = static_cast<int64_t>(mps.getDriverAllocatedMemory());
+  }
+#endif
+  (void)device;
   return stats;
 }
 
@@ -123,10 +135,18 @@ std::optional<int64_t> device_memory_total(at::Device device) {
 
 void empty_device_cache(at::Device device) {
 #if MLH_TORCH_HAS_CUDA
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
-#else
-  (void)device;
+  if (device.is_cuda()) {
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    count_plan_effect("empty_cache_steps", "cache_clears");
+  }
 #endif
+#if MLH_TORCH_HAS_MPS_MEMORY
+  if (device.is_mps()) {
+    at::detail::getMPSHooks().emptyCache();
+    count_plan_effect("empty_cache_steps", "cache_clears");
+  }
+#endif
+  (void)device;
 }
 
 MemoryMonitor::MemoryMonitor(at::Device device, MetricSink metric, WarnSink warn,
@@ -156,8 +176,8 @@ void MemoryMonitor::record(int64_t step) {
   const MemoryStats stats = memory_stats(device_);
   if (stats.allocated) {
     metric_("memory/allocated_bytes", static_cast<double>(*stats.allocated), step);
-    metric_("memory/reserved_bytes", static_cast<double>(*stats.reserved), step);
-    metric_("memory/peak_bytes", static_cast<double>(*stats.peak), step);
+    if (stats.reserved) metric_("memory/reserved_bytes", static_cast<double>(*stats.reserved), step);
+    if (stats.peak) metric_("memory/peak_bytes", static_cast<double>(*stats.peak), step);
   } else {
     metric_("memory/rss_bytes", static_cast<double>(stats.rss), step);
   }

@@ -2,6 +2,7 @@
 
 #include "mlh/plugin.hpp"
 #include "mlh/runtime/compat.hpp"
+#include "mlh/runtime/plan_effects.hpp"
 
 namespace mlh::rt {
 
@@ -33,10 +34,16 @@ c10::ScalarType scalar_type(Precision precision) {
 AutocastScope::AutocastScope(Precision precision, c10::Device device) : device_type_(device.type()) {
   if (precision == Precision::kFp32) return;
   const bool supported = device_type_ == c10::DeviceType::CUDA ||
-                         (device_type_ == c10::DeviceType::CPU && precision == Precision::kBf16);
+                         (device_type_ == c10::DeviceType::CPU && precision == Precision::kBf16) ||
+                         (device_type_ == c10::DeviceType::MPS && precision == Precision::kBf16 &&
+                          MLH_TORCH_HAS_MPS_BF16_AUTOCAST);
   if (!supported)
     throw Error(MLH_ERR_INVALID_ARGUMENT,
-                "autocast: " + to_string(precision) + " is not supported on " + device.str());
+                "autocast: " + to_string(precision) + " is not supported on " + device.str() +
+                    (device_type_ == c10::DeviceType::MPS ? " (MPS: bf16 only, with LibTorch 2.6 or later; this is " +
+                                                                std::string(TORCH_VERSION) + ")"
+                                                          : ""));
+  count_plan_effect("precision", precision == Precision::kBf16 ? "bf16_autocast_regions" : "fp16_autocast_regions");
   previous_enabled_ = compat::autocast_enabled(device_type_);
   previous_dtype_ = compat::autocast_dtype(device_type_);
   compat::set_autocast_enabled(device_type_, true);

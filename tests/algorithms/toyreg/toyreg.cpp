@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <mlh/plugin.hpp>
+#include <mlh/run_description.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/batch_finder.hpp>
 #include <mlh/runtime/benchmark.hpp>
@@ -150,6 +151,25 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     d.presets_json = R"({"full": {"samples": 1024, "$parameters": 2}, "reduced": {"samples": 256, "$parameters": 2},
                          "quick": {"steps": 20}})";
     return d;
+  }
+
+  // The plan fields toyreg reads: a runtime user's minimal declaration (docs/plugin-guide.md).
+  std::string describe_run(const mlh::RunContext& ctx) override {
+    const bool trains = ctx.command() != "eval";
+    mlh::RunDescription d;
+    d.model(2, "y = w x + b");
+    d.uses_if(trains, "batch_size", "samples per gradient step", "eval trains nothing");
+    d.uses("precision", "autocast for the forward pass (fp16 with a gradient scaler)");
+    d.uses("preset", "the number of samples");
+    d.uses_if(ctx.command() == "train", "empty_cache_steps", "releases the device's cached memory every N steps",
+              ctx.command() + " does not release the cache");
+    d.no_effect("gradient_checkpointing", "a linear model has no activations to recompute");
+    d.no_effect("pinned_memory", "toyreg makes its data on the device: nothing is copied from the host");
+    d.no_effect("dataloader_workers", "toyreg makes its data once, up front");
+    d.no_effect("prefetch_factor", "toyreg makes its data once, up front");
+    d.no_effect("channels_last", "toyreg has no convolutions");
+    d.no_effect("cudnn_benchmark", "toyreg has no convolutions");
+    return d.json();
   }
 
   void run(mlh::RunContext& ctx) override {

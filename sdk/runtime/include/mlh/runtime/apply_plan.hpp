@@ -38,6 +38,7 @@ struct RuntimePlan {
   bool cudnn_benchmark = false;
   bool tf32_matmul = false;
   bool deterministic = false;
+  bool channels_last = false;  // convolutional models in NHWC layout (to_channels_last below)
   std::optional<uint64_t> seed;
 
   // Throws mlh::Error naming the field of a malformed value (see mlh::PlanReader).
@@ -53,13 +54,14 @@ struct RuntimePlan {
 //  - tf32_matmul allows TF32 in cuBLAS matmuls and cuDNN convolutions.
 //  - memory_fraction caps the CUDA caching allocator on the plan's device; on the CPU,
 //    memory_limit_bytes caps LibTorch's CPU tensor memory (memory_limit.hpp).
-// A CUDA device in a LibTorch built without CUDA is an mlh::Error.
+// A CUDA device in a LibTorch built without CUDA is an mlh::Error. From then on every summary
+// the plugin sends carries what the run applied of the plan (plan_effects.hpp).
 void apply_plan(const RuntimePlan& plan);
 
 // Converts the module's 4-D parameters and buffers to channels-last (NHWC) memory layout, for
-// convolutional models that opt in: cuDNN's fastest convolutions (tensor cores, fp16/bf16)
-// use it; on the CPU it rarely helps. Call after moving the model to its device and feed it
-// channels-last inputs (x.contiguous(at::MemoryFormat::ChannelsLast)).
+// convolutional models when the plan's channels_last is on: cuDNN's fastest convolutions
+// (tensor cores, fp16/bf16) use it; on the CPU it rarely helps. Call after moving the model
+// to its device and feed it channels-last inputs (x.contiguous(at::MemoryFormat::ChannelsLast)).
 void to_channels_last(torch::nn::Module& module);
 
 }  // namespace mlh::rt

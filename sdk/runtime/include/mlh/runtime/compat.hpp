@@ -15,6 +15,12 @@
 #error "MLH_TORCH_HAS_CUDA is defined by the mlhost::runtime CMake target: link it"
 #endif
 
+// MPS (Apple GPUs). 2.x has the MPS allocator's hooks (emptyCache, the allocated and driver
+// memory figures; Debian's 1.13 headers do not ship them); autocast on MPS came in 2.5 for
+// fp16 and 2.6 for bf16 (which needs macOS 14 as well).
+#define MLH_TORCH_HAS_MPS_MEMORY MLH_TORCH_VERSION_AT_LEAST(2, 0)
+#define MLH_TORCH_HAS_MPS_BF16_AUTOCAST MLH_TORCH_VERSION_AT_LEAST(2, 6)
+
 // Autocast switches per device type. 2.4 added device-type functions and deprecated the
 // per-device ones (set_enabled for CUDA, set_cpu_enabled, set_autocast_gpu_dtype, ...) that
 // 1.13 only has.

@@ -1,5 +1,7 @@
-// Moving batches to the training device. With pinned host memory a copy to a CUDA device
-// is asynchronous, so the next batch's transfer overlaps the current step's compute.
+// Moving batches to the training device. With pinned host memory (the plan's pinned_memory) a
+// copy to a CUDA device is asynchronous, so the next batch's transfer overlaps the current
+// step's compute. Every copy is counted for the run's report (plan_effects.hpp:
+// pinned_memory.pinned_copies / pageable_copies).
 #pragma once
 
 #include <tuple>
@@ -10,10 +12,19 @@
 
 namespace mlh::rt {
 
-// `tensor` on `device`. To a CUDA device with `pinned` (the plan's pinned_memory), a host
-// tensor is page-locked first and copied without blocking; the copy is ordered on the
-// current CUDA stream, so kernels launched after it see the data. Elsewhere a plain copy,
-// and none when the tensor is already there.
+// Whether batches for `device` are pinned: the plan asks for it and the device is a CUDA GPU
+// (page-locked memory speeds up host-to-GPU copies only; LibTorch pins for CUDA alone).
+bool pins_batches(at::Device device, bool pinned);
+
+// `tensor` page-locked when pins_batches(device, pinned) and it is a host tensor not pinned
+// yet; else `tensor` itself. Data workers call it, so that pinning (a copy) runs off the
+// training thread (prefetcher.hpp).
+at::Tensor pin_for_transfer(const at::Tensor& tensor, at::Device device, bool pinned);
+
+// `tensor` on `device`. To a CUDA device with `pinned`, a host tensor is page-locked first
+// (unless it already is) and copied without blocking; the copy is ordered on the current CUDA
+// stream, so kernels launched after it see the data. Elsewhere a plain copy, and none when
+// the tensor is already there.
 at::Tensor to_device(const at::Tensor& tensor, at::Device device, bool pinned);
 
 std::vector<at::Tensor> to_device(const std::vector<at::Tensor>& tensors, at::Device device,

@@ -20,10 +20,11 @@
 namespace mlh::rt {
 
 struct MemoryStats {
-  // The CUDA caching allocator's view of the device, for a CUDA device only.
+  // The caching allocator's view of a CUDA device, or of an MPS device in LibTorch 2.x builds
+  // (which keep no peak).
   std::optional<int64_t> allocated;  // bytes held by tensors
   std::optional<int64_t> reserved;   // bytes held by the allocator, tensors and cache
-  std::optional<int64_t> peak;       // most bytes held by tensors at once
+  std::optional<int64_t> peak;       // most bytes held by tensors at once (CUDA)
   int64_t rss = 0;                   // the process's resident host memory, bytes
 };
 
@@ -33,7 +34,8 @@ MemoryStats memory_stats(at::Device device);
 // (MemAvailable of MemTotal); nullopt where unknown (other devices, no /proc).
 std::optional<double> free_memory_fraction(at::Device device);
 
-// Returns the CUDA caching allocator's unused blocks to the driver; nothing elsewhere.
+// Returns the caching allocator's unused blocks to the driver: CUDA, and MPS in LibTorch 2.x
+// builds; nothing elsewhere. Counted in the run's report (plan_effects.hpp).
 void empty_device_cache(at::Device device);
 
 // Starts MemoryStats::peak afresh from what is held now (CUDA), to compare the peaks of two
@@ -61,7 +63,8 @@ struct MemoryMonitorOptions {
 class MemoryMonitor {
  public:
   // Emits "memory/rss_bytes" for a CPU device, "memory/allocated_bytes",
-  // "memory/reserved_bytes" and "memory/peak_bytes" for a CUDA device.
+  // "memory/reserved_bytes" and "memory/peak_bytes" for a CUDA device, the first two for MPS
+  // (LibTorch 2.x).
   MemoryMonitor(at::Device device, MetricSink metric, WarnSink warn, MemoryMonitorOptions options = {});
   MemoryMonitor(at::Device device, const mlh::RunContext& ctx, MemoryMonitorOptions options = {});
 

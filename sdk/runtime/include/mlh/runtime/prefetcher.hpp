@@ -1,4 +1,6 @@
 // Batches prepared ahead of the training loop by background workers, handed out in order.
+// The plan's dataloader_workers and prefetch_factor size it; the run's report counts what
+// the workers made (plan_effects.hpp: dataloader_workers.batches_by_workers).
 //
 //   mlh::rt::Prefetcher<Batch> batches(
 //       [&](int64_t i) -> std::optional<Batch> { return i < n ? make(i) : std::nullopt; },
@@ -27,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "mlh/runtime/plan_effects.hpp"
+
 namespace mlh::rt {
 
 // Batches kept ahead of the consumer for the plan's prefetch_factor and dataloader_workers:
@@ -50,6 +54,8 @@ class Prefetcher {
     if (!producer_) throw std::invalid_argument("Prefetcher: no producer");
     if (depth < 1) throw std::invalid_argument("Prefetcher: depth must be at least 1");
     if (workers < 0) throw std::invalid_argument("Prefetcher: workers must be 0 or more");
+    note_plan_effect("dataloader_workers", "threads", static_cast<int64_t>(workers));
+    note_plan_effect("prefetch_factor", "batches_ahead", workers > 0 ? depth : int64_t{0});
     threads_.reserve(static_cast<size_t>(workers));
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
   }
@@ -123,6 +129,7 @@ class Prefetcher {
       } catch (...) {
         slot.error = std::current_exception();
       }
+      if (slot.batch) count_plan_effect("dataloader_workers", "batches_by_workers");
       bool ended = false;
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -151,6 +158,76 @@ class Prefetcher {
   int64_t end_ = std::numeric_limits<int64_t>::max();  // first index with no batch
   bool stopping_ = false;
   std::vector<std::thread> threads_;  // joined by stop() before the members above go
+};
+
+// A data source whose draws depend on each other (a sampler with its own random generator)
+// behind a Prefetcher: the workers take the draws one at a time in index order, so the batches
+// are those of drawing sequentially, and prepare them (tensor assembly, pinning) in parallel.
+// Each batch comes with the source's state after its draw, so a checkpoint records where the
+// data stood after the last batch trained on, however far the workers ran ahead.
+//
+//   OrderedPrefetcher<Batch, Ready, json> batches([&] { return sampler.next(); },
+//       [&] { return sampler.state(); }, [&](Batch b) { return make_tensors(b); }, depth, workers);
+//   Ready r = batches.next();  ...  checkpoint["sampler"] = batches.state();
+//
+// The source's draw and state are only called under the ordering lock, never concurrently.
+// Load a saved state into the source before constructing this: it starts drawing at once.
+template <class Draw, class Ready, class State>
+class OrderedPrefetcher {
+ public:
+  OrderedPrefetcher(std::function<Draw()> draw, std::function<State()> state, std::function<Ready(Draw)> prepare,
+                    int64_t depth, int workers)
+      : draw_(std::move(draw)),
+        source_state_(std::move(state)),
+        prepare_(std::move(prepare)),
+        consumed_state_(source_state_()),
+        batches_([this](int64_t index) { return produce(index); }, depth, workers) {}
+
+  // The next batch (the source never ends); an error of its draw or preparation is rethrown.
+  Ready next() {
+    std::optional<Item> item = batches_.next();
+    if (!item) throw std::logic_error("OrderedPrefetcher: stopped");
+    consumed_state_ = std::move(item->state_after);
+    return std::move(item->ready);
+  }
+
+  // The source's state after the last batch next() returned (before the first: at construction).
+  const State& state() const { return consumed_state_; }
+
+ private:
+  struct Item {
+    Ready ready;
+    State state_after;
+  };
+
+  std::optional<Item> produce(int64_t index) {
+    std::optional<Draw> drawn;
+    std::optional<State> after;
+    {
+      std::unique_lock<std::mutex> lock(turn_mutex_);
+      turn_changed_.wait(lock, [&] { return next_draw_ == index; });
+      // The turn passes on whether or not the draw throws: the next index must not wait forever.
+      struct PassTurn {
+        OrderedPrefetcher* self;
+        ~PassTurn() {
+          ++self->next_draw_;
+          self->turn_changed_.notify_all();
+        }
+      } pass{this};
+      drawn.emplace(draw_());
+      after.emplace(source_state_());
+    }
+    return Item{prepare_(std::move(*drawn)), std::move(*after)};
+  }
+
+  std::function<Draw()> draw_;
+  std::function<State()> source_state_;
+  std::function<Ready(Draw)> prepare_;
+  std::mutex turn_mutex_;
+  std::condition_variable turn_changed_;
+  int64_t next_draw_ = 0;  // the index whose draw is next; guarded by turn_mutex_
+  State consumed_state_;
+  Prefetcher<Item> batches_;  // last: its workers use the members above, and stop first
 };
 
 }  // namespace mlh::rt

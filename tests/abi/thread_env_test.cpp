@@ -1,22 +1,26 @@
-// prepare: thread settings from the plan.
+// mlh/thread_env.hpp: the plan's CPU-thread settings as the environment every device
+// plugin's prepare returns (cpu with its recommended thread count, cuda and mps without).
 #include <gtest/gtest.h>
 
-#include "cpu_prepare.hpp"
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include <mlh/thread_env.hpp>
 
 namespace {
 
-using mlh::cpu::read_thread_plan;
-
-std::map<std::string, std::string> env_of(const std::string& plan, int recommended) {
+std::map<std::string, std::string> env_of(const std::string& plan, std::optional<int> default_intra_op) {
   std::map<std::string, std::string> env;
-  for (const mlh::EnvVar& v : mlh::cpu::thread_environment(read_thread_plan(plan, recommended))) env[v.name] = v.value;
+  for (const mlh::EnvVar& v : mlh::thread_environment(mlh::read_thread_plan(mlh::PlanReader(plan), default_intra_op)))
+    env[v.name] = v.value;
   return env;
 }
 
 // The error prepare throws for `plan`, as code and message.
 std::pair<mlh_status, std::string> error_of(const std::string& plan) {
   try {
-    read_thread_plan(plan, 4);
+    mlh::read_thread_plan(mlh::PlanReader(plan), 4);
   } catch (const mlh::Error& e) {
     return {e.code(), e.what()};
   }
@@ -24,7 +28,7 @@ std::pair<mlh_status, std::string> error_of(const std::string& plan) {
   return {MLH_OK, ""};
 }
 
-TEST(CpuPrepare, ThreadsFromThePlan) {
+TEST(ThreadEnvironment, ThreadsFromThePlan) {
   std::map<std::string, std::string> expected{{"OMP_NUM_THREADS", "6"},
                                               {"MKL_NUM_THREADS", "6"},
                                               {"OPENBLAS_NUM_THREADS", "6"},
@@ -32,7 +36,7 @@ TEST(CpuPrepare, ThreadsFromThePlan) {
   EXPECT_EQ(env_of(R"({"threads": {"intra_op": 6, "inter_op": 2}, "precision": "bf16"})", 4), expected);
 }
 
-TEST(CpuPrepare, MissingThreadsTakeTheRecommendedCountAndOneInterOp) {
+TEST(ThreadEnvironment, MissingThreadsTakeTheRecommendedCountAndOneInterOp) {
   for (const char* plan : {"{}", R"({"threads": null})", R"({"threads": {}})", R"({"threads": {"intra_op": null}})"}) {
     std::map<std::string, std::string> env = env_of(plan, 12);
     EXPECT_EQ(env["OMP_NUM_THREADS"], "12") << plan;
@@ -43,11 +47,18 @@ TEST(CpuPrepare, MissingThreadsTakeTheRecommendedCountAndOneInterOp) {
   EXPECT_EQ(env_of(R"({"threads": {"inter_op": 3}})", 12)["OMP_NUM_THREADS"], "12");
 }
 
-TEST(CpuPrepare, UnknownRecommendationMeansOneThread) {
-  EXPECT_EQ(env_of("{}", MLH_UNKNOWN)["OMP_NUM_THREADS"], "1");
+TEST(ThreadEnvironment, WithoutADefaultOnlyThePlanSetsThreadCounts) {
+  // A GPU plugin has no recommendation of its own: the plan's count, or none at all.
+  std::map<std::string, std::string> env = env_of("{}", std::nullopt);
+  EXPECT_TRUE(env.empty());
+  env = env_of(R"({"threads": {"intra_op": 3}, "omp_proc_bind": "spread", "omp_wait_policy": "active"})", std::nullopt);
+  EXPECT_EQ(env["OMP_NUM_THREADS"], "3");
+  EXPECT_EQ(env["OPENBLAS_NUM_THREADS"], "3");
+  EXPECT_EQ(env["OMP_PROC_BIND"], "spread");
+  EXPECT_EQ(env["OMP_WAIT_POLICY"], "active");
 }
 
-TEST(CpuPrepare, BadThreadCountsNameTheField) {
+TEST(ThreadEnvironment, BadThreadCountsNameTheField) {
   struct Case {
     const char* plan;
     const char* message;
@@ -70,7 +81,7 @@ TEST(CpuPrepare, BadThreadCountsNameTheField) {
   }
 }
 
-TEST(CpuPrepare, PlanMustBeAJsonObject) {
+TEST(ThreadEnvironment, PlanMustBeAJsonObject) {
   for (const char* plan : {"[1, 2]", "\"threads\"", "null", "{not json", ""}) {
     auto [code, message] = error_of(plan);
     EXPECT_EQ(code, MLH_ERR_INVALID_ARGUMENT) << plan;
@@ -80,7 +91,7 @@ TEST(CpuPrepare, PlanMustBeAJsonObject) {
 
 }  // namespace
 
-TEST(CpuPrepare, OpenMpBindingAndWaitPolicyFromThePlan) {
+TEST(ThreadEnvironment, OpenMpBindingAndWaitPolicyFromThePlan) {
   std::map<std::string, std::string> env =
       env_of(R"({"omp_proc_bind": "close", "omp_wait_policy": "passive", "threads": {"intra_op": 2}})", 4);
   EXPECT_EQ(env["OMP_PROC_BIND"], "close");
