@@ -72,7 +72,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "reference batch size, or auto: the largest that fits, found by trying real training steps "
        "(default: the rules for the device)")
       ("hardware-config", po::value<std::string>(), "INI settings file (see share/mlhost/hardware.ini); "
-                                                    "default: $MLH_HARDWARE_CONFIG")
+                                                    "default: $MLH_HARDWARE_CONFIG, else the first of ./mlhost.ini, "
+                                                    "~/.config/mlhost/hardware.ini, /etc/mlhost/hardware.ini")
+      ("no-hardware-config", "read no hardware settings file, not even one found in those places")
       ("rules", po::value<std::string>(), "JSON file of auto-configuration rules tried before the shipped ones")
       ("print-plan", "show the plan for the chosen device (and --algorithm), run nothing")
       ("allocator", po::value(&allocator),
@@ -177,6 +179,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   if (o.calibration_seconds < 1)
     throw CliError("--calibration-seconds must be at least 1, got " + std::to_string(o.calibration_seconds));
   if (vm.count("hardware-config")) o.hardware_config = vm["hardware-config"].as<std::string>();
+  o.no_hardware_config = vm.count("no-hardware-config") > 0;
+  if (o.no_hardware_config && vm.count("hardware-config"))
+    throw CliError("--no-hardware-config cannot be combined with --hardware-config");
   if (vm.count("rules")) o.rules_file = vm["rules"].as<std::string>();
   o.print_plan = vm.count("print-plan") > 0;
   if (o.no_gpu && (o.device.kind == "cuda" || o.device.kind == "mps"))

@@ -45,7 +45,8 @@ struct CliOptions {
   std::optional<std::string> precision;      // --precision
   std::optional<int64_t> batch_size;         // --batch-size N
   bool batch_size_auto = false;              // --batch-size auto: the batch size finder
-  std::filesystem::path hardware_config;     // --hardware-config (or MLH_HARDWARE_CONFIG)
+  std::filesystem::path hardware_config;     // --hardware-config
+  bool no_hardware_config = false;           // --no-hardware-config
   std::filesystem::path rules_file;          // --rules
   bool print_plan = false;                   // --print-plan: show the plan, run nothing
   std::optional<std::string> allocator;      // --allocator

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -53,6 +54,13 @@ class PlanBuilder {
 };
 
 bool parse_bool(const std::string& v) { return v == "true"; }
+
+// "1.13.1" against 2.6: the major and minor numbers; an unreadable version counts as new enough.
+bool torch_version_at_least(const std::string& version, int major, int minor) {
+  int got_major = 0, got_minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &got_major, &got_minor) != 2) return true;
+  return got_major > major || (got_major == major && got_minor >= minor);
+}
 json parse_int(const std::string& v) { return std::stoll(v); }
 
 std::string precision_words(uint32_t mask) {
@@ -82,9 +90,14 @@ void plan_precision(PlanBuilder& b) {
     return;
   }
   if (!chosen.empty()) {
+    const bool mps = d.kind == "mps";
     if (!(d.precisions & precision_bit(chosen)))
       throw PlanError("precision " + chosen + " (" + source + ") is not supported on " + d.id() + " (supports " +
-                      precision_words(d.precisions) + ")");
+                      precision_words(d.precisions) + ")" +
+                      (mps && chosen == "bf16" ? "; bf16 on MPS needs macOS 14 or later" : ""));
+    if (mps && chosen == "bf16" && b.in_.algorithm_torch && !torch_version_at_least(*b.in_.algorithm_torch, 2, 6))
+      throw PlanError("precision bf16 (" + source + ") on " + d.id() + " needs LibTorch 2.6 or later, the first with bf16 "
+                      "autocast on MPS; the algorithm was built with LibTorch " + *b.in_.algorithm_torch);
     if (chosen == "fp16" && (d.limitations & MLH_LIMIT_NO_FP16_AUTOCAST))
       throw PlanError("precision fp16 (" + source + ") is not used on " + d.id() +
                       ": its fp16 autocast is unreliable; use fp32");
@@ -250,9 +263,13 @@ void plan_memory_limit(PlanBuilder& b) {
     if (cuda_like)
       b.set("memory", {{"garbage_collection_threshold", 0.8}}, "default: reclaim cached memory under memory_fraction");
   }
-  if (cpu && fraction && known_total)
-    b.set("memory_limit_bytes", static_cast<int64_t>(*fraction * static_cast<double>(d.memory_total_bytes)),
-          "memory_fraction x " + format_bytes(d.memory_total_bytes) + " (CPU tensor memory)");
+  // The cap in bytes where the fraction is of the device's memory: the CPU's tensor-memory cap,
+  // CUDA's caching allocator. (MPS's high watermark is a share of Metal's recommended working
+  // set, which the probe does not know.)
+  if ((cpu || cuda_like) && fraction && known_total)
+    b.set("memory_limit_bytes", std::llround(*fraction * static_cast<double>(d.memory_total_bytes)),
+          "memory_fraction x " + format_bytes(d.memory_total_bytes) +
+              (cpu ? " (CPU tensor memory)" : " (the caching allocator's cap)"));
 }
 
 void plan_memory_and_data(PlanBuilder& b) {
@@ -274,10 +291,15 @@ void plan_backend_switches(PlanBuilder& b) {
   auto text = [](const std::string& v) { return json(v); };
   b.from_settings_or("omp_proc_bind", text, nullptr, "default: the OpenMP runtime's");
   b.from_settings_or("omp_wait_policy", text, nullptr, "default: the OpenMP runtime's");
-  b.from_settings_or("cudnn_benchmark", parse_bool, true, "default");
+  const bool cuda = d.kind == "cuda";
+  b.from_settings_or("cudnn_benchmark", parse_bool, cuda, cuda ? "default: on for CUDA" : "default: off (cuDNN is CUDA's)");
   const bool tf32 = (d.fast_precisions & MLH_PRECISION_TF32) != 0;
   b.from_settings_or("tf32_matmul", parse_bool, tf32, tf32 ? "default: the device has TF32" : "default: no TF32 here");
   b.from_settings_or("deterministic", parse_bool, false, "default");
+  // cuDNN's fastest convolutions (tensor cores, reduced precision) read NHWC; the CPU's
+  // convolutions gain little from it and pay conversions.
+  b.from_settings_or("channels_last", parse_bool, cuda,
+                     cuda ? "default: on for CUDA (cuDNN's tensor-core convolutions want NHWC)" : "default: off");
 }
 
 // The worker's allocator: the command line, the settings file, else jemalloc. A preloaded
@@ -339,6 +361,24 @@ std::string show(const json& v) {
   return v.dump();
 }
 
+// 1234567 -> "1,234,567"
+std::string with_thousands(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+// The model line: the algorithm's description of the model this config and plan give.
+std::string model_text(const json& model) {
+  std::string text = model.value("shape", std::string());
+  if (model.contains("parameters") && model["parameters"].is_number_integer())
+    text += (text.empty() ? "" : ", ") + with_thousands(model["parameters"].get<int64_t>()) + " parameters";
+  return text.empty() ? "-" : text;
+}
+
 }  // namespace
 
 json make_plan(const PlanInputs& in) {
@@ -349,6 +389,7 @@ json make_plan(const PlanInputs& in) {
   b.plan_["torch_device"] = d.torch_device;
   b.plan_["device_class"] = device_class_name(d.device_class);
   b.plan_["memory_total_bytes"] = d.memory_total_bytes == MLH_UNKNOWN ? json(nullptr) : json(d.memory_total_bytes);
+  if (!in.settings_file_status.empty()) b.plan_["settings_file"] = in.settings_file_status;
   plan_precision(b);
   plan_rule_values(b);
   plan_threads(b);
@@ -369,17 +410,25 @@ std::string plan_to_text(const json& plan) {
   o << "Plan for " << plan["device"].get<std::string>() << " (" << plan["device_name"].get<std::string>() << ", "
     << format_bytes(plan["memory_total_bytes"].is_null() ? -1 : plan["memory_total_bytes"].get<int64_t>())
     << "), torch device '" << plan["torch_device"].get<std::string>() << "'\n";
+  const json no_effect = plan.value("no_effect", json::object());
+  // A value that does nothing on this run says so beside it (docs/plan.md, effects).
+  auto padded = [](std::string text, size_t width) {
+    if (text.size() < width) text.resize(width, ' ');
+    return text;
+  };
   auto row = [&](const char* label, const std::string& value, const char* key) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "  %-24s %-18s ", label, value.c_str());
-    o << buf << src.value(key, "") << "\n";
+    std::string shown = value;
+    if (no_effect.contains(key)) shown += " (no effect: " + no_effect[key].get<std::string>() + ")";
+    o << "  " << padded(label, 24) << " " << padded(shown, 18) << " " << src.value(key, "") << "\n";
   };
   row("batch size", show(plan["batch_size"]), "batch_size");
   row("gradient checkpointing", show(plan["gradient_checkpointing"]), "gradient_checkpointing");
   row("precision", show(plan["precision"]), "precision");
   std::string preset = show(plan["preset"]);
-  if (plan.contains("parameters")) preset += " (" + show(plan["parameters"]) + " parameters)";
+  // The preset's own size claim, where the algorithm does not describe the run's model.
+  if (plan.contains("parameters") && !plan.contains("model")) preset += " (" + show(plan["parameters"]) + " parameters)";
   row("model preset", preset, "preset");
+  if (plan.contains("model")) row("model", model_text(plan["model"]), "model");
   row("threads", show(plan["threads"]["intra_op"]) + " intra / " + show(plan["threads"]["inter_op"]) + " inter", "threads");
   if (plan.contains("allocator")) row("allocator", show(plan["allocator"]["name"]), "allocator");
   if (plan.contains("calibration")) o << "  calibration              " << plan["calibration"].value("status", "") << "\n";
@@ -395,6 +444,7 @@ std::string plan_to_text(const json& plan) {
   row("cuDNN benchmark", show(plan["cudnn_benchmark"]), "cudnn_benchmark");
   row("TF32 matmul", show(plan["tf32_matmul"]), "tf32_matmul");
   row("deterministic", show(plan["deterministic"]), "deterministic");
+  row("channels last", show(plan["channels_last"]), "channels_last");
   if (plan.contains("distributed")) {
     const json& d = plan["distributed"];
     row("distributed", show(d["world_size"]) + " ranks, " + show(d["backend"]), "distributed");
@@ -406,6 +456,9 @@ std::string plan_to_text(const json& plan) {
     for (const auto& [k, v] : plan["environment"].items()) env += (env.empty() ? "" : " ") + k + "=" + v.get<std::string>();
     o << env << "\n";
   }
+  if (plan.contains("settings_file")) o << "  settings file            " << plan["settings_file"].get<std::string>() << "\n";
+  if (plan.value("effects_declared", true) == false)
+    o << "  (the algorithm does not say which plan fields it uses: shown as given)\n";
   return o.str();
 }
 

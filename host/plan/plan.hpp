@@ -43,6 +43,8 @@ struct PlanInputs {
   const nlohmann::json* batch_search = nullptr;
   std::string batch_search_status;
   const nlohmann::json* description = nullptr;   // the algorithm's describe() output, or null
+  std::optional<std::string> algorithm_torch;    // the LibTorch the algorithm was built with (its manifest)
+  std::string settings_file_status;              // which hardware settings file was read, and why that one
   const nlohmann::json* user_config = nullptr;   // what the user set (--config, --set), or null
 };
 

@@ -76,6 +76,7 @@ const std::map<std::string, Check>& checks() {
       {"cudnn_benchmark", one_of({"auto", "true", "false"})},
       {"tf32_matmul", one_of({"auto", "true", "false"})},
       {"deterministic", one_of({"auto", "true", "false"})},
+      {"channels_last", one_of({"auto", "true", "false"})},
       {"allocator", one_of({"auto", "glibc", "glibc-tuned", "jemalloc", "tcmalloc"})},
       // glibc ignores an mmap threshold above 32 MiB (half its largest heap).
       {"malloc_mmap_threshold",

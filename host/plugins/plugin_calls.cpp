@@ -4,6 +4,8 @@
 #include <cstring>
 #include <functional>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/commands.hpp"
 #include "plugins/isolated.hpp"
 #include "plugins/plugin_loader.hpp"
@@ -18,10 +20,10 @@ namespace {
 constexpr std::chrono::milliseconds kDescribeTimeout{60000};
 constexpr std::chrono::milliseconds kPrepareTimeout{10000};
 
-json parse_plugin_json(const char* text, const char* field, const std::string& plugin) {
+json parse_plugin_json(const char* text, const char* what, const std::string& plugin) {
   json j = json::parse(text ? text : "{}", nullptr, false);
   if (j.is_discarded() || !j.is_object())
-    throw PluginLoadError("algorithm plugin '" + plugin + "': describe's " + field + " is not a JSON object");
+    throw PluginLoadError("algorithm plugin '" + plugin + "': " + what + " is not a JSON object");
   return j;
 }
 
@@ -44,9 +46,9 @@ json describe_in_child(const PluginManifest& manifest) {
           {"version", manifest.version},
           {"summary", d->summary ? d->summary : ""},
           {"commands", commands},
-          {"config_schema", parse_plugin_json(d->config_schema_json, "config_schema_json", manifest.name)},
-          {"config_defaults", parse_plugin_json(d->config_defaults_json, "config_defaults_json", manifest.name)},
-          {"presets", parse_plugin_json(d->presets_json, "presets_json", manifest.name)}};
+          {"config_schema", parse_plugin_json(d->config_schema_json, "describe's config_schema_json", manifest.name)},
+          {"config_defaults", parse_plugin_json(d->config_defaults_json, "describe's config_defaults_json", manifest.name)},
+          {"presets", parse_plugin_json(d->presets_json, "describe's presets_json", manifest.name)}};
 }
 
 // Runs `job` (which returns JSON) in a child; a failure becomes a HostError naming `what`.
@@ -72,6 +74,55 @@ json run_json_job_isolated(const std::string& what, std::function<json()> job, s
 json describe_algorithm(const PluginManifest& manifest) {
   return run_json_job_isolated("describing algorithm '" + manifest.name + "'",
                                [manifest] { return describe_in_child(manifest); }, kDescribeTimeout);
+}
+
+namespace {
+extern "C" {
+// describe_run's context: messages it logs go to the host's log; nothing else is expected.
+void describe_run_log(void*, int32_t level, const char* message) {
+  if (!message) return;
+  if (level >= MLH_LOG_WARN) spdlog::warn("{}", message);
+  else spdlog::debug("{}", message);
+}
+void describe_run_metric(void*, const char*, double, int64_t) {}
+void describe_run_progress(void*, int64_t, int64_t, const char*) {}
+int32_t describe_run_should_stop(void*) { return 0; }
+void describe_run_summary(void*, const char*) {}
+}
+}  // namespace
+
+json describe_run(const PluginManifest& manifest, const std::string& command, const json& config, const json& device,
+                  const json& plan, const std::string& run_dir) {
+  const std::string config_json = config.dump(), device_json = device.dump(), plan_json = plan.dump();
+  const std::string torch_device = plan.value("torch_device", std::string("cpu"));
+  return run_json_job_isolated(
+      "describing a run of algorithm '" + manifest.name + "'",
+      [=]() -> json {
+        LoadedPlugin plugin = load_plugin(manifest);
+        const mlh_algorithm_plugin* table = plugin.algorithm_table();
+        if (plugin.abi_minor() < 1 || !MLH_HAS_FIELD(table, mlh_algorithm_plugin, describe_run) || !table->describe_run)
+          return nullptr;
+        PluginInstance<mlh_algorithm_plugin> instance(table, manifest.name);
+        mlh_host_callbacks callbacks{sizeof(mlh_host_callbacks), nullptr,           describe_run_log,
+                                     describe_run_metric,        describe_run_progress, describe_run_should_stop,
+                                     describe_run_summary};
+        mlh_run_context ctx{};
+        ctx.struct_size = sizeof ctx;
+        ctx.command = command.c_str();
+        ctx.config_json = config_json.c_str();
+        ctx.device_json = device_json.c_str();
+        ctx.torch_device = torch_device.c_str();
+        ctx.plan_json = plan_json.c_str();
+        ctx.run_dir = run_dir.c_str();
+        ctx.world_size = 1;
+        ctx.host = &callbacks;
+        const char* answer = nullptr;
+        mlh_error err = make_error();
+        const mlh_status status = table->describe_run(instance.get(), &ctx, &answer, &err);
+        if (status != MLH_OK) throw PluginLoadError("describe_run failed: " + describe_error(status, err));
+        return parse_plugin_json(answer, "describe_run's answer", manifest.name);
+      },
+      kDescribeTimeout);
 }
 
 // In a child: ask the chosen device's plugin for the environment the plan needs.

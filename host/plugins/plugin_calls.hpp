@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,14 @@ namespace mlhost {
 // The algorithm's describe(): {name, version, summary, commands, config_schema,
 // config_defaults, presets}. Throws HostError naming the plugin and what went wrong.
 nlohmann::json describe_algorithm(const PluginManifest& manifest);
+
+// What a run would do (ABI 1.1's describe_run): {"model": {...}, "plan_fields": {...}} for
+// this command, config, device record, plan and run folder (which need not exist yet; eval
+// reads a trained run's model from it); null when the plugin does not say (built against ABI
+// 1.0, or without describe_run). Throws HostError when it fails or answers something else than
+// a JSON object.
+nlohmann::json describe_run(const PluginManifest& manifest, const std::string& command, const nlohmann::json& config,
+                            const nlohmann::json& device, const nlohmann::json& plan, const std::string& run_dir);
 
 // The device plugin's prepare() for device `device_index` and `plan`: the environment
 // variables (name -> value) to set before LibTorch starts. Throws HostError.

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/commands.hpp"
 #include "plan/autoconfig.hpp"
 #include "plan/batch_size_for_run.hpp"
 #include "plan/calibration_for_run.hpp"
 #include "plan/config.hpp"
+#include "plan/effects.hpp"
 #include "plan/plan.hpp"
 #include "plan/settings.hpp"
+#include "plan/settings_file.hpp"
 #include "plugins/plugin_calls.hpp"
 #include "run/run_files.hpp"
 
@@ -69,6 +73,28 @@ json final_config(const json& description, const json& user, const json& plan) {
   return config;
 }
 
+// What each plan value does on this run: the device's rules and the algorithm's own account
+// of this config and plan (describe_run); a value without effect is marked, and a warning
+// when the user set it.
+void mark_effects(RunSetup& s) {
+  json run_description;
+  if (s.algorithm)
+    run_description = describe_run(*s.algorithm, s.command, s.config, device_to_json(s.device), s.plan, s.run_dir.string());
+  EffectInputs in;
+  in.device = &s.device;
+  if (s.algorithm) {
+    in.algorithm = s.algorithm->name;
+    in.algorithm_torch = s.algorithm->torch_version;
+  }
+  in.run_description = run_description.is_object() ? &run_description : nullptr;
+  try {
+    mark_plan_effects(s.plan, in);
+  } catch (const PlanError& e) {
+    throw HostError(e.what(), 2);
+  }
+  for (const json& warning : s.plan.value("warnings", json::array())) spdlog::warn("{}", warning.get<std::string>());
+}
+
 }  // namespace
 
 RunSetup setup_run(const CliOptions& options, Calibration calibration, const std::string& why_cached_only,
@@ -103,11 +129,11 @@ RunSetup setup_run(const CliOptions& options, Calibration calibration, const std
 
   std::optional<HardwareSettings> settings;
   std::vector<AutoRule> rules;
+  const SettingsFileChoice settings_file =
+      choose_settings_file(options.hardware_config, std::getenv("MLH_HARDWARE_CONFIG"), options.no_hardware_config,
+                           SettingsSearch::from_environment());
   try {
-    fs::path settings_file = options.hardware_config;
-    if (settings_file.empty())
-      if (const char* env = std::getenv("MLH_HARDWARE_CONFIG")) settings_file = env;
-    if (!settings_file.empty()) settings = read_hardware_settings(settings_file);
+    if (settings_file.file) settings = read_hardware_settings(*settings_file.file);
     rules = load_rules(default_share_dir() / "autoconfig.json", options.rules_file);
   } catch (const std::runtime_error& e) {  // SettingsError, RulesError
     throw HostError(e.what(), 2);
@@ -121,6 +147,8 @@ RunSetup setup_run(const CliOptions& options, Calibration calibration, const std
   inputs.allocator = options.allocator;
   inputs.allocator_search_path = std::getenv("MLH_ALLOCATOR_PATH");
   inputs.description = s.algorithm ? &s.description : nullptr;
+  if (s.algorithm) inputs.algorithm_torch = s.algorithm->torch_version;
+  inputs.settings_file_status = settings_file.status;
   inputs.user_config = &user;
   auto plan = [&] {
     try {
@@ -147,6 +175,7 @@ RunSetup setup_run(const CliOptions& options, Calibration calibration, const std
       plan();
     }
   }
+  mark_effects(s);
   return s;
 }
 

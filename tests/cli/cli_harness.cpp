@@ -511,6 +511,8 @@ void CliTest::TearDown() {
 
 Result CliTest::host(const std::vector<std::string>& args, RunOptions options) {
   if (options.cwd.empty()) options.cwd = tmp();
+  // Hermetic plans: not the settings file a user keeps in ~/.config/mlhost.
+  if (!options.env.count("XDG_CONFIG_HOME")) options.env["XDG_CONFIG_HOME"] = (tmp() / "xdg-config").string();
   return run_host(args, options);
 }
 

@@ -31,7 +31,7 @@ TEST_F(PlanCliTest, PrintPlanWithAnAlgorithmShowsItsConfig) {
   const Result r = host(plus(toyreg(), {"--batch-size", "32", "--set", "steps=7"}));
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(contains(r.out, "command line --batch-size")) << r.describe();
-  EXPECT_TRUE(contains(r.out, "reduced (2 parameters)")) << r.describe();
+  EXPECT_TRUE(contains(r.out, "model                    y = w x + b, 2 parameters")) << r.describe();
   const auto brace = r.out.find('{');
   ASSERT_NE(brace, std::string::npos) << r.describe();
   const json config = json::parse(r.out.substr(brace), nullptr, false);

@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include <mlh/mlh_abi.h>
+
 #include "cli_harness.hpp"
 
 namespace mlhost::cli_test {
@@ -56,7 +58,7 @@ TEST_F(ListTest, ListsManifestsWithoutLoadingCode) {
     EXPECT_EQ((*p)["loadable"], true) << p->dump(2);
     EXPECT_TRUE((*p)["refused"].is_null()) << p->dump(2);
     EXPECT_EQ((*p)["kind"], "device");
-    EXPECT_EQ((*p)["abi"], "1.0");
+    EXPECT_EQ((*p)["abi"], "1." + std::to_string(MLH_ABI_VERSION_MINOR)) << "built with this SDK's headers";
   }
   EXPECT_EQ((*find_listed(list, "crash"))["origin"], "--plugin-dir");
   EXPECT_EQ((*find_listed(list, "cpu"))["origin"], "default");

@@ -198,6 +198,23 @@ TEST_F(RunTest, RunsOnAPluginBuiltAgainstTheFrozenAbi10Headers) {
   EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "completed");
 }
 
+// An algorithm plugin built against the ABI 1.0 headers (no describe_run) is described,
+// planned and run by this host; its plan's values are shown as given, and it says so.
+TEST_F(CliTest, RunsAnAlgorithmBuiltAgainstTheFrozenAbi10Headers) {
+  const std::string dir = case_dir("abi-v1-0-algo").string();
+  ASSERT_TRUE(fs::exists(dir)) << dir;
+  Result r = host({"--print-plan", "--plugin-dir", dir, "--algorithm", "abi-v1-0-algo", "--no-hardware-config"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "(the algorithm does not say which plan fields it uses: shown as given)")) << r.describe();
+  EXPECT_FALSE(contains(r.out, "no effect: abi-v1-0-algo")) << r.describe();
+  r = host({"--plugin-dir", dir, "--algorithm", "abi-v1-0-algo", "--run-dir", (tmp() / "run").string(), "--no-calibrate"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json summary = file_json(tmp() / "run" / "summary.json");
+  EXPECT_EQ(summary["status"], "completed") << summary.dump(2);
+  EXPECT_EQ(summary["result"]["abi"], "1.0");
+  EXPECT_EQ(file_json(tmp() / "run" / "plan.json")["effects_declared"], false);
+}
+
 TEST_F(RunTest, DefaultRunFolderIsUnderRuns) {
   const Result r = run_toyreg({"--set", "steps=3"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();

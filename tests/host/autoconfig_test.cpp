@@ -35,6 +35,8 @@ TEST(AutoConfig, ShippedRulesGiveTheDocumentedTable) {
       {"cuda", gpu, 80 * GiB, 2048, false, "full"},         {"cuda", gpu, 40 * GiB, 2048, false, "full"},
       {"cuda", gpu, 39'600 * (GiB / 1000), 2048, false, "full"},  // an A100 40GB as NVML reports it
       {"cuda", gpu, 24 * GiB, 1536, false, "full"},         {"cuda", gpu, 32 * GiB, 1536, false, "full"},
+      // A 24 GB card (RTX 3090: 24,268 MiB) is 24 GiB nominal: the 24-40 row, not 16-24.
+      {"cuda", gpu, 24'268 * (GiB / 1024), 1536, false, "full"},
       {"cuda", gpu, 16 * GiB, 1024, false, "full"},         {"cuda", gpu, 15'780 * (GiB / 1000), 1024, false, "full"},
       {"cuda", gpu, 12 * GiB, 512, true, "full"},           {"cuda", gpu, 8 * GiB, 512, true, "full"},
       {"mps", mac, 64 * GiB, 512, false, "full"},           {"mps", mac, 32 * GiB, 512, false, "full"},

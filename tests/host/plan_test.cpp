@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "temp_dir.hpp"
+#include "test_devices.hpp"
 
 namespace mlhost {
 namespace {
@@ -13,36 +15,10 @@ using nlohmann::json;
 constexpr int64_t GiB = 1ll << 30;
 
 Device gpu(const std::string& name, int64_t memory, int cc_major, int cc_minor) {
-  Device d;
-  d.plugin = d.kind = "cuda";
-  d.name = name;
-  d.torch_device = "cuda:0";
-  d.device_class = MLH_DEVICE_CLASS_DISCRETE_GPU;
-  d.available = true;
-  d.memory_total_bytes = memory;
-  d.capability_major = cc_major;
-  d.capability_minor = cc_minor;
-  d.precisions = MLH_PRECISION_FP32 | MLH_PRECISION_FP16 | MLH_PRECISION_FP64;
-  d.fast_precisions = MLH_PRECISION_FP32 | MLH_PRECISION_FP16;
-  if (cc_major >= 8) {
-    d.precisions |= MLH_PRECISION_BF16 | MLH_PRECISION_TF32;
-    d.fast_precisions |= MLH_PRECISION_BF16 | MLH_PRECISION_TF32;
-  }
-  return d;
+  return testing::cuda_gpu(name, memory, cc_major, cc_minor);
 }
 
-Device mps(int64_t memory) {
-  Device d;
-  d.plugin = d.kind = "mps";
-  d.name = "Apple M1";
-  d.torch_device = "mps";
-  d.device_class = MLH_DEVICE_CLASS_UNIFIED_GPU;
-  d.memory_total_bytes = memory;
-  d.precisions = MLH_PRECISION_FP32 | MLH_PRECISION_FP16;
-  d.fast_precisions = MLH_PRECISION_FP32;
-  d.limitations = MLH_LIMIT_NO_DISTRIBUTED | MLH_LIMIT_NO_FP16_AUTOCAST | MLH_LIMIT_NO_GRAPH_COMPILE;
-  return d;
-}
+Device mps(int64_t memory) { return testing::apple_mps(memory); }
 
 Device cpu() {
   Device d;
@@ -220,11 +196,34 @@ TEST_F(PlanTest, ImpossibleChoicesAreErrorsNamingTheValue) {
             "memory_limit_gb (settings file hw.ini:1): the memory of cpu:0 is unknown");
 }
 
+// bf16 on MPS needs macOS 14 (the mps plugin then lists bf16) and a LibTorch with bf16
+// autocast on MPS (2.6); either missing is an error before anything runs.
+TEST_F(PlanTest, Bf16OnMpsNeedsMacOs14AndLibTorch26) {
+  EXPECT_EQ(error(mps(16 * GiB), [](PlanInputs& in) { in.precision = "bf16"; }),
+            "precision bf16 (command line --precision) is not supported on mps:0 (supports fp32, fp16); bf16 on MPS "
+            "needs macOS 14 or later");
+  const Device sonoma = testing::apple_mps(16 * GiB, /*bf16=*/true);
+  EXPECT_EQ(error(sonoma,
+                  [](PlanInputs& in) {
+                    in.precision = "bf16";
+                    in.algorithm_torch = "1.13.1";
+                  }),
+            "precision bf16 (command line --precision) on mps:0 needs LibTorch 2.6 or later, the first with bf16 "
+            "autocast on MPS; the algorithm was built with LibTorch 1.13.1");
+  const json p = plan(sonoma, [](PlanInputs& in) {
+    in.precision = "bf16";
+    in.algorithm_torch = "2.15.0";
+  });
+  EXPECT_EQ(p["precision"], "bf16");
+  // auto never picks it: MPS runs bf16 no faster than fp32.
+  EXPECT_EQ(plan(sonoma)["precision"], "fp32");
+}
+
 TEST_F(PlanTest, EveryDeviceGetsAMemoryLimit) {
   // The CPU: LibTorch's tensor memory capped at 90% of the memory by default.
   json p = plan(cpu());
   EXPECT_EQ(p["memory_fraction"], 0.9);
-  EXPECT_EQ(p["memory_limit_bytes"], static_cast<int64_t>(0.9 * 24 * GiB));
+  EXPECT_EQ(p["memory_limit_bytes"], std::llround(0.9 * 24 * GiB));
   EXPECT_NE(plan_to_text(p).find("memory limit             21.6 GiB"), std::string::npos) << plan_to_text(p);
   // The settings file's fraction, or its GiB, whichever is smaller.
   HardwareSettings s = parse_hardware_settings("memory_fraction = 0.5\nmemory_limit_gb = 6\n", "hw.ini");
@@ -233,8 +232,8 @@ TEST_F(PlanTest, EveryDeviceGetsAMemoryLimit) {
   EXPECT_EQ(p["sources"]["memory_fraction"], "settings file hw.ini:2 (6 GiB)");
   s = parse_hardware_settings("memory_fraction = 0.1\nmemory_limit_gb = 6\n", "hw.ini");
   p = plan(cpu(), [&](PlanInputs& in) { in.settings = &s; });
-  EXPECT_EQ(p["memory_limit_bytes"], static_cast<int64_t>(0.1 * 24 * GiB));
-  // A GPU has none by default; in GiB it becomes the allocator's fraction.
+  EXPECT_EQ(p["memory_limit_bytes"], std::llround(0.1 * 24 * GiB));
+  // A GPU has none by default; in GiB it becomes the allocator's fraction, and its cap in bytes.
   const Device a100 = gpu("A100", 40 * GiB, 8, 0);
   p = plan(a100);
   EXPECT_EQ(p["memory_fraction"], nullptr);
@@ -242,6 +241,7 @@ TEST_F(PlanTest, EveryDeviceGetsAMemoryLimit) {
   s = parse_hardware_settings("[cuda]\nmemory_limit_gb = 30\n", "hw.ini");
   p = plan(a100, [&](PlanInputs& in) { in.settings = &s; });
   EXPECT_DOUBLE_EQ(p["memory_fraction"].get<double>(), 0.75);
+  EXPECT_EQ(p["memory_limit_bytes"], 30 * GiB);
   EXPECT_EQ(p["memory"]["garbage_collection_threshold"], 0.8);
 }
 
