@@ -10,11 +10,13 @@
 #include <ATen/Parallel.h>
 #include <mlh/format.hpp>
 #include <mlh/atomic_file.hpp>
+#include <mlh/run_description.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/checkpoint.hpp>
+#include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
 #include <nlohmann/json.hpp>
@@ -22,6 +24,7 @@
 #include "config.hpp"
 #include "env/cartpole.hpp"
 #include "env/level_file.hpp"
+#include "env/puzzle_env.hpp"
 #include "env/puzzle_source.hpp"
 #include "env/solver.hpp"
 #include "evaluate.hpp"
@@ -129,12 +132,16 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     const double avg = t.average_return();
     checkpoints.save(t.state(), t.global_step(), std::isnan(avg) ? std::optional<double>() : avg);
   };
+  mlh::rt::MemoryMonitorOptions memory_options;
+  memory_options.empty_cache_steps = plan.empty_cache_steps;
+  mlh::rt::MemoryMonitor memory(plan.device, ctx, memory_options);  // memory/* metrics, cache release
   auto last_log = Clock::now();
   while (t.iteration() < iterations) {
     const auto it_start = Clock::now();
     const IterationStats s = t.iterate();
     const double it_seconds = seconds_since(it_start);
     const int64_t step = t.global_step();
+    memory.step(t.iteration());
     double ret_sum = 0;
     int64_t solved = 0;
     for (const auto& e : s.episodes) {
@@ -402,7 +409,74 @@ void calibrate(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::Runt
   ctx.summary(json{{"calibration", measured}}.dump());
 }
 
+// The network a run of `command` uses: a trained run's (eval, play) when its network.json is
+// there, else the one the config and plan give.
+NetworkSpec network_of_run(const mlh::RunContext& ctx, const std::string& command, const Config& cfg,
+                           const mlh::rt::RuntimePlan& plan) {
+  if ((command == "eval" || command == "play") && fs::exists(network_json_path(ctx.run_dir())))
+    return read_network_json(ctx.run_dir());
+  if (cfg.env == "cartpole") return network_spec(cfg, plan, {4}, 2);
+  const int obs = puzzle_env_options(cfg, cfg.puzzle.size).obs_size;
+  return network_spec(cfg, plan, {PuzzleEnv::kNumPlanes, obs, obs}, kNumMoves);
+}
+
+std::string network_shape(const NetworkSpec& spec) {
+  if (spec.kind == "mlp") {
+    std::string layers;
+    for (int64_t h : spec.mlp_hidden) layers += (layers.empty() ? "" : "-") + std::to_string(h);
+    return "MLP " + layers + " (actor and critic)";
+  }
+  if (spec.kind == "recursive")
+    return "recursive attention: hidden " + std::to_string(spec.hidden_dim) + ", " + std::to_string(spec.num_heads) +
+           " heads, " + std::to_string(spec.num_recursive_steps) + " steps";
+  return "residual tower: " + std::to_string(spec.blocks) + " blocks x " + std::to_string(spec.channels) + " channels";
+}
+
 }  // namespace
+
+std::string describe_run(const mlh::RunContext& ctx) {
+  const Config cfg = parse_config(json::parse(ctx.config_json()));
+  const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
+  const std::string command = ctx.command().empty() ? "train" : ctx.command();
+  const NetworkSpec spec = network_of_run(ctx, command, cfg, plan);
+  const bool mlp = spec.kind == "mlp", trains = command == "train" || command == "calibrate";
+  const std::string not_training = command + " does not train";
+
+  mlh::RunDescription d;
+  d.model(make_network(spec)->parameter_count(), network_shape(spec));
+  d.no_effect("batch_size", "ppo's batch is num_envs x num_steps transitions (" + std::to_string(cfg.num_envs) + " x " +
+                                std::to_string(cfg.num_steps) + " = " + std::to_string(cfg.batch_size()) + " here)");
+  if (mlp) {
+    const std::string small = "the CartPole MLP is too small for it";
+    d.no_effect("gradient_checkpointing", small);
+    d.no_effect("precision", "the MLP stays fp32: casts would cost more than they save");
+    d.no_effect("channels_last", "the MLP has no convolutions");
+    d.no_effect("cudnn_benchmark", "the MLP has no convolutions");
+  } else {
+    d.uses_if(trains, "gradient_checkpointing",
+              spec.kind == "resnet" ? "recomputes each residual block in the backward pass"
+                                    : "recomputes each recursion step in the backward pass",
+              not_training);
+    d.uses("precision", "autocast for the " + spec.kind + " network's forward passes");
+    d.uses("channels_last", "the network's convolution weights in NHWC (its inputs follow)");
+    d.uses("cudnn_benchmark", "cuDNN picks the convolution algorithms by timing them");
+  }
+  const std::string preset = plan.preset.value_or("");
+  if (preset == "full" || preset == "reduced")
+    d.uses_if(spec.kind == "resnet" && command != "eval" && command != "play", "preset",
+              "sizes the residual tower (full 30 x 192, reduced 20 x 128)",
+              "full and reduced size the residual tower; this " + spec.kind + " network takes its size from " +
+                  (command == "eval" || command == "play" ? "the trained run" : "the config"));
+  else if (!preset.empty())
+    d.uses("preset", "the " + preset + " task's settings");
+  d.uses("pinned_memory", "observations and the update's batch are page-locked and copied without blocking");
+  const std::string rollouts = "ppo's data are rollouts of the policy being trained: nothing to load ahead";
+  d.no_effect("dataloader_workers", rollouts);
+  d.no_effect("prefetch_factor", rollouts);
+  d.uses_if(command == "train", "empty_cache_steps", "releases the device's cached memory every N iterations",
+            command + " does not release the cache");
+  return d.json();
+}
 
 void run_command(mlh::RunContext& ctx) {
   const Config cfg = parse_config(json::parse(ctx.config_json()));

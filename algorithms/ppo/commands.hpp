@@ -17,13 +17,19 @@
 // The plan's batch_size is not used: PPO's batch is num_envs x num_steps. The plan's preset
 // sizes the residual tower; its precision runs the recursive/resnet forward passes under
 // autocast (the CartPole MLP stays fp32); its threads are applied (config torch_threads
-// overrides them).
+// overrides them). describe_run says so for each field (docs/plan.md).
 #pragma once
+
+#include <string>
 
 #include <mlh/plugin.hpp>
 
 namespace ppo {
 
 void run_command(mlh::RunContext& ctx);
+
+// describe_run (ABI 1.1): the network a run of ctx's command, config and plan uses, and what
+// it does with each plan field, without running it.
+std::string describe_run(const mlh::RunContext& ctx);
 
 }  // namespace ppo

@@ -102,15 +102,16 @@ const char* config_defaults_json() {
 })json";
 }
 
-// full/reduced are the plan's model-size presets (they size the residual tower); cartpole,
+// full/reduced are the plan's model-size presets (they size the residual tower: the MLP and
+// the recursive net are the tasks' own size in both); cartpole,
 // puzzle4 and puzzle5 are task presets (--set preset=puzzle4). The puzzle presets use a
 // step limit of twice the longest optimal length (instead of the default 100) so that a
 // random policy fails often enough for solve rates to mean something (with 100 steps a
 // random walk over the valid moves solves ~93% of 4x4 one-tile puzzles).
 const char* presets_json() {
   return R"json({
-  "full": {},
-  "reduced": {},
+  "full": {"network": {"blocks": 30, "channels": 192}},
+  "reduced": {"network": {"blocks": 20, "channels": 128}},
   "cartpole": {"env": "cartpole"},
   "puzzle4": {"env": "puzzle", "network": {"kind": "recursive", "hidden_dim": 64, "num_heads": 4, "num_recursive_steps": 2},
               "puzzle": {"size": 4, "tiles": 1, "max_moves": 10, "max_steps": 20},

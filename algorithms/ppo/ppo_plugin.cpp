@@ -21,6 +21,7 @@ class Ppo : public mlh::AlgorithmPlugin {
   }
 
   void run(mlh::RunContext& ctx) override { ppo::run_command(ctx); }
+  std::string describe_run(const mlh::RunContext& ctx) override { return ppo::describe_run(ctx); }
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 #include <mlh/plugin.hpp>
+#include <mlh/runtime/device_transfer.hpp>
 #include <mlh/runtime/seed.hpp>
 
 #include "gae.hpp"
@@ -83,6 +84,9 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task
   const NetworkSpec spec = network_spec(cfg, plan, envs_.observation_shape(), A_);
   net_ = make_network(spec);
   net_->to(plan.device);
+  net_->set_pinned_transfers(plan.pinned_memory);
+  // The convolutional networks (recursive's stem, resnet's tower) in NHWC; inputs follow.
+  if (plan.channels_last && spec.kind != "mlp") mlh::rt::to_channels_last(*net_);
   // The CartPole MLP stays fp32 whatever the plan: it is tiny and overhead-bound (casts would
   // cost more than they save) and its inference runs in plain float C++.
   autocast_ = spec.kind != "mlp" && plan.precision != mlh::rt::Precision::kFp32;
@@ -187,15 +191,19 @@ UpdateStats Trainer::update() {
   const int64_t B = T_ * N_;
   std::vector<int64_t> shape{B};
   for (int64_t d : envs_.observation_shape()) shape.push_back(d);
-  const at::Device dev = plan_.device;
+  // The rollout's buffers to the device (no copy on the CPU; pinned and without blocking on
+  // CUDA when the plan pins batches).
+  auto to_dev = [&](void* data, at::IntArrayRef sizes, at::ScalarType type) {
+    return mlh::rt::to_device(at::from_blob(data, sizes, type), plan_.device, plan_.pinned_memory);
+  };
   Batch b;
-  b.obs = at::from_blob(obs_.data(), shape, at::kFloat).to(dev);
-  b.actions = at::from_blob(actions_.data(), {B}, at::kLong).to(dev);
-  b.logprobs = at::from_blob(logprobs_.data(), {B}, at::kFloat).to(dev);
-  b.advantages = at::from_blob(advantages_.data(), {B}, at::kFloat).to(dev);
-  b.returns = at::from_blob(returns_.data(), {B}, at::kFloat).to(dev);
-  b.values = at::from_blob(values_.data(), {B}, at::kFloat).to(dev);
-  if (use_masks_) b.masks = at::from_blob(masks_.data(), {B, A_}, at::kByte).to(dev).to(at::kBool);
+  b.obs = to_dev(obs_.data(), shape, at::kFloat);
+  b.actions = to_dev(actions_.data(), {B}, at::kLong);
+  b.logprobs = to_dev(logprobs_.data(), {B}, at::kFloat);
+  b.advantages = to_dev(advantages_.data(), {B}, at::kFloat);
+  b.returns = to_dev(returns_.data(), {B}, at::kFloat);
+  b.values = to_dev(values_.data(), {B}, at::kFloat);
+  if (use_masks_) b.masks = to_dev(masks_.data(), {B, A_}, at::kByte).to(at::kBool);
   net_->train();
   return updater_->update(b, rng_);
 }

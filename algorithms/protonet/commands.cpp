@@ -15,6 +15,7 @@
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/checkpoint.hpp>
+#include <mlh/runtime/device_transfer.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
 #include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/oom_backoff.hpp>
@@ -104,6 +105,18 @@ EpisodeShape fit_shape(const mlh::RunContext& ctx, EpisodeShape s, const Episode
   return s;
 }
 
+// An episode as the data workers hand it over: page-locked when the plan pins batches for a
+// CUDA device, so that pinning runs in the workers and the copy in the step does not block.
+Episode ready_for(const mlh::rt::RuntimePlan& plan, Episode e) {
+  if (!mlh::rt::pins_batches(plan.device, plan.pinned_memory)) return e;
+  const int64_t support = e.support.size(0);
+  e.images = mlh::rt::pin_for_transfer(e.images, plan.device, plan.pinned_memory);
+  e.support = e.images.narrow(0, 0, support);
+  e.query_images = e.images.narrow(0, support, e.images.size(0) - support);
+  e.query_targets = mlh::rt::pin_for_transfer(e.query_targets, plan.device, plan.pinned_memory);
+  return e;
+}
+
 struct EpisodeStats {
   double loss = 0, accuracy = 0;
   std::vector<double> accuracies;
@@ -119,7 +132,7 @@ struct Learner {
         optimizer(net->parameters(), torch::optim::AdamOptions(c.lr)),
         scaler(65536.0, 2.0, 0.5, 2000, p.precision == mlh::rt::Precision::kFp16),
         distance(parse_distance(c.distance)),
-        channels_last(plan.device.is_cuda()) {
+        channels_last(plan.channels_last) {
     net->to(plan.device);
     // cuDNN's fastest convolutions (tensor cores) want NHWC; on the CPU it rarely helps.
     if (channels_last) mlh::rt::to_channels_last(*net);
@@ -144,15 +157,15 @@ struct Learner {
       images = at::cat({e.images.narrow(0, 0, k), e.images.narrow(0, k + query_begin, queries)});
       targets = e.query_targets.narrow(0, query_begin, queries);
     }
-    images = images.to(plan.device);
+    images = mlh::rt::to_device(images, plan.device, plan.pinned_memory);
     if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor embeddings;
     {
       mlh::rt::AutocastScope autocast(plan.precision, plan.device);
       embeddings = net->forward(images, train && plan.gradient_checkpointing);
     }
-    return proto_loss(embeddings.narrow(0, 0, k), embeddings.narrow(0, k, queries), targets.to(plan.device), e.way,
-                      distance, cfg.cosine_scale);
+    return proto_loss(embeddings.narrow(0, 0, k), embeddings.narrow(0, k, queries),
+                      mlh::rt::to_device(targets, plan.device, plan.pinned_memory), e.way, distance, cfg.cosine_scale);
   }
 
   // One episode, its queries in micro-batches that back off when memory runs out
@@ -217,7 +230,7 @@ EpisodeStats evaluate(Learner& l, const ImageSet& set, const std::vector<Episode
   mlh::rt::Prefetcher<Episode> batches(
       [&](int64_t i) -> std::optional<Episode> {
         if (i >= n) return std::nullopt;
-        return assemble_episode(set, episodes[static_cast<size_t>(i)]);
+        return ready_for(l.plan, assemble_episode(set, episodes[static_cast<size_t>(i)]));
       },
       mlh::rt::prefetch_depth(l.plan.prefetch_factor, l.plan.dataloader_workers),
       static_cast<int>(l.plan.dataloader_workers));
@@ -333,7 +346,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     mlh::rt::Prefetcher<Episode> batches(
         [&](int64_t i) -> std::optional<Episode> {
           if (skip + i >= per_epoch) return std::nullopt;
-          return assemble_episode(train_set, episodes[static_cast<size_t>(skip + i)]);
+          return ready_for(plan, assemble_episode(train_set, episodes[static_cast<size_t>(skip + i)]));
         },
         mlh::rt::prefetch_depth(plan.prefetch_factor, plan.dataloader_workers),
         static_cast<int>(plan.dataloader_workers));
@@ -414,6 +427,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
            progress.at("best_val_acc").dump() + ") at epoch " + progress.at("best_epoch").dump() + "; weights: " +
            weights);
   ctx.summary(json{{"episodes", episode},
+                   {"parameters", l.net->parameter_count()},
                    {"world_size", dist.world_size()},
                    {"ranks_agree", dist.parameters_agree(*l.net)},
                    {"epochs", progress.at("epoch")},

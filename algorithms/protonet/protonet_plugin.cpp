@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "config.hpp"
+#include "describe_run.hpp"
 #ifdef PROTONET_HAVE_DECODER
 #include "data/decode.hpp"
 #endif
@@ -25,6 +26,8 @@ class ProtoNet : public mlh::AlgorithmPlugin {
   void run(mlh::RunContext& ctx) override {
     protonet::run_command(ctx, protonet::load_dataset, protonet_decoder());
   }
+
+  std::string describe_run(const mlh::RunContext& ctx) override { return protonet::describe_run(ctx); }
 
  private:
   static protonet::ImageDecoder protonet_decoder() {

@@ -12,6 +12,7 @@
 #include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/memory.hpp>
+#include <mlh/runtime/prefetcher.hpp>
 #include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
 #include <nlohmann/json.hpp>
@@ -35,7 +36,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 
 // The training data of either mode behind one interface: batches, the held-out evaluation,
-// and the sampler's state for checkpoints.
+// and the sampler's state for checkpoints. next and state are called by one data worker at a
+// time (mlh::rt::OrderedPrefetcher), never concurrently.
 struct TrainingData {
   std::function<Batch()> next;
   std::function<json()> state;
@@ -154,6 +156,11 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
       ctx.info("resumed at step " + std::to_string(t.global_step()) + " (" + loaded->path + ")");
     }
   }
+  // Training batches drawn in order and assembled (on CUDA also page-locked) by the plan's data
+  // workers while the steps run; checkpoints record the sampler as of the last batch trained on.
+  mlh::rt::OrderedPrefetcher<Batch, StepBatch, json> batches(
+      data.next, data.state, [&](Batch b) { return prepare_batch(std::move(b), plan.device, plan.pinned_memory); },
+      mlh::rt::prefetch_depth(plan.prefetch_factor, plan.dataloader_workers), static_cast<int>(plan.dataloader_workers));
   int64_t parameters = 0;
   for (const at::Tensor& p : t.model()->parameters()) parameters += p.numel();
   const ModelConfig& m = run_model.model;
@@ -181,7 +188,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   };
   auto save = [&] {
     mlh::rt::TrainingState s = t.state();
-    s.values["sampler"] = data.state();
+    s.values["sampler"] = batches.state();
     checkpoints.save(s, t.global_step(), last_eval);
   };
 
@@ -196,7 +203,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   bool out_of_time = false;
   while (t.global_step() < cfg.train_steps) {
     const auto step_start = Clock::now();
-    s = t.step(data.next());
+    s = t.step(batches.next());
     s.loss = dist.mean(s.loss);  // the global batch's loss
     const int64_t step = t.global_step();
     const double step_seconds = seconds_since(step_start);

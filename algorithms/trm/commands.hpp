@@ -17,6 +17,8 @@
 // eval, solve and generate load the run folder's model on whatever device the plan chose.
 #pragma once
 
+#include <string>
+
 #include <mlh/plugin.hpp>
 
 #include "config.hpp"
@@ -28,6 +30,10 @@ struct RuntimePlan;
 namespace trm {
 
 void run_command(mlh::RunContext& ctx);
+
+// describe_run (ABI 1.1): the model a run of ctx's command, config and plan builds and what it
+// does with each plan field, without running it (describe_run.cpp).
+std::string describe_run(const mlh::RunContext& ctx);
 
 // The commands' bodies (commands.cpp, inference_commands.cpp, benchmark_command.cpp).
 void build_data_command(mlh::RunContext& ctx, const Config& cfg);

@@ -132,7 +132,7 @@ const char* config_defaults_json() {
 // to learn within minutes on a 2-core CPU (see the README for their figures).
 const char* presets_json() {
   return R"json({
-  "full": {},
+  "full": {"model": {"hidden": 512, "num_heads": 8, "h_cycles": 3, "l_cycles": 6, "l_layers": 2, "puzzle_emb_ndim": 512}},
   "reduced": {"model": {"hidden": 128, "num_heads": 4, "h_cycles": 2, "l_cycles": 2, "l_layers": 2, "puzzle_emb_ndim": 128}},
   "sudoku-easy": {"mode": "puzzle",
                   "build": {"kind": "sudoku", "train": 5000, "test": 500, "min_givens": 75, "max_givens": 79},

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <mlh/atomic_file.hpp>
 #include <mlh/plugin.hpp>
@@ -118,6 +119,22 @@ BuildReport build_dataset(const Config& cfg, const std::string& out_dir,
   o.augmentations = cfg.build.augmentations;
   o.seed = cfg.build.seed;
   return build_maze_dataset(out_dir, o, log);
+}
+
+DatasetMetadata puzzle_dataset_shape(const Config& cfg, const std::string& run_dir) {
+  const std::string dir = cfg.data.dir.empty() ? run_dir + "/data" : cfg.data.dir;
+  if (holds_dataset(dir)) {
+    const std::string path = dir + "/train/dataset.json";
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_dataset_json(text.str(), path);
+  }
+  DatasetMetadata m;
+  m.num_puzzle_identifiers = 1;
+  m.vocab_size = cfg.build.kind == "sudoku" ? kSudokuVocabSize : kMazeVocabSize;
+  m.seq_len = cfg.build.kind == "sudoku" ? kSudokuSeqLen : int64_t{cfg.build.maze_size} * cfg.build.maze_size;
+  return m;
 }
 
 std::string ensure_puzzle_dataset(const Config& cfg, const std::string& run_dir,

@@ -31,6 +31,11 @@ RunModel read_run_model(const std::string& run_dir);
 ModelConfig puzzle_model_config(const Config& cfg, const DatasetMetadata& metadata);
 ModelConfig text_model_config(const Config& cfg);
 
+// The shapes (vocabulary, sequence length, puzzle identifiers) of the dataset a puzzle run
+// trains on: its dataset.json when data.dir (or <run>/data) holds one, else those of the
+// dataset cfg.build would generate, without generating it.
+DatasetMetadata puzzle_dataset_shape(const Config& cfg, const std::string& run_dir);
+
 // The dataset folder of a puzzle run: data.dir, or <run>/data, built from cfg.build when it
 // does not hold a dataset yet (log receives the builder's progress).
 std::string ensure_puzzle_dataset(const Config& cfg, const std::string& run_dir,

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <mlh/plugin.hpp>
+#include <mlh/runtime/device_transfer.hpp>
 #include <mlh/runtime/precision.hpp>
 #include <torch/nn/utils/clip_grad.h>
 
@@ -15,19 +16,29 @@ double scheduled_lr(int64_t step, double base_lr, int64_t warmup_steps, int64_t 
   return base_lr * (min_ratio + std::max(0.0, (1.0 - min_ratio) * 0.5 * (1.0 + std::cos(M_PI * progress))));
 }
 
-BatchTensors to_tensors(const Batch& batch, c10::Device device) {
+BatchTensors host_tensors(const Batch& batch) {
   auto opts = at::TensorOptions().dtype(at::kInt);
   BatchTensors t;
   t.inputs = at::from_blob(const_cast<int32_t*>(batch.inputs.data()), {batch.rows, batch.seq_len}, opts).clone();
   t.labels = at::from_blob(const_cast<int32_t*>(batch.labels.data()), {batch.rows, batch.seq_len}, opts).clone();
   t.puzzle_identifiers =
       at::from_blob(const_cast<int32_t*>(batch.puzzle_identifiers.data()), {batch.rows}, opts).clone();
-  if (device.type() != c10::DeviceType::CPU) {
-    t.inputs = t.inputs.to(device);
-    t.labels = t.labels.to(device);
-    t.puzzle_identifiers = t.puzzle_identifiers.to(device);
-  }
   return t;
+}
+
+BatchTensors to_device(const BatchTensors& host, c10::Device device, bool pinned) {
+  return {mlh::rt::to_device(host.inputs, device, pinned), mlh::rt::to_device(host.labels, device, pinned),
+          mlh::rt::to_device(host.puzzle_identifiers, device, pinned)};
+}
+
+BatchTensors to_tensors(const Batch& batch, c10::Device device) { return to_device(host_tensors(batch), device, false); }
+
+StepBatch prepare_batch(Batch batch, c10::Device device, bool pinned) {
+  BatchTensors host = host_tensors(batch);
+  host.inputs = mlh::rt::pin_for_transfer(host.inputs, device, pinned);
+  host.labels = mlh::rt::pin_for_transfer(host.labels, device, pinned);
+  host.puzzle_identifiers = mlh::rt::pin_for_transfer(host.puzzle_identifiers, device, pinned);
+  return {std::move(batch), std::move(host)};
 }
 
 Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const ModelConfig& model_config,
@@ -98,8 +109,9 @@ void add(ActLoss& sum, const ActLoss& part) {
 
 }  // namespace
 
-StepStats Trainer::step(const Batch& batch) {
-  const BatchTensors data = to_tensors(batch, plan_.device);
+StepStats Trainer::step(const StepBatch& step_batch) {
+  const Batch& batch = step_batch.batch;
+  const BatchTensors data = to_device(step_batch.host, plan_.device, plan_.pinned_memory);
   if (!carry_) carry_ = model_->initial_carry(data);
   ++step_;
   StepStats s;

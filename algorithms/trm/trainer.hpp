@@ -32,8 +32,22 @@ namespace trm {
 // base_lr down to base_lr * min_ratio at total_steps.
 double scheduled_lr(int64_t step, double base_lr, int64_t warmup_steps, int64_t total_steps, double min_ratio);
 
-// Host batch -> tensors on the device (int32).
+// Host batch -> tensors in host memory (int32 copies).
+BatchTensors host_tensors(const Batch& batch);
+// Host tensors -> the device: page-locked and copied without blocking to a CUDA device when
+// `pinned` (the plan's pinned_memory); no copy on the CPU.
+BatchTensors to_device(const BatchTensors& host, c10::Device device, bool pinned);
+// Host batch -> tensors on the device (int32), copied from pageable memory.
 BatchTensors to_tensors(const Batch& batch, c10::Device device);
+
+// A training batch ready for a step: its rows, and their tensors in host memory, page-locked
+// already where the plan pins batches for a CUDA device. The plan's data workers make these
+// (mlh::rt::OrderedPrefetcher), so that assembling and pinning overlap the steps.
+struct StepBatch {
+  Batch batch;
+  BatchTensors host;
+};
+StepBatch prepare_batch(Batch batch, c10::Device device, bool pinned);
 
 struct StepStats {
   double loss = 0;        // the step's loss / batch size
@@ -55,7 +69,8 @@ class Trainer {
           mlh::rt::Distributed* dist = nullptr);
 
   // One ACT step on `batch` (rows of halted sequences are replaced by its rows).
-  StepStats step(const Batch& batch);
+  StepStats step(const StepBatch& batch);
+  StepStats step(const Batch& batch) { return step(prepare_batch(batch, plan_.device, plan_.pinned_memory)); }
 
   Trm& model() { return model_; }
   Ema* ema() { return ema_.get(); }

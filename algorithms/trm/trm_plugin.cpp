@@ -21,6 +21,7 @@ class Trm : public mlh::AlgorithmPlugin {
   }
 
   void run(mlh::RunContext& ctx) override { trm::run_command(ctx); }
+  std::string describe_run(const mlh::RunContext& ctx) override { return trm::describe_run(ctx); }
 };
 
 }  // namespace

@@ -20,10 +20,11 @@ struct HostResult {
 };
 
 // Runs `host_bin --no-default-plugin-dir --plugin-dir plugin_dir args`, without calibrating
-// first and without any calibration the user's own runs cached (hermetic plans).
+// first and without any calibration the user's own runs cached or hardware settings file the
+// user keeps in ~/.config/mlhost (hermetic plans).
 inline HostResult run_host(const std::string& host_bin, const std::string& plugin_dir, const std::string& args) {
   const std::string cache = (std::filesystem::temp_directory_path() / ("mlhost-test-cache-" + std::to_string(::getpid()))).string();
-  const std::string cmd = "MLH_NO_CALIBRATE=1 XDG_CACHE_HOME='" + cache + "' " + host_bin +
+  const std::string cmd = "MLH_NO_CALIBRATE=1 XDG_CACHE_HOME='" + cache + "' XDG_CONFIG_HOME='" + cache + "' " + host_bin +
                           " --no-default-plugin-dir --plugin-dir " + plugin_dir + " " + args + " 2>&1";
   HostResult r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -39,6 +40,27 @@ inline HostResult run_host(const std::string& host_bin, const std::string& plugi
 inline nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
+}
+
+inline void write_text_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// What the worker applied of the plan (summary.json's result.plan_applied, the runtime's
+// report: mlh/runtime/plan_effects.hpp).
+inline nlohmann::json plan_applied(const std::string& run_dir) {
+  return read_json_file(run_dir + "/summary.json")["result"]["plan_applied"];
+}
+
+// Whether this machine's CPU runs bf16 (the cpu plugin's record, as `host --probe --json` shows it).
+inline bool cpu_has_bf16(const HostResult& probe_json) {
+  const auto start = probe_json.output.find('{');
+  if (start == std::string::npos) return false;
+  const nlohmann::json report = nlohmann::json::parse(probe_json.output.substr(start), nullptr, false);
+  if (report.is_discarded()) return false;
+  for (const auto& d : report.value("devices", nlohmann::json::array()))
+    if (d.value("id", "") == "cpu:0")
+      for (const auto& p : d.value("precisions", nlohmann::json::array()))
+        if (p == "bf16") return true;
+  return false;
 }
 
 // dir_: a fresh folder for each test, removed after it.

@@ -9,7 +9,9 @@
 //    --batch-size auto finds a batch that fits;
 //  - gradient checkpointing lowers the peak memory of a TRM training step;
 //  - a checkpoint trained on the GPU evaluates on the CPU;
-//  - NCCL initializes for a single-rank group.
+//  - NCCL initializes for a single-rank group;
+//  - the plan's GPU settings take effect in the worker (pinned copies, cache release,
+//    cuDNN benchmarking, TF32, channels-last, data workers, the CPU side's OpenMP binding).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -123,6 +125,40 @@ TEST_F(Gpu, Fp16AndBf16TrainEveryAlgorithmWithoutNan) {
     train("protonet " + precision, "--algorithm protonet" + common + "protonet-" + precision + f +
                                        " --set epochs=2 --set episodes_per_epoch=20 --set val_episodes=5");
   }
+}
+
+// The plan's GPU settings take effect inside the worker (docs/plan.md, "What each field does";
+// the runtime's report in summary.json): batches copied from pinned memory, the cache
+// released every N steps, cuDNN benchmarking and TF32 switched on, channels-last weights,
+// the CPU side's OpenMP binding; none of them marked as without effect.
+TEST_F(Gpu, PlanFieldsTakeEffectOnCuda) {
+  REQUIRE_GPU();
+  const std::string data = dir_ + "/sudoku";
+  ASSERT_EQ(host("--algorithm trm --command build-data --device cpu --run-dir " + dir_ + "/build" +
+                 " --set build.train=100 --set build.test=10 --set data.dir=" + data)
+                .rc,
+            0);
+  std::ofstream(dir_ + "/hw.ini") << "empty_cache_steps = 2\ndataloader_workers = 2\nomp_proc_bind = close\n"
+                                     "channels_last = true\n";
+  const std::string common = " --device cuda --hardware-config " + dir_ + "/hw.ini --run-dir " + dir_ + "/";
+  train("trm", "--algorithm trm" + common + "trm --set preset=sudoku-easy --set data.dir=" + data +
+                   " --set train_steps=10 --set eval_every=0 --set model.hidden=64");
+  const json trm = plan_applied(dir_ + "/trm");
+  EXPECT_GE(trm["pinned_memory"]["pinned_copies"].get<int64_t>(), 3 * 10) << "three tensors a step: " << trm.dump(2);
+  EXPECT_GE(trm["empty_cache_steps"]["cache_clears"].get<int64_t>(), 5) << trm.dump(2);
+  EXPECT_GE(trm["dataloader_workers"]["batches_by_workers"].get<int64_t>(), 10) << trm.dump(2);
+  EXPECT_EQ(trm["cudnn_benchmark"], true) << trm.dump(2);
+  EXPECT_EQ(trm["omp_proc_bind"], "close") << trm.dump(2);
+  const json plan = read_json_file(dir_ + "/trm/plan.json");
+  for (const char* field : {"pinned_memory", "empty_cache_steps", "dataloader_workers", "cudnn_benchmark"})
+    EXPECT_FALSE(plan["no_effect"].contains(field)) << field << ": " << plan["no_effect"].dump(2);
+  if (plan["tf32_matmul"] == true) EXPECT_EQ(trm["tf32_matmul"], true) << trm.dump(2);
+
+  train("ppo", "--algorithm ppo" + common + "ppo --set preset=puzzle4 --set network.hidden_dim=32"
+                   " --set network.num_heads=2 --set total_timesteps=2048 --set num_envs=8 --set num_steps=32");
+  const json ppo = plan_applied(dir_ + "/ppo");
+  EXPECT_GT(ppo["channels_last"]["tensors_converted"].get<int64_t>(), 0) << "the recursive net's stem: " << ppo.dump(2);
+  EXPECT_GT(ppo["pinned_memory"]["pinned_copies"].get<int64_t>(), 0) << ppo.dump(2);
 }
 
 TEST_F(Gpu, MemoryFractionCapsTheAllocator) {

@@ -37,6 +37,51 @@ TEST_F(PpoHost, Describe) {
   EXPECT_TRUE(d["presets"].contains("puzzle4"));
 }
 
+// PPO's batch is num_envs x num_steps: a batch size on the command line is refused before
+// anything runs, naming the option and why.
+TEST_F(PpoHost, BatchSizeOnTheCommandLineIsRefused) {
+  const std::string run = dir_ + "/run";
+  const Result r = host("--algorithm ppo --device cpu --batch-size 64 --run-dir " + run);
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find("--batch-size 64: ppo's batch is num_envs x num_steps transitions (4 x 128 = 512 here)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(run)) << "nothing is written";
+}
+
+// The CartPole MLP runs in fp32 without checkpointing or convolutions: the plan says so, and
+// a bf16 asked for on the command line is a warning naming it, not a silent no-op. The plan's
+// model is the network the worker trains.
+TEST_F(PpoHost, TheCartPoleMlpMarksWhatItDoesNotUse) {
+  write_text_file(dir_ + "/hw.ini", "gradient_checkpointing = true\n");
+  const Result plan = host("--print-plan --algorithm ppo --device cpu --precision bf16 --hardware-config " + dir_ + "/hw.ini");
+  ASSERT_EQ(plan.rc, 0) << plan.output;
+  EXPECT_NE(plan.output.find("bf16 (no effect: the MLP stays fp32: casts would cost more than they save)"), std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("precision = \"bf16\" (command line --precision) has no effect on this run"), std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("gradient_checkpointing = true (settings file " + dir_ + "/hw.ini:1) has no effect"),
+            std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("MLP 64-64 (actor and critic), 9,155 parameters"), std::string::npos) << plan.output;
+}
+
+// full and reduced size the residual tower: 30 x 192 against 20 x 128 blocks and channels.
+TEST_F(PpoHost, PresetsSizeTheResidualTower) {
+  const std::string resnet = " --algorithm ppo --device cpu --set env=puzzle --set network.kind=resnet --set preset=";
+  const Result full = host("--print-plan" + resnet + "full");
+  ASSERT_EQ(full.rc, 0) << full.output;
+  EXPECT_NE(full.output.find("residual tower: 30 blocks x 192 channels"), std::string::npos) << full.output;
+  const Result reduced = host("--print-plan" + resnet + "reduced");
+  ASSERT_EQ(reduced.rc, 0) << reduced.output;
+  EXPECT_NE(reduced.output.find("residual tower: 20 blocks x 128 channels"), std::string::npos) << reduced.output;
+  // The recursive network takes its size from the config: the preset does nothing to it.
+  const Result recursive = host("--print-plan --algorithm ppo --device cpu --set env=puzzle --set preset=full");
+  ASSERT_EQ(recursive.rc, 0) << recursive.output;
+  EXPECT_NE(recursive.output.find("full (no effect: full and reduced size the residual tower"), std::string::npos)
+      << recursive.output;
+}
+
 TEST_F(PpoHost, TrainAndEvalCartPole) {
   const std::string run = dir_ + "/cartpole";
   const std::string common = " --device cpu --run-dir " + run;

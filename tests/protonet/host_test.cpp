@@ -99,6 +99,40 @@ TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
   EXPECT_NE(cls.output.find("a.png: vertical"), std::string::npos) << cls.output;
 }
 
+// Plan fields checked from inside the worker (docs/plan.md, "What each field does"):
+// channels-last converts Conv-4's weights, a data worker assembles the episodes, gradient
+// checkpointing recomputes the blocks.
+TEST_F(ProtonetHost, PlanFieldsTakeEffectInTheWorker) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << PROTONET_FASHION_MNIST_DIR;
+  write_text_file(dir_ + "/hw.ini", "channels_last = true\ndataloader_workers = 1\ngradient_checkpointing = true\n");
+  const std::string run = dir_ + "/run";
+  const Result train = host("--algorithm protonet --device cpu --hardware-config " + dir_ + "/hw.ini --run-dir " + run +
+                            " --set epochs=1 --set episodes_per_epoch=4 --set val_episodes=2 --set train_way=5"
+                            " --set width=16");
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json applied = plan_applied(run);
+  EXPECT_EQ(applied["channels_last"]["tensors_converted"], 4) << "the four convolutions' weights: " << applied.dump(2);
+  EXPECT_EQ(applied["dataloader_workers"]["threads"], 1) << applied.dump(2);
+  EXPECT_GE(applied["dataloader_workers"]["batches_by_workers"].get<int64_t>(), 4 + 2) << applied.dump(2);
+  EXPECT_GE(applied["gradient_checkpointing"]["checkpointed_calls"].get<int64_t>(), 4 * 4) << applied.dump(2);
+  const json plan = read_json_file(run + "/plan.json");
+  EXPECT_EQ(plan["model"]["parameters"], read_json_file(run + "/summary.json")["result"]["parameters"]) << plan.dump(2);
+  EXPECT_FALSE(plan["no_effect"].contains("channels_last")) << plan["no_effect"].dump(2);
+}
+
+// ProtoNet's batch is the episode: a batch size on the command line is refused before
+// anything runs, naming the option and why; from the rules it is only marked.
+TEST_F(ProtonetHost, BatchSizeOnTheCommandLineIsRefused) {
+  const std::string run = dir_ + "/run";
+  const Result r = host("--algorithm protonet --device cpu --batch-size 64 --run-dir " + run);
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find("--batch-size 64: protonet's batch is the episode"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(run)) << "nothing is written";
+  const Result plan = host("--print-plan --algorithm protonet --device cpu");
+  ASSERT_EQ(plan.rc, 0) << plan.output;
+  EXPECT_NE(plan.output.find("256 (no effect: protonet's batch is the episode"), std::string::npos) << plan.output;
+}
+
 // Resident memory stays bounded under the plan's allocator (jemalloc by default, which keeps
 // freed blocks for reuse instead of returning them after every step): over a few hundred
 // training episodes the worker's resident memory, sampled every second into telemetry.jsonl,

@@ -1,5 +1,6 @@
 // The plugin through the real host: describe; build-data, then a short train on that folder,
 // eval and solve from the run folder; and a bad setting refused before anything runs.
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -66,6 +67,107 @@ TEST_F(TrmHost, BadSettingIsRefused) {
   EXPECT_EQ(r.rc, 2) << r.output;
   EXPECT_NE(r.output.find("model.loss"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir_ + "/run/model.json"));
+}
+
+// ---- plan fields, checked from inside the worker (docs/plan.md, "What each field does") ----
+
+class TrmPlanEffects : public TrmHost {
+ protected:
+  // A tiny Sudoku set and a run of the small task preset on it.
+  void SetUp() override {
+    TrmHost::SetUp();
+    data_ = dir_ + "/sudoku";
+    const HostResult b = host("--algorithm trm --command build-data --device cpu --run-dir " + dir_ + "/build" +
+                              " --set build.train=60 --set build.test=10 --set data.dir=" + data_);
+    ASSERT_EQ(b.rc, 0) << b.output;
+  }
+  HostResult train(const std::string& run, int steps, const std::string& extra = "") {
+    return host("--algorithm trm --device cpu --run-dir " + dir_ + "/" + run + " --set preset=sudoku-easy --set data.dir=" +
+                data_ + " --set train_steps=" + std::to_string(steps) +
+                " --set batch_size=8 --set model.hidden=32 --set checkpoint_every=3 " + extra);
+  }
+  std::string settings(const std::string& name, const std::string& text) {
+    write_text_file(dir_ + "/" + name, text);
+    return "--hardware-config " + dir_ + "/" + name;
+  }
+  std::string data_;
+};
+
+// Data workers draw the same batches as the training thread would, in the same order, and a
+// checkpoint records the sampler where the training stood, however far the workers ran ahead:
+// with and without workers the runs end with the same loss, resumed or not.
+TEST_F(TrmPlanEffects, DataWorkersPrefetchTheSameBatches) {
+  const std::string workers = settings("workers.ini", "dataloader_workers = 2\nprefetch_factor = 3\n");
+  HostResult r = train("plain", 6, "--no-hardware-config");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  r = train("workers", 6, workers);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json plain = read_json_file(dir_ + "/plain/summary.json"), with = read_json_file(dir_ + "/workers/summary.json");
+  EXPECT_EQ(plain["result"]["final_train_loss"], with["result"]["final_train_loss"]) << "the same batches in the same order";
+
+  const json applied = with["result"]["plan_applied"];
+  EXPECT_EQ(applied["dataloader_workers"]["threads"], 2) << applied.dump(2);
+  EXPECT_GE(applied["dataloader_workers"]["batches_by_workers"].get<int64_t>(), 6) << applied.dump(2);
+  EXPECT_EQ(applied["prefetch_factor"]["batches_ahead"], 6) << applied.dump(2);
+  EXPECT_EQ(plan_applied(dir_ + "/plain")["dataloader_workers"]["threads"], 0);
+  EXPECT_FALSE(plan_applied(dir_ + "/plain")["dataloader_workers"].contains("batches_by_workers"));
+  // Without workers the plan says the prefetch factor does nothing; with them it applies.
+  EXPECT_TRUE(read_json_file(dir_ + "/plain/plan.json")["no_effect"].contains("prefetch_factor"));
+  EXPECT_FALSE(read_json_file(dir_ + "/workers/plan.json")["no_effect"].contains("prefetch_factor"));
+
+  // Stopped after 3 steps (a checkpoint) and resumed to 6: with workers as without.
+  for (const std::string& name : {std::string("resumed_plain"), std::string("resumed_workers")}) {
+    const std::string how = name == "resumed_plain" ? "--no-hardware-config" : workers;
+    ASSERT_EQ(train(name, 3, how).rc, 0);
+    r = host("--algorithm trm --device cpu --resume --run-dir " + dir_ + "/" + name + " --set train_steps=6 " + how);
+    ASSERT_EQ(r.rc, 0) << r.output;
+  }
+  EXPECT_EQ(read_json_file(dir_ + "/resumed_plain/summary.json")["result"]["final_train_loss"],
+            read_json_file(dir_ + "/resumed_workers/summary.json")["result"]["final_train_loss"])
+      << "the checkpoint's sampler state is the one after the last batch trained on";
+}
+
+TEST_F(TrmPlanEffects, CheckpointingAndBf16RunInTheWorker) {
+  const bool bf16 = cpu_has_bf16(host("--probe --json"));
+  const HostResult r = train("run", 3, settings("hw.ini", "gradient_checkpointing = true\n") +
+                                           (bf16 ? " --precision bf16" : ""));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json applied = plan_applied(dir_ + "/run");
+  EXPECT_GT(applied["gradient_checkpointing"]["checkpointed_calls"].get<int64_t>(), 0) << applied.dump(2);
+  if (bf16) EXPECT_GT(applied["precision"]["bf16_autocast_regions"].get<int64_t>(), 0) << applied.dump(2);
+  // Without the setting nothing is recomputed and fp32 enters no autocast region.
+  ASSERT_EQ(train("plain", 3, "--no-hardware-config --precision fp32").rc, 0);
+  const json plain = plan_applied(dir_ + "/plain");
+  EXPECT_FALSE(plain.contains("gradient_checkpointing")) << plain.dump(2);
+  EXPECT_FALSE(plain.contains("precision")) << plain.dump(2);
+  if (!bf16) GTEST_SKIP() << "this CPU runs no bf16: checkpointing checked, bf16 not";
+}
+
+// The plan shows the model the config and preset give, with the parameter count the worker
+// then trains; full and reduced size the model.
+TEST_F(TrmPlanEffects, ThePlanShowsTheModelItTrains) {
+  const HostResult r = train("run", 2, "--no-hardware-config");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json plan = read_json_file(dir_ + "/run/plan.json");
+  EXPECT_EQ(plan["model"]["parameters"], read_json_file(dir_ + "/run/summary.json")["result"]["parameters"]);
+  EXPECT_NE(plan["model"]["shape"].get<std::string>().find("hidden 32"), std::string::npos) << plan["model"].dump();
+
+  auto parameters = [&](const std::string& preset) {
+    const HostResult p = host("--print-plan --algorithm trm --device cpu --set preset=" + preset + " --set data.dir=" + data_);
+    EXPECT_EQ(p.rc, 0) << p.output;
+    const auto line = p.output.find("  model   ");
+    EXPECT_NE(line, std::string::npos) << p.output;
+    const std::string text = p.output.substr(line, p.output.find('\n', line) - line);
+    std::string digits;
+    for (char c : text.substr(text.rfind(", ") + 2)) if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+    return std::stoll(digits);
+  };
+  EXPECT_GT(parameters("full"), 10 * parameters("reduced"));
+  // The batch size is trm's: the command line sets it.
+  const HostResult b = host("--print-plan --algorithm trm --device cpu --batch-size 16 --set data.dir=" + data_);
+  ASSERT_EQ(b.rc, 0) << b.output;
+  EXPECT_NE(b.output.find("\"batch_size\": 16"), std::string::npos) << b.output;
+  EXPECT_EQ(b.output.find("batch size               16 (no effect"), std::string::npos) << b.output;
 }
 
 // Two CPU ranks (Gloo) on a Sudoku set with puzzle-identifier embeddings: each rank trains

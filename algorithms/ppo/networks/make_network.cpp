@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <mlh/plugin.hpp>
+#include <mlh/runtime/device_transfer.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/nn/init.h>
 
@@ -129,9 +130,12 @@ void ActorCritic::infer_torch(const float* observations, int64_t batch, float* l
   c10::InferenceMode guard;
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), spec().observation_shape.begin(), spec().observation_shape.end());
-  at::Tensor obs = at::from_blob(const_cast<float*>(observations), shape, at::kFloat);
+  // The observations live in host memory; the network on whatever device it was moved to.
+  const at::Device device = parameters().front().device();
+  at::Tensor obs = mlh::rt::to_device(at::from_blob(const_cast<float*>(observations), shape, at::kFloat), device,
+                                      pinned_transfers_);
   PolicyOutput out = forward(obs);
-  at::Tensor l = out.logits.contiguous(), v = out.value.contiguous();
+  at::Tensor l = out.logits.to(at::kCPU, at::kFloat).contiguous(), v = out.value.to(at::kCPU, at::kFloat).contiguous();
   std::memcpy(logits, l.data_ptr<float>(), sizeof(float) * batch * spec().num_actions);
   std::memcpy(values, v.data_ptr<float>(), sizeof(float) * batch);
 }

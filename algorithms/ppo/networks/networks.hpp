@@ -80,12 +80,19 @@ class ActorCritic : public torch::nn::Module {
   // eval() first for the resnet if that matters). The default is infer_torch(); the mlp
   // overrides it with plain C++ loops (equal to forward() within 1e-5).
   virtual void infer(const float* observations, int64_t batch, float* logits, float* values);
-  // forward() under at::InferenceMode, copying the outputs to the buffers.
+  // forward() under at::InferenceMode on the network's device, copying the outputs to the
+  // buffers.
   void infer_torch(const float* observations, int64_t batch, float* logits, float* values);
+  // Whether infer copies observations to a CUDA device through page-locked memory, without
+  // blocking (the plan's pinned_memory).
+  void set_pinned_transfers(bool pinned) { pinned_transfers_ = pinned; }
 
   // Number of floats in one observation (the product of observation_shape).
   int64_t observation_size() const;
   int64_t parameter_count() const;
+
+ private:
+  bool pinned_transfers_ = false;
 };
 
 // Builds the network `spec` names. Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the

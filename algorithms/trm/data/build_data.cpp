@@ -130,7 +130,7 @@ BuildReport build_sudoku_dataset(const std::string& out_dir, const SudokuBuildOp
         log(std::string(train ? "train" : "test") + ": " + std::to_string(b.groups()) + " / " + std::to_string(count) + " puzzles");
     }
     make_dir(out_dir);
-    write_split((fs::path(out_dir) / (train ? "train" : "test")).string(), b, 11, 81);
+    write_split((fs::path(out_dir) / (train ? "train" : "test")).string(), b, kSudokuVocabSize, kSudokuSeqLen);
     (train ? report.train_examples : report.test_examples) = b.examples;
     if (log) log(std::string(train ? "train" : "test") + ": " + std::to_string(b.groups()) + " puzzles, " + std::to_string(b.examples) + " examples written");
   }
@@ -170,7 +170,7 @@ BuildReport build_maze_dataset(const std::string& out_dir, const MazeBuildOption
         log(std::string(train ? "train" : "test") + ": " + std::to_string(b.groups()) + " / " + std::to_string(count) + " mazes");
     }
     make_dir(out_dir);
-    write_split((fs::path(out_dir) / (train ? "train" : "test")).string(), b, 6, seq_len);
+    write_split((fs::path(out_dir) / (train ? "train" : "test")).string(), b, kMazeVocabSize, seq_len);
     (train ? report.train_examples : report.test_examples) = b.examples;
     if (log) log(std::string(train ? "train" : "test") + ": " + std::to_string(b.groups()) + " mazes, " + std::to_string(b.examples) + " examples written");
   }

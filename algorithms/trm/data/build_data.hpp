@@ -14,6 +14,10 @@
 
 namespace trm {
 
+// The token space the builders write: Sudoku 0 pad, 1 blank, 2..10 the digits, 81 cells;
+// mazes 6 tokens (pad and 5 cell kinds) over size x size cells.
+constexpr int64_t kSudokuVocabSize = 11, kSudokuSeqLen = 81, kMazeVocabSize = 6;
+
 struct SudokuBuildOptions {
   int64_t train_puzzles = 1000, test_puzzles = 200;
   int min_givens = 75, max_givens = 80;  // each puzzle's givens uniform in [min, max]

@@ -1,0 +1,48 @@
+// What a ProtoNet run does with the plan, for the host to print with it (describe_run): the
+// Conv-4 it builds and the plan fields it uses.
+#include "describe_run.hpp"
+
+#include <mlh/run_description.hpp>
+#include <mlh/runtime/apply_plan.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config.hpp"
+#include "model.hpp"
+
+namespace protonet {
+
+std::string describe_run(const mlh::RunContext& ctx) {
+  const Config cfg = parse_config(nlohmann::json::parse(ctx.config_json()));
+  const std::string command = ctx.command().empty() ? "train" : ctx.command();
+  const bool trains = command == "train" || command == "benchmark" || command == "calibrate";
+  const bool episodes = command == "train" || command == "eval";  // assembled by the data workers
+  const DatasetSpec& data = cfg.train_data;
+  const Conv4 net(data.channels, cfg.width);
+  const std::string not_training = command + " does not train";
+
+  mlh::RunDescription d;
+  d.model(net->parameter_count(), "Conv-4: 4 blocks x " + std::to_string(cfg.width) + " channels, " +
+                                      std::to_string(data.height) + "x" + std::to_string(data.width) + "x" +
+                                      std::to_string(data.channels) + " images to " +
+                                      std::to_string(net->embedding_dim(data.height, data.width)) + "-d embeddings");
+  d.no_effect("batch_size", "protonet's batch is the episode: train_way x (train_shot + train_query) images (" +
+                                std::to_string(cfg.train.way) + " x " + std::to_string(cfg.train.shot + cfg.train.query) +
+                                " here)");
+  d.uses_if(trains, "gradient_checkpointing", "recomputes each Conv-4 block in the backward pass", not_training);
+  d.uses_if(command != "classify", "precision", "autocast for the Conv-4 forward pass (fp16 with a gradient scaler)",
+            "classify embeds in fp32");
+  d.uses("preset", "the training and evaluation schedule (episodes, ways, epochs); the model is Conv-4 at the "
+                   "config's width in every preset");
+  d.uses_if(command != "classify", "pinned_memory", "episodes are page-locked by the data workers and copied without blocking",
+            "classify copies its images once");
+  d.uses_if(episodes, "dataloader_workers", "threads that assemble the next episodes while the current one trains",
+            command + " assembles its episodes itself");
+  d.uses_if(episodes, "prefetch_factor", "episodes each data worker keeps ready", command + " assembles its episodes itself");
+  d.uses_if(command == "train", "empty_cache_steps", "releases the device's cached memory every N episodes",
+            command + " does not release the cache");
+  d.uses("channels_last", "Conv-4's weights and its input images in NHWC layout");
+  d.uses("cudnn_benchmark", "cuDNN picks Conv-4's convolution algorithms by timing them");
+  return d.json();
+}
+
+}  // namespace protonet

@@ -1,0 +1,82 @@
+// What a TRM run does with the plan, for the host to print with it (describe_run): the model it
+// builds (from the config and the dataset's shapes, or a trained run's model.json) and the
+// plan fields it uses.
+#include <filesystem>
+#include <string>
+
+#include <mlh/run_description.hpp>
+#include <mlh/runtime/apply_plan.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "model/trm.hpp"
+#include "run_model.hpp"
+
+namespace trm {
+namespace {
+
+// The model a run of `command` builds: a trained run's for the commands that load one.
+ModelConfig model_of_run(const Config& cfg, const std::string& command, const std::string& run_dir) {
+  const bool loads_trained = command == "eval" || command == "solve" || command == "generate";
+  if (loads_trained && std::filesystem::exists(model_json_path(run_dir))) return read_run_model(run_dir).model;
+  if (cfg.text()) return text_model_config(cfg);
+  return puzzle_model_config(cfg, puzzle_dataset_shape(cfg, run_dir));
+}
+
+std::string model_shape(const ModelConfig& m) {
+  std::string shape = "hidden " + std::to_string(m.hidden) + ", " + std::to_string(m.num_heads) + " heads, " +
+                      std::to_string(m.l_layers) + " layers, H " + std::to_string(m.h_cycles) + " x L " +
+                      std::to_string(m.l_cycles) + " cycles, up to " + std::to_string(m.halt_max_steps) +
+                      " supervision steps; sequence " + std::to_string(m.seq_len) + ", vocabulary " +
+                      std::to_string(m.vocab_size);
+  if (m.mlp_t) shape += ", MLP across the sequence";
+  if (m.puzzle_emb_ndim > 0)
+    shape += ", " + std::to_string(m.num_puzzle_identifiers) + " puzzle embeddings of " + std::to_string(m.puzzle_emb_ndim);
+  return shape;
+}
+
+}  // namespace
+
+std::string describe_run(const mlh::RunContext& ctx) {
+  const Config cfg = parse_config(nlohmann::json::parse(ctx.config_json()));
+  const std::string command = ctx.command().empty() ? "train" : ctx.command();
+  mlh::RunDescription d;
+  if (command == "build-data") {
+    // It writes a dataset with plain C++: no plan field matters (the description lists none).
+    return d.json();
+  }
+  const ModelConfig m = model_of_run(cfg, command, ctx.run_dir());
+  const Trm model(m);
+  int64_t parameters = 0;
+  for (const at::Tensor& p : model->parameters()) parameters += p.numel();
+  d.model(parameters, model_shape(m));
+
+  const bool trains = command == "train" || command == "calibrate" || command == "benchmark";
+  const std::string not_training = command + " does not train";
+  d.uses_if(trains || command == "eval", "batch_size",
+            trains ? "rows per training step (per rank in a distributed run)" : "rows per evaluation batch",
+            command + " works on one puzzle or prompt at a time");
+  d.uses_if(trains, "gradient_checkpointing", "recomputes each step of the recursion's gradient cycle in backward",
+            not_training);
+  d.uses("precision", "autocast for the recursion (fp16 with a gradient scaler)");
+  const std::string preset = mlh::rt::RuntimePlan::parse(ctx.plan_json()).preset.value_or("");
+  if (!preset.empty())
+    d.uses("preset", preset == "full" || preset == "reduced"
+                       ? "sizes the model (full: the reference's hidden 512, 8 heads, H 3 x L 6; reduced: hidden 128, "
+                         "4 heads, H 2 x L 2)"
+                         : "the " + preset + " task's settings");
+  d.uses_if(command == "train" || command == "eval", "pinned_memory",
+            "batches are page-locked (by the data workers in training) and copied without blocking",
+            command + " copies single puzzles or prompts");
+  const std::string in_order = command + " takes its batches in order in the training thread";
+  d.uses_if(command == "train", "dataloader_workers", "threads that draw and assemble the next training batches",
+            in_order);
+  d.uses_if(command == "train", "prefetch_factor", "training batches each data worker keeps ready", in_order);
+  d.uses_if(command == "train", "empty_cache_steps", "releases the device's cached memory every N steps",
+            command + " does not release the cache");
+  d.no_effect("channels_last", "TRM has no convolutions");
+  d.no_effect("cudnn_benchmark", "TRM has no convolutions");
+  return d.json();
+}
+
+}  // namespace trm
