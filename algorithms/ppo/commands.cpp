@@ -421,15 +421,18 @@ NetworkSpec network_of_run(const mlh::RunContext& ctx, const std::string& comman
 }
 
 std::string network_shape(const NetworkSpec& spec) {
+  std::ostringstream shape;
   if (spec.kind == "mlp") {
-    std::string layers;
-    for (int64_t h : spec.mlp_hidden) layers += (layers.empty() ? "" : "-") + std::to_string(h);
-    return "MLP " + layers + " (actor and critic)";
+    shape << "MLP ";
+    for (size_t i = 0; i < spec.mlp_hidden.size(); ++i) shape << (i ? "-" : "") << spec.mlp_hidden[i];
+    shape << " (actor and critic)";
+  } else if (spec.kind == "recursive") {
+    shape << "recursive attention: hidden " << spec.hidden_dim << ", " << spec.num_heads << " heads, "
+          << spec.num_recursive_steps << " steps";
+  } else {
+    shape << "residual tower: " << spec.blocks << " blocks x " << spec.channels << " channels";
   }
-  if (spec.kind == "recursive")
-    return "recursive attention: hidden " + std::to_string(spec.hidden_dim) + ", " + std::to_string(spec.num_heads) +
-           " heads, " + std::to_string(spec.num_recursive_steps) + " steps";
-  return "residual tower: " + std::to_string(spec.blocks) + " blocks x " + std::to_string(spec.channels) + " channels";
+  return shape.str();
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "plan/effects.hpp"
 
-#include <cstdio>
-
 #include "plan/plan.hpp"
 
 namespace mlhost {
@@ -35,14 +33,6 @@ bool asks_for_something(const std::string& field, const json& value) {
 }
 
 bool is_kind(const Device& d, const char* kind) { return d.kind == kind; }
-
-// "1.13.1" < "2.6": the major and minor numbers only.
-bool torch_at_least(const std::optional<std::string>& version, int major, int minor) {
-  if (!version) return true;  // unknown: do not claim it cannot
-  int got_major = 0, got_minor = 0;
-  if (std::sscanf(version->c_str(), "%d.%d", &got_major, &got_minor) != 2) return true;
-  return got_major > major || (got_major == major && got_minor >= minor);
-}
 
 // Set explicitly by the user (not a rule, a default, the device or a measurement).
 bool user_set(const std::string& source) {
@@ -81,7 +71,7 @@ std::optional<std::string> device_no_effect(const std::string& field, const json
   if (field == "memory" && !cuda) return "PYTORCH_CUDA_ALLOC_CONF is read by CUDA's caching allocator only";
   if (field == "empty_cache_steps") {
     if (cpu) return "the CPU keeps no device cache to release";
-    if (mps && !torch_at_least(in.algorithm_torch, 2, 0))
+    if (mps && in.algorithm_torch && !torch_version_at_least(*in.algorithm_torch, 2, 0))
       return "LibTorch " + *in.algorithm_torch + " cannot release the MPS cache (2.x can)";
     if (!cuda && !mps) return "mlhost releases the caches of CUDA and MPS devices only";
   }

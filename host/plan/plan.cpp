@@ -55,12 +55,7 @@ class PlanBuilder {
 
 bool parse_bool(const std::string& v) { return v == "true"; }
 
-// "1.13.1" against 2.6: the major and minor numbers; an unreadable version counts as new enough.
-bool torch_version_at_least(const std::string& version, int major, int minor) {
-  int got_major = 0, got_minor = 0;
-  if (std::sscanf(version.c_str(), "%d.%d", &got_major, &got_minor) != 2) return true;
-  return got_major > major || (got_major == major && got_minor >= minor);
-}
+
 json parse_int(const std::string& v) { return std::stoll(v); }
 
 std::string precision_words(uint32_t mask) {
@@ -380,6 +375,12 @@ std::string model_text(const json& model) {
 }
 
 }  // namespace
+
+bool torch_version_at_least(const std::string& version, int major, int minor) {
+  int got_major = 0, got_minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &got_major, &got_minor) != 2) return true;
+  return got_major > major || (got_major == major && got_minor >= minor);
+}
 
 json make_plan(const PlanInputs& in) {
   PlanBuilder b(in);

@@ -50,6 +50,10 @@ struct PlanInputs {
 
 nlohmann::json make_plan(const PlanInputs& in);
 
+// Whether a LibTorch version ("1.13.1", "2.15.0+cu130") is at least major.minor; one that does
+// not read as a version counts as new enough (nothing is refused on a guess).
+bool torch_version_at_least(const std::string& version, int major, int minor);
+
 // A readable table of the plan: value and where it came from, one line each.
 std::string plan_to_text(const nlohmann::json& plan);
 

@@ -95,8 +95,9 @@ json describe_run(const PluginManifest& manifest, const std::string& command, co
                   const json& plan, const std::string& run_dir) {
   const std::string config_json = config.dump(), device_json = device.dump(), plan_json = plan.dump();
   const std::string torch_device = plan.value("torch_device", std::string("cpu"));
-  return run_json_job_isolated(
-      "describing a run of algorithm '" + manifest.name + "'",
+  const std::string what = "describing a run of algorithm '" + manifest.name + "'";
+  const json reply = run_json_job_isolated(
+      what,
       [=]() -> json {
         LoadedPlugin plugin = load_plugin(manifest);
         const mlh_algorithm_plugin* table = plugin.algorithm_table();
@@ -119,10 +120,15 @@ json describe_run(const PluginManifest& manifest, const std::string& command, co
         const char* answer = nullptr;
         mlh_error err = make_error();
         const mlh_status status = table->describe_run(instance.get(), &ctx, &answer, &err);
+        // A config or plan the algorithm refuses is the user's to fix, as when the worker
+        // would have refused it: said before anything runs.
+        if (status == MLH_ERR_INVALID_ARGUMENT) return {{"invalid", describe_error(status, err)}};
         if (status != MLH_OK) throw PluginLoadError("describe_run failed: " + describe_error(status, err));
-        return parse_plugin_json(answer, "describe_run's answer", manifest.name);
+        return {{"answer", parse_plugin_json(answer, "describe_run's answer", manifest.name)}};
       },
       kDescribeTimeout);
+  if (reply.is_object() && reply.contains("invalid")) throw HostError(reply["invalid"].get<std::string>(), 2);
+  return reply.is_object() ? reply.value("answer", json()) : json();
 }
 
 // In a child: ask the chosen device's plugin for the environment the plan needs.

@@ -152,7 +152,9 @@ TEST_F(Gpu, PlanFieldsTakeEffectOnCuda) {
   const json plan = read_json_file(dir_ + "/trm/plan.json");
   for (const char* field : {"pinned_memory", "empty_cache_steps", "dataloader_workers", "cudnn_benchmark"})
     EXPECT_FALSE(plan["no_effect"].contains(field)) << field << ": " << plan["no_effect"].dump(2);
-  if (plan["tf32_matmul"] == true) EXPECT_EQ(trm["tf32_matmul"], true) << trm.dump(2);
+  if (plan["tf32_matmul"] == true) {
+    EXPECT_EQ(trm["tf32_matmul"], true) << trm.dump(2);
+  }
 
   train("ppo", "--algorithm ppo" + common + "ppo --set preset=puzzle4 --set network.hidden_dim=32"
                    " --set network.num_heads=2 --set total_timesteps=2048 --set num_envs=8 --set num_steps=32");

@@ -49,6 +49,16 @@ TEST_F(PpoHost, BatchSizeOnTheCommandLineIsRefused) {
   EXPECT_FALSE(fs::exists(run)) << "nothing is written";
 }
 
+// A network the task cannot take is refused while planning (the algorithm's describe_run
+// builds it), before a run folder exists, naming the field.
+TEST_F(PpoHost, ANetworkTheTaskCannotTakeIsRefusedBeforeAnythingRuns) {
+  const std::string run = dir_ + "/run";
+  const Result r = host("--algorithm ppo --device cpu --set network.kind=resnet --run-dir " + run);
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find("kind"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(run)) << "nothing is written";
+}
+
 // The CartPole MLP runs in fp32 without checkpointing or convolutions: the plan says so, and
 // a bf16 asked for on the command line is a warning naming it, not a silent no-op. The plan's
 // model is the network the worker trains.

@@ -57,7 +57,28 @@ TEST(Precision, NestingRestoresTheOuterScope) {
 TEST(Precision, CpuFp16IsAnError) {
   EXPECT_THROW(AutocastScope(Precision::kFp16, kCpu), mlh::Error);
   EXPECT_FALSE(compat::autocast_enabled(c10::DeviceType::CPU));
-  EXPECT_THROW(AutocastScope(Precision::kBf16, c10::Device(c10::DeviceType::MPS)), mlh::Error);
+  EXPECT_THROW(AutocastScope(Precision::kFp16, c10::Device(c10::DeviceType::MPS)), mlh::Error);
+}
+
+// bf16 autocast on MPS exists from LibTorch 2.6: entered there (no Apple GPU is needed to set
+// the state), a clear error before.
+TEST(Precision, MpsBf16AutocastWhereLibTorchHasIt) {
+  const c10::Device mps(c10::DeviceType::MPS);
+#if MLH_TORCH_HAS_MPS_BF16_AUTOCAST
+  {
+    AutocastScope scope(Precision::kBf16, mps);
+    EXPECT_TRUE(compat::autocast_enabled(c10::DeviceType::MPS));
+    EXPECT_EQ(compat::autocast_dtype(c10::DeviceType::MPS), at::kBFloat16);
+  }
+  EXPECT_FALSE(compat::autocast_enabled(c10::DeviceType::MPS));
+#else
+  try {
+    AutocastScope scope(Precision::kBf16, mps);
+    FAIL() << "no error";
+  } catch (const mlh::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MPS: bf16 only, with LibTorch 2.6 or later"), std::string::npos) << e.what();
+  }
+#endif
 }
 
 }  // namespace

@@ -134,7 +134,9 @@ TEST_F(TrmPlanEffects, CheckpointingAndBf16RunInTheWorker) {
   ASSERT_EQ(r.rc, 0) << r.output;
   const json applied = plan_applied(dir_ + "/run");
   EXPECT_GT(applied["gradient_checkpointing"]["checkpointed_calls"].get<int64_t>(), 0) << applied.dump(2);
-  if (bf16) EXPECT_GT(applied["precision"]["bf16_autocast_regions"].get<int64_t>(), 0) << applied.dump(2);
+  if (bf16) {
+    EXPECT_GT(applied["precision"]["bf16_autocast_regions"].get<int64_t>(), 0) << applied.dump(2);
+  }
   // Without the setting nothing is recomputed and fp32 enters no autocast region.
   ASSERT_EQ(train("plain", 3, "--no-hardware-config --precision fp32").rc, 0);
   const json plain = plan_applied(dir_ + "/plain");
