@@ -54,8 +54,6 @@ class PlanBuilder {
 };
 
 bool parse_bool(const std::string& v) { return v == "true"; }
-
-
 json parse_int(const std::string& v) { return std::stoll(v); }
 
 std::string precision_words(uint32_t mask) {

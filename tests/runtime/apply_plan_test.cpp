@@ -55,7 +55,8 @@ TEST_F(ApplyPlan, ParsesEveryField) {
     "torch_device": "cpu", "precision": "bf16", "batch_size": 256, "gradient_checkpointing": true,
     "preset": "reduced", "threads": {"intra_op": 2, "inter_op": 1}, "memory_fraction": null,
     "empty_cache_steps": 10, "pinned_memory": false, "prefetch_factor": 3, "dataloader_workers": 4,
-    "cudnn_benchmark": true, "tf32_matmul": true, "deterministic": false, "seed": 18446744073709551615})");
+    "cudnn_benchmark": true, "tf32_matmul": true, "deterministic": false, "channels_last": true,
+    "seed": 18446744073709551615})");
   EXPECT_EQ(p.device, c10::Device(c10::DeviceType::CPU));
   EXPECT_EQ(p.precision, mlh::rt::Precision::kBf16);
   EXPECT_EQ(p.batch_size, 256);
@@ -70,7 +71,9 @@ TEST_F(ApplyPlan, ParsesEveryField) {
   EXPECT_TRUE(p.cudnn_benchmark);
   EXPECT_TRUE(p.tf32_matmul);
   EXPECT_FALSE(p.deterministic);
+  EXPECT_TRUE(p.channels_last);
   EXPECT_EQ(p.seed, UINT64_MAX);
+  EXPECT_FALSE(RuntimePlan::parse(R"({"torch_device": "cpu"})").channels_last) << "off unless the plan says";
 }
 
 TEST_F(ApplyPlan, WorkerDeviceWinsAndMissingFieldsTakeDefaults) {
