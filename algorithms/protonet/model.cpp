@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <mlh/runtime/grad_checkpoint.hpp>
+#include <mlh/runtime/parameters.hpp>
 
 namespace protonet {
 
@@ -67,10 +68,6 @@ double Conv4Impl::training_flops_per_image(int64_t channels, int64_t height, int
   return total;
 }
 
-int64_t Conv4Impl::parameter_count() const {
-  int64_t n = 0;
-  for (const auto& p : parameters()) n += p.numel();
-  return n;
-}
+int64_t Conv4Impl::parameter_count() const { return mlh::rt::parameter_count(*this); }
 
 }  // namespace protonet

@@ -12,6 +12,7 @@
 #include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/memory.hpp>
+#include <mlh/runtime/parameters.hpp>
 #include <mlh/runtime/prefetcher.hpp>
 #include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
@@ -161,8 +162,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   mlh::rt::OrderedPrefetcher<Batch, StepBatch, json> batches(
       data.next, data.state, [&](Batch b) { return prepare_batch(std::move(b), plan.device, plan.pinned_memory); },
       mlh::rt::prefetch_depth(plan.prefetch_factor, plan.dataloader_workers), static_cast<int>(plan.dataloader_workers));
-  int64_t parameters = 0;
-  for (const at::Tensor& p : t.model()->parameters()) parameters += p.numel();
+  const int64_t parameters = mlh::rt::parameter_count(*t.model());
   const ModelConfig& m = run_model.model;
   ctx.info("trm " + cfg.mode + ": " + std::to_string(parameters) + " parameters (hidden " + std::to_string(m.hidden) +
            ", " + std::to_string(m.num_heads) + " heads, " + std::to_string(m.l_layers) + " layers, H " +

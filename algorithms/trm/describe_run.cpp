@@ -6,6 +6,7 @@
 
 #include <mlh/run_description.hpp>
 #include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/parameters.hpp>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -46,10 +47,7 @@ std::string describe_run(const mlh::RunContext& ctx) {
     return d.json();
   }
   const ModelConfig m = model_of_run(cfg, command, ctx.run_dir());
-  const Trm model(m);
-  int64_t parameters = 0;
-  for (const at::Tensor& p : model->parameters()) parameters += p.numel();
-  d.model(parameters, model_shape(m));
+  d.model(mlh::rt::parameter_count(*Trm(m)), model_shape(m));
 
   const bool trains = command == "train" || command == "calibrate" || command == "benchmark";
   const std::string not_training = command + " does not train";

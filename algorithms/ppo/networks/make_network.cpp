@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/device_transfer.hpp>
+#include <mlh/runtime/parameters.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/nn/init.h>
 
@@ -116,11 +117,7 @@ int64_t ActorCritic::observation_size() const {
   return n;
 }
 
-int64_t ActorCritic::parameter_count() const {
-  int64_t n = 0;
-  for (const auto& p : parameters()) n += p.numel();
-  return n;
-}
+int64_t ActorCritic::parameter_count() const { return mlh::rt::parameter_count(*this); }
 
 void ActorCritic::infer(const float* observations, int64_t batch, float* logits, float* values) {
   infer_torch(observations, batch, logits, values);
