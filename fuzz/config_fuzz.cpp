@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "plan/config.hpp"
+#include "plan/algorithm_config.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "plan/config.hpp"
+#include "plan/algorithm_config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const nlohmann::json schema = nlohmann::json::parse(R"({

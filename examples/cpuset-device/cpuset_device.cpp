@@ -5,8 +5,9 @@
 //   probe      one device, "cpuset:0", torch device "cpu", with the set's size as its
 //              compute units and thread count; unavailable (with the reason) when the set
 //              is malformed or names no core this process may use
-//   prepare    pins the run's OpenMP threads to the set (GOMP_CPU_AFFINITY) and sizes the
-//              thread pools to it, before LibTorch starts in the worker
+//   prepare    pins the run's OpenMP threads to the set (GOMP_CPU_AFFINITY), before LibTorch
+//              starts in the worker; the thread counts and the allocator are the plan's,
+//              which the host sets for every device (the set's size is the recommendation)
 //   telemetry  the set's busy share from /proc/stat and the worker's resident memory
 //
 // It uses only the SDK's headers: the C ABI through the C++ helper mlh/plugin.hpp.
@@ -97,11 +98,7 @@ class CpusetDevice : public mlh::DevicePlugin {
 
   std::vector<mlh::EnvVar> prepare(int32_t /*device_index*/, const std::string& /*plan_json*/) override {
     const std::set<int> cores = chosen_cores();
-    const std::string n = std::to_string(cores.size());
-    return {{"GOMP_CPU_AFFINITY", join(cores, " ")},
-            {"OMP_NUM_THREADS", n},
-            {"OPENBLAS_NUM_THREADS", n},
-            {"MLH_CPUSET_CORES", join(cores, ",")}};
+    return {{"GOMP_CPU_AFFINITY", join(cores, " ")}, {"MLH_CPUSET_CORES", join(cores, ",")}};
   }
 
   // Busy share of the set since the previous sample (the host keeps this plugin loaded in

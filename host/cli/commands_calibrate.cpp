@@ -6,8 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/launch_options.hpp"
+#include "cli/run_setup.hpp"
 #include "plugins/plugin_calls.hpp"
-#include "run/run_setup.hpp"
 
 namespace mlhost {
 
@@ -16,8 +17,8 @@ using nlohmann::json;
 namespace {
 
 void print_calibration(const RunSetup& s) {
-  const CalibrationResult& r = *s.calibration;
-  std::cout << "Calibration of " << s.algorithm->name << " on " << s.device.id() << " (" << s.device.name << "), "
+  const CalibrationResult& r = *s.planned.calibration;
+  std::cout << "Calibration of " << s.algorithm->name() << " on " << s.device.id() << " (" << s.device.name << "), "
             << r.benchmark << " in " << r.unit << "/s" << (r.complete ? "" : " (partial: the time bound stopped it)")
             << ":\n";
   for (const CalibrationMeasurement& m : r.measurements) {
@@ -31,33 +32,33 @@ void print_calibration(const RunSetup& s) {
               << r.precision_check.value("reduced_loss", 0.0) << " vs fp32 " << r.precision_check.value("fp32_loss", 0.0)
               << " after " << r.precision_check.value("steps", 0) << " steps, "
               << (r.precision_check.value("passed", false) ? "passed" : "failed") << "\n";
-  std::cout << "  " << s.plan["calibration"].value("status", "") << "\n";
+  std::cout << "  " << s.planned.plan["calibration"].value("status", "") << "\n";
 }
 
 }  // namespace
 
 int command_calibrate(const CliOptions& options) {
+  const Discovery discovery = discover_plugins(discovery_options(options));
   std::vector<std::string> names;
   if (!options.algorithm.empty()) {
-    names.push_back(options.algorithm);
+    const AlgorithmInfo algorithm = describe_algorithm(discovery.usable_algorithm(options.algorithm).manifest);
+    if (!algorithm.has_command("calibrate"))
+      throw HostError("--calibrate: " + algorithm.name() + " has no calibrate command", kExitBadInput);
+    names.push_back(algorithm.name());
   } else {
-    const Discovery discovery = discover_plugins(discovery_options(options));
-    for (const PluginManifest& m : usable_algorithms(discovery)) {
-      const json commands = describe_algorithm(m).at("commands");
-      if (std::find(commands.begin(), commands.end(), "calibrate") != commands.end()) names.push_back(m.name);
-    }
-    if (names.empty()) throw HostError("no algorithm plugin here has a calibrate command (see 'host --list-plugins')", 2);
+    for (const PluginManifest& m : discovery.usable("algorithm"))
+      if (describe_algorithm(m).has_command("calibrate")) names.push_back(m.name);
+    if (names.empty())
+      throw HostError("no algorithm plugin here has a calibrate command (see 'host --list-plugins')", kExitBadInput);
   }
+  const MeasurementPolicy measurement = measurement_policy(options, MeasurementPolicy::Calibrate::kAlways);
   int status = 0;
   for (const std::string& name : names) {
     CliOptions one = options;
     one.algorithm = name;
-    const RunSetup s = setup_run(one, Calibration::kAlways);
-    if (!s.calibration) {
-      const std::string why = s.plan.contains("calibration") ? s.plan["calibration"].value("status", "") : "";
-      if (!options.algorithm.empty() && why.find("has no calibrate command") != std::string::npos)
-        throw HostError("--calibrate: " + why.substr(why.find(name)), 2);
-      std::cerr << "host: " << name << ": " << why << "\n";
+    const RunSetup s = setup_run(one, Launch{}, measurement);
+    if (!s.planned.calibration) {
+      std::cerr << "host: " << name << ": " << s.planned.plan["calibration"].value("status", "") << "\n";
       status = 1;
       continue;
     }

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "probe/backends.hpp"
+#include "probe/report.hpp"
 
 namespace mlhost {
 
@@ -29,42 +29,21 @@ DiscoveryOptions discovery_options(const CliOptions& options) {
       d.allowlist = read_allowlist(allowlist);
       d.allowlist->origin = allowlist_origin;
     } catch (const AllowlistError& e) {
-      throw HostError(std::string(e.what()) + " (" + allowlist_origin + ")", 2);
+      throw HostError(std::string(e.what()) + " (" + allowlist_origin + ")", kExitBadInput);
     }
   }
   for (const auto& dir : options.plugin_dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
-      throw HostError("--plugin-dir '" + dir.string() + "': no such folder", 2);
+      throw HostError("--plugin-dir '" + dir.string() + "': no such folder", kExitBadInput);
   }
   return d;
 }
 
-std::vector<PluginManifest> usable_algorithms(const Discovery& discovery) {
-  std::vector<PluginManifest> out;
-  for (const auto& p : discovery.plugins)
-    if (p.usable() && p.manifest.kind == "algorithm") out.push_back(p.manifest);
-  return out;
-}
-
-ProbeReport run_probe(const CliOptions& options, const Discovery& discovery,
-                      const std::vector<PluginManifest>& algorithms) {
-  const auto start = std::chrono::steady_clock::now();
-  ProbeReport report;
-  report.platform = read_platform_info();
-  report.discovery = discovery;
-  report.plugins = probe_device_plugins(report.discovery, std::chrono::milliseconds(options.probe_timeout_ms));
-  require_torch_backends(report.plugins, algorithms);
-  report.request = options.device;
-  report.no_gpu = options.no_gpu;
-  report.ranking = rank_devices(all_devices(report.plugins), options.device, options.no_gpu);
-  report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return report;
-}
-
 int command_probe(const CliOptions& options) {
   const Discovery discovery = discover_plugins(discovery_options(options));
-  const ProbeReport report = run_probe(options, discovery, usable_algorithms(discovery));
+  const ProbeReport report = probe_and_rank(discovery, discovery.usable("algorithm"), options.device, options.no_gpu,
+                                            std::chrono::milliseconds(options.probe_timeout_ms));
   if (options.json)
     std::cout << probe_report_to_json(report).dump(2) << "\n";
   else

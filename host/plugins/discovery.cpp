@@ -9,6 +9,7 @@
 
 #include <mlh/mlh_abi.h>
 
+#include "common/errors.hpp"
 #include "plugins/file_checks.hpp"
 #include "plugins/sha256.hpp"
 
@@ -125,6 +126,29 @@ const DiscoveredPlugin* Discovery::find_any(const std::string& kind, const std::
   for (const auto& p : plugins)
     if (p.manifest.kind == kind && p.manifest.name == name) return &p;
   return nullptr;
+}
+
+std::vector<PluginManifest> Discovery::usable(const std::string& kind) const {
+  std::vector<PluginManifest> out;
+  for (const auto& p : plugins)
+    if (p.usable() && p.manifest.kind == kind) out.push_back(p.manifest);
+  return out;
+}
+
+const DiscoveredPlugin& Discovery::usable_algorithm(const std::string& name) const {
+  if (const DiscoveredPlugin* p = find_usable("algorithm", name)) return *p;
+  if (const DiscoveredPlugin* p = find_any("algorithm", name))
+    throw HostError("algorithm plugin '" + name + "' cannot be loaded: " + *p->refused);
+  std::string known;
+  for (const PluginManifest& m : usable("algorithm")) known += (known.empty() ? "" : ", ") + m.name;
+  throw HostError("no algorithm plugin named '" + name + "' (found: " + (known.empty() ? "none" : known) +
+                      "); see 'host --list-plugins'",
+                  kExitBadInput);
+}
+
+const DiscoveredPlugin& Discovery::usable_device_plugin(const std::string& name) const {
+  if (const DiscoveredPlugin* p = find_usable("device", name)) return *p;
+  throw HostError("device plugin '" + name + "' vanished after probing");
 }
 
 fs::path install_root() {

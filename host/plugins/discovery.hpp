@@ -53,6 +53,14 @@ struct Discovery {
   const DiscoveredPlugin* find_usable(const std::string& kind, const std::string& name) const;
   // Any plugin of that kind and name, loadable or not (for explaining refusals).
   const DiscoveredPlugin* find_any(const std::string& kind, const std::string& name) const;
+
+  // The manifests of every loadable plugin of that kind, in search order.
+  std::vector<PluginManifest> usable(const std::string& kind) const;
+  // The loadable algorithm plugin `name`, or a HostError that says why not (exit status 2
+  // when there is none of that name, naming those there are).
+  const DiscoveredPlugin& usable_algorithm(const std::string& name) const;
+  // The loadable device plugin that reported a device (probing found it), or a HostError.
+  const DiscoveredPlugin& usable_device_plugin(const std::string& name) const;
 };
 
 // The prefix the host runs from: the folder above its executable's (build/ or /usr/local).

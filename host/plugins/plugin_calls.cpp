@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cli/commands.hpp"
+#include "common/errors.hpp"
 #include "plugins/isolated.hpp"
 #include "plugins/plugin_loader.hpp"
 
@@ -71,9 +71,15 @@ json run_json_job_isolated(const std::string& what, std::function<json()> job, s
 
 }  // namespace
 
-json describe_algorithm(const PluginManifest& manifest) {
-  return run_json_job_isolated("describing algorithm '" + manifest.name + "'",
-                               [manifest] { return describe_in_child(manifest); }, kDescribeTimeout);
+AlgorithmInfo describe_algorithm(const PluginManifest& manifest) {
+  const std::string what = "describing algorithm '" + manifest.name + "'";
+  const json description =
+      run_json_job_isolated(what, [manifest] { return describe_in_child(manifest); }, kDescribeTimeout);
+  try {
+    return AlgorithmInfo::from_description(manifest, description);
+  } catch (const std::runtime_error& e) {
+    throw HostError(what + ": " + e.what());
+  }
 }
 
 namespace {

@@ -7,13 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plugins/algorithm_info.hpp"
 #include "plugins/manifest.hpp"
 
 namespace mlhost {
 
-// The algorithm's describe(): {name, version, summary, commands, config_schema,
-// config_defaults, presets}. Throws HostError naming the plugin and what went wrong.
-nlohmann::json describe_algorithm(const PluginManifest& manifest);
+// The algorithm's describe(). Throws HostError naming the plugin and what went wrong.
+AlgorithmInfo describe_algorithm(const PluginManifest& manifest);
 
 // What a run would do (ABI 1.1's describe_run): {"model": {...}, "plan_fields": {...}} for
 // this command, config, device record, plan and run folder (which need not exist yet; eval

@@ -1,5 +1,7 @@
 #include "probe/report.hpp"
 
+#include "probe/backends.hpp"
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -53,6 +55,21 @@ std::string device_headline(const Device& d) {
 }
 
 }  // namespace
+
+ProbeReport probe_and_rank(const Discovery& discovery, const std::vector<PluginManifest>& algorithms,
+                           const DeviceRequest& request, bool no_gpu, std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  ProbeReport report;
+  report.platform = read_platform_info();
+  report.discovery = discovery;
+  report.plugins = probe_device_plugins(report.discovery, timeout);
+  require_torch_backends(report.plugins, algorithms);
+  report.request = request;
+  report.no_gpu = no_gpu;
+  report.ranking = rank_devices(all_devices(report.plugins), request, no_gpu);
+  report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
 
 PlatformInfo read_platform_info() {
   PlatformInfo info;

@@ -1,6 +1,7 @@
 // The probe report: readable text for people, JSON (schema in docs/probe-json.md) for tools.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ struct ProbeReport {
   Ranking ranking;
   double elapsed_ms = 0;
 };
+
+// Probes every device plugin `discovery` found and ranks their devices: what --probe shows
+// and a run starts from. GPUs that none of `algorithms` can drive are unavailable
+// (backends.hpp); `timeout`: how long one plugin may take to probe.
+ProbeReport probe_and_rank(const Discovery& discovery, const std::vector<PluginManifest>& algorithms,
+                           const DeviceRequest& request, bool no_gpu, std::chrono::milliseconds timeout);
 
 nlohmann::json probe_report_to_json(const ProbeReport& report);
 std::string probe_report_to_text(const ProbeReport& report);

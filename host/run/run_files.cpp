@@ -3,16 +3,9 @@
 #include <ctime>
 #include <stdexcept>
 
-#include <mlh/atomic_file.hpp>
 
 namespace mlhost {
 namespace fs = std::filesystem;
-
-void write_file_atomically(const fs::path& path, const std::string& content) {
-  mlh::AtomicFile file(path.string());
-  file.write(content.data(), content.size());
-  file.commit();
-}
 
 void prepare_run_dir(const fs::path& dir, bool resume) {
   std::error_code ec;

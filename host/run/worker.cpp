@@ -19,7 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "plugins/plugin_loader.hpp"
-#include "run/run_files.hpp"
+#include "common/files.hpp"
 #include "run/run_sink.hpp"
 
 namespace mlhost {
@@ -117,6 +117,23 @@ int worker_main(const WorkerSpec& spec) {
                  summary["error"].get<std::string>().c_str());
   std::fflush(nullptr);
   return code;
+}
+
+WorkerSpec worker_spec(const PluginManifest& algorithm, const std::string& command, const WorkerPlacement& worker,
+                       const json& config, const json& plan, const fs::path& run_dir) {
+  WorkerSpec spec;
+  spec.algorithm = algorithm;
+  spec.command = command;
+  spec.config_json = config.dump();
+  spec.device_json = device_to_json(worker.device).dump();
+  spec.torch_device = worker.torch_device;
+  spec.plan_json = plan.dump();
+  spec.environment = worker.environment;
+  spec.run_dir = run_dir;
+  spec.rank = worker.rank;
+  spec.local_rank = worker.local_rank;
+  spec.world_size = worker.world_size;
+  return spec;
 }
 
 json worker_spec_to_json(const WorkerSpec& spec) {

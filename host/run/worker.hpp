@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/planner.hpp"
 #include "plugins/manifest.hpp"
 
 namespace mlhost {
@@ -41,6 +42,12 @@ struct WorkerSpec {
 
   std::filesystem::path output_dir() const;
 };
+
+// The spec of a worker that runs `command` of `algorithm` as `worker` says (its rank,
+// device, torch device and environment) with this config and plan, writing into `run_dir`
+// (its rank's folder there). The one place a spec is made.
+WorkerSpec worker_spec(const PluginManifest& algorithm, const std::string& command, const WorkerPlacement& worker,
+                       const nlohmann::json& config, const nlohmann::json& plan, const std::filesystem::path& run_dir);
 
 // Exit statuses of the worker process.
 constexpr int kWorkerCompleted = 0;

@@ -2,7 +2,6 @@
 // dlopen when a probe runs, so it loads on machines without a driver. The logic lives in
 // the mlhost-cuda-probe library; this file only binds it to the C ABI.
 #include <memory>
-#include <mlh/worker_env.hpp>
 #include <mlh/plugin.hpp>
 
 #include "cuda_prepare.hpp"
@@ -30,11 +29,8 @@ class CudaDevices : public mlh::DevicePlugin {
       throw mlh::Error(MLH_ERR_UNAVAILABLE, gpu.torch_device +
                                                 " has no UUID (cuDeviceGetUuid failed), so it cannot "
                                                 "be made the only visible GPU");
-    std::vector<mlh::EnvVar> env = cuda_environment(gpu.uuid, read_cuda_plan(plan_json));
-    // The CPU side of a GPU run (data, the host half of every op) has threads and allocates too.
-    for (mlh::EnvVar& var : mlh::worker_cpu_environment(mlh::PlanReader(plan_json), std::nullopt))
-      env.push_back(std::move(var));
-    return env;
+    // Only the GPU's own variables: the CPU side of the run (threads, allocator) is the host's.
+    return cuda_environment(gpu.uuid, read_cuda_plan(plan_json));
   }
 
   // The sample is of the whole GPU: NVML's per-process figures use the pids of the

@@ -1,7 +1,7 @@
 // The environment a worker needs to train on one chosen GPU: that GPU made the only
 // visible one, the device string to use then, and the CUDA allocator settings of the plan.
 // All read by CUDA and LibTorch when they start, hence set before. (The CPU side's threads
-// and allocator come from mlh/worker_env.hpp, as on every device.)
+// and allocator are the host's: it sets them from the plan for every device.)
 #pragma once
 
 #include <mlh/plugin.hpp>

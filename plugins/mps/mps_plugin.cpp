@@ -2,7 +2,6 @@
 // loads everywhere and says why MPS is unusable off Apple Silicon. The logic lives in the
 // mlhost-mps-probe library; this file only binds it to the C ABI.
 #include <mlh/plugin.hpp>
-#include <mlh/worker_env.hpp>
 
 #include "mps_prepare.hpp"
 #include "mps_probe.hpp"
@@ -19,11 +18,8 @@ class MpsDevices : public mlh::DevicePlugin {
   // and the host decides what to run where.
   std::vector<mlh::EnvVar> prepare(int32_t device_index, const std::string& plan_json) override {
     check_index(device_index);
-    std::vector<mlh::EnvVar> env = mlh::mps::mps_environment(plan_json);
-    // The CPU side of an MPS run (data, ops MPS lacks) has threads and allocates too.
-    for (mlh::EnvVar& var : mlh::worker_cpu_environment(mlh::PlanReader(plan_json), std::nullopt))
-      env.push_back(std::move(var));
-    return env;
+    // Only MPS's own variables: the CPU side of the run (threads, allocator) is the host's.
+    return mlh::mps::mps_environment(plan_json);
   }
 
   mlh::TelemetrySample telemetry(int32_t device_index, int64_t pid) override {

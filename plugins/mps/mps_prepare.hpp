@@ -17,7 +17,7 @@ namespace mlh::mps {
 //    PYTORCH_MPS_LOW_WATERMARK_RATIO gets the same value: PyTorch refuses to start when
 //    the low watermark (default 1.4) is above the high one, and with both equal the
 //    allocator starts collecting its cache at the limit itself.
-// (The CPU side's threads and allocator come from mlh/worker_env.hpp, as on every device.)
+// (The CPU side's threads and allocator are the host's: it sets them from the plan for every device.)
 // A missing or null field sets nothing. Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) that
 // names the field when the plan is not a JSON object or a value is out of range.
 std::vector<EnvVar> mps_environment(const std::string& plan_json);

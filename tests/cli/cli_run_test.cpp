@@ -198,6 +198,39 @@ TEST_F(RunTest, RunsOnAPluginBuiltAgainstTheFrozenAbi10Headers) {
   EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "completed");
 }
 
+// The host sets every worker's CPU side from the plan, whatever the device: the shipped
+// example device plugin has no thread or allocator code, and its run still gets the plan's
+// threads and allocator, as the worker itself reports them.
+TEST_F(RunTest, AThirdPartyDeviceGetsThePlansThreadsAndAllocatorWithoutCodeOfItsOwn) {
+  REQUIRE_CASE("cpuset");
+  for (const std::string allocator : {"auto", "glibc-tuned"}) {
+    SCOPED_TRACE(allocator);
+    fs::remove_all(run_dir_);
+    const Result r = train({"--plugin-dir", case_dir("cpuset").string(), "--device", "cpuset", "--allocator", allocator,
+                            "--no-calibrate", "--set", "steps=5"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const json plan = file_json(run_dir_ / "plan.json");
+    const json summary = file_json(run_dir_ / "summary.json");
+    EXPECT_EQ(plan["device"], "cpuset:0") << plan.dump(2);
+    EXPECT_FALSE(plan.contains("warnings")) << plan.dump(2);
+    const json& env = plan["environment"];
+    // The device's own variable, and the host's CPU side beside it.
+    EXPECT_TRUE(env.contains("GOMP_CPU_AFFINITY")) << env.dump(2);
+    const int intra = plan["threads"]["intra_op"];
+    for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+      EXPECT_EQ(env.value(var, ""), std::to_string(intra)) << var << " " << env.dump(2);
+    // What the worker reports agrees with the plan.
+    EXPECT_EQ(summary["result"]["torch_threads"], intra) << summary.dump(2);
+    EXPECT_EQ(summary["result"]["plan_applied"]["threads"]["intra_op"], intra) << summary.dump(2);
+    const std::string planned = plan["allocator"]["name"];
+    const std::string running = summary["worker"]["allocator"];
+    EXPECT_EQ(running.substr(0, running.find(' ')), planned == "glibc-tuned" ? "glibc" : planned) << summary.dump(2);
+    if (planned == "glibc-tuned") EXPECT_TRUE(contains(running, "glibc.malloc.mmap_threshold")) << running;
+    if (allocator == "glibc-tuned") EXPECT_EQ(planned, "glibc-tuned");
+    if (allocator == "auto") EXPECT_EQ(plan["source_kinds"]["allocator"], "default") << "auto is no choice of the user's";
+  }
+}
+
 // An algorithm plugin built against the ABI 1.0 headers (no describe_run) is described,
 // planned and run by this host; its plan's values are shown as given, and it says so.
 TEST_F(CliTest, RunsAnAlgorithmBuiltAgainstTheFrozenAbi10Headers) {

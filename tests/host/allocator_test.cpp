@@ -9,8 +9,9 @@
 
 #include <mlh/allocator_env.hpp>
 
-#include "plan/plan.hpp"
-#include "plan/settings.hpp"
+#include "plan/hardware_settings.hpp"
+#include "plan/plan_text.hpp"
+#include "planning.hpp"
 #include "temp_dir.hpp"
 #include "test_devices.hpp"
 
@@ -34,15 +35,17 @@ class AllocatorFolder {
   mlhost::testing::TempDir dir_;
 };
 
+// The plan with allocator libraries looked for in `search_path` only; `asked` as the command
+// line gives it ("auto" arrives unset, as cli/run_setup.cpp passes it on).
 json plan_with(const Device& d, const char* search_path, std::optional<std::string> asked = std::nullopt,
                const HardwareSettings* settings = nullptr) {
-  PlanInputs in;
-  in.device = &d;
-  in.allocator_search_path = search_path;
-  in.allocator_search_system = false;
-  in.allocator = asked;
-  in.settings = settings;
-  return make_plan(in);
+  PlanRequest request = testing::request_for(d);
+  if (search_path) request.allocators.path = search_path;
+  request.allocators.system = false;
+  if (asked != "auto") request.overrides.allocator = asked;
+  if (settings) request.settings = *settings;
+  testing::FakePlanServices services;
+  return plan_run(request, services).plan;
 }
 
 HardwareSettings settings_from(const std::string& text) { return parse_hardware_settings(text, "hw.ini"); }

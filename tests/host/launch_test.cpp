@@ -1,10 +1,13 @@
-// Where the ranks of a run come from: the command line, torchrun's environment or SLURM's.
-#include "run/launch.hpp"
+// Where the ranks of a run come from (the command line, torchrun's environment or SLURM's),
+// and how the plan lays them out (plan/launch_layout.hpp).
+#include "cli/launch_options.hpp"
 
 #include <map>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "plan/launch_layout.hpp"
 
 namespace mlhost {
 namespace {
@@ -172,15 +175,23 @@ TEST(Launch, PlanGetsTheLayoutAndSplitsTheCores) {
   CliOptions o;
   o.nproc_per_node = 2;
   const Launch l = resolve_launch(o, FakeEnv{}.lookup());
-  nlohmann::json plan = {{"batch_size", 64}, {"threads", {{"intra_op", 8}, {"inter_op", 1}}}, {"sources", nlohmann::json::object()}};
-  plan_for_launch(plan, l, device("cpu", 0, MLH_DEVICE_CLASS_CPU));
+  auto laid_out = [&](const Device& d) {
+    PlanWriter plan;
+    plan.set(mlh::PlanField::kBatchSize, 64, {SourceKind::kRule, "rule"});
+    plan.set(mlh::PlanField::kThreads, {{"intra_op", 8}, {"inter_op", 1}}, {SourceKind::kDevice, "device"});
+    plan_launch_layout(plan, l, d);
+    return plan.view();
+  };
+  const nlohmann::json plan = laid_out(device("cpu", 0, MLH_DEVICE_CLASS_CPU));
   EXPECT_EQ(plan["distributed"]["world_size"], 2);
   EXPECT_EQ(plan["distributed"]["global_batch_size"], 128);
   EXPECT_EQ(plan["distributed"]["backend"], "gloo");
   EXPECT_EQ(plan["threads"]["intra_op"], 4);
+  EXPECT_EQ(plan["sources"]["threads"], "device; divided among 2 ranks on this machine");
+  EXPECT_EQ(plan["source_kinds"]["threads"], "device");
+  EXPECT_EQ(plan["source_kinds"]["distributed"], "launch");
 
-  nlohmann::json gpu_plan = {{"batch_size", 64}, {"threads", {{"intra_op", 8}}}, {"sources", nlohmann::json::object()}};
-  plan_for_launch(gpu_plan, l, device("cuda", 0, MLH_DEVICE_CLASS_DISCRETE_GPU));
+  const nlohmann::json gpu_plan = laid_out(device("cuda", 0, MLH_DEVICE_CLASS_DISCRETE_GPU));
   EXPECT_EQ(gpu_plan["distributed"]["backend"], "nccl");
   EXPECT_EQ(gpu_plan["threads"]["intra_op"], 8);
 }

@@ -13,10 +13,9 @@
 #include <set>
 #include <sstream>
 
-#include "plan/autoconfig.hpp"
-#include "plan/plan.hpp"
-#include "plan/settings.hpp"
-#include "run/launch.hpp"
+#include "plan/hardware_settings.hpp"
+#include "plan/plan_text.hpp"
+#include "planning.hpp"
 #include "test_devices.hpp"
 
 namespace mlhost {
@@ -29,30 +28,30 @@ constexpr int64_t GiB = 1ll << 30;
 Device cuda_a100() { return testing::cuda_gpu("NVIDIA A100", 40 * GiB, 8, 0); }
 Device cuda_v100() { return testing::cuda_gpu("Tesla V100", 16 * GiB, 7, 0); }
 
-json plan_for(const Device& d, const std::string& settings_text = "") {
-  static const std::vector<AutoRule> rules = read_rules(MLH_TEST_SHARE_DIR "/autoconfig.json");
-  std::optional<HardwareSettings> settings;
-  if (!settings_text.empty()) settings = parse_hardware_settings(settings_text, "hw.ini");
-  PlanInputs in;
-  in.device = &d;
-  in.rules = &rules;
-  in.settings = settings ? &*settings : nullptr;
-  in.allocator_search_system = false;
-  return make_plan(in);
+// The plan of algorithm `algorithm` on `d` with a settings file of `settings_text`, its
+// describe_run answering `run_description` (null: it says nothing, as ABI 1.0 plugins).
+json plan_for(const Device& d, const std::string& settings_text = "", const json& run_description = json(),
+              const std::string& algorithm = "algo", const std::function<void(PlanRequest&)>& tweak = nullptr) {
+  PlanRequest request = testing::request_for(d);
+  if (!settings_text.empty()) request.settings = parse_hardware_settings(settings_text, "hw.ini");
+  request.allocators.system = false;
+  request.algorithm = testing::algorithm_info(json::object(), algorithm);
+  if (tweak) tweak(request);
+  testing::FakePlanServices services;
+  services.run_description = run_description;
+  return plan_run(request, services).plan;
 }
 
-EffectInputs inputs(const Device& d, const json* run_description = nullptr, const std::string& algorithm = "algo") {
+EffectInputs inputs(const Device& d) {
   EffectInputs in;
   in.device = &d;
-  in.algorithm = algorithm;
-  in.run_description = run_description;
+  in.algorithm = "algo";
   return in;
 }
 
 TEST(PlanEffects, GpuOnlyValuesDoNothingOnTheCpuAndSayWhy) {
   const Device cpu = testing::epyc_cpu();
   json plan = plan_for(cpu, "pinned_memory = true\ncudnn_benchmark = true\ntf32_matmul = true\nempty_cache_steps = 10\n");
-  mark_plan_effects(plan, inputs(cpu));
   const json& none = plan["no_effect"];
   EXPECT_EQ(none["pinned_memory"], "batches are in host memory already on cpu:0");
   EXPECT_EQ(none["cudnn_benchmark"], "cuDNN runs on CUDA GPUs only");
@@ -66,7 +65,6 @@ TEST(PlanEffects, GpuOnlyValuesDoNothingOnTheCpuAndSayWhy) {
   // Off or zero asks for nothing, so it is never "without effect"; of the CPU's defaults only
   // the prefetch factor (there are no data workers) does nothing.
   json quiet = plan_for(cpu);
-  mark_plan_effects(quiet, inputs(cpu));
   EXPECT_EQ(quiet["no_effect"].size(), 1u) << quiet["no_effect"].dump(2);
   EXPECT_TRUE(quiet["no_effect"].contains("prefetch_factor"));
   EXPECT_FALSE(quiet.contains("warnings"));
@@ -76,7 +74,6 @@ TEST(PlanEffects, OnCudaTheSameValuesApplyUnlessTheGpuLacksTheMode) {
   for (const Device& gpu : {cuda_a100(), cuda_v100()}) {
     SCOPED_TRACE(gpu.name);
     json plan = plan_for(gpu, "cudnn_benchmark = true\ntf32_matmul = true\nempty_cache_steps = 10\n");
-    mark_plan_effects(plan, inputs(gpu));
     EXPECT_FALSE(plan["no_effect"].contains("pinned_memory"));
     EXPECT_FALSE(plan["no_effect"].contains("cudnn_benchmark"));
     EXPECT_FALSE(plan["no_effect"].contains("empty_cache_steps"));
@@ -87,12 +84,10 @@ TEST(PlanEffects, OnCudaTheSameValuesApplyUnlessTheGpuLacksTheMode) {
 TEST(PlanEffects, PrefetchingNeedsDataWorkers) {
   const Device cpu = testing::epyc_cpu();
   json plan = plan_for(cpu);  // no workers on a CPU run by default
-  mark_plan_effects(plan, inputs(cpu));
   EXPECT_EQ(plan["no_effect"]["prefetch_factor"],
             "no data workers (dataloader_workers 0): each batch is made when the step needs it");
   EXPECT_FALSE(plan.contains("warnings")) << "a default is marked, not warned about";
   json with_workers = plan_for(cpu, "dataloader_workers = 2\n");
-  mark_plan_effects(with_workers, inputs(cpu));
   EXPECT_FALSE(with_workers["no_effect"].contains("prefetch_factor"));
 }
 
@@ -103,8 +98,7 @@ TEST(PlanEffects, TheAlgorithmSaysWhatItUsesAndTheRestIsMarked) {
     "plan_fields": {"precision": "autocast", "preset": "sizes the model",
                     "batch_size": {"no_effect": "the batch is the episode"},
                     "pinned_memory": "batches pinned"}})");
-  json plan = plan_for(gpu, "gradient_checkpointing = true\n");
-  mark_plan_effects(plan, inputs(gpu, &description, "algo"));
+  json plan = plan_for(gpu, "gradient_checkpointing = true\n", description, "algo");
   const json& none = plan["no_effect"];
   EXPECT_EQ(none["batch_size"], "the batch is the episode");
   EXPECT_EQ(none["gradient_checkpointing"], "algo does not use it (its describe_run lists the plan fields it reads)");
@@ -118,8 +112,7 @@ TEST(PlanEffects, TheAlgorithmSaysWhatItUsesAndTheRestIsMarked) {
   EXPECT_NE(plan["warnings"][0].get<std::string>().find("gradient_checkpointing = true (settings file hw.ini:1)"),
             std::string::npos);
   // An algorithm that does not say (ABI 1.0) gets nothing marked on its behalf.
-  json silent = plan_for(gpu, "gradient_checkpointing = true\n");
-  mark_plan_effects(silent, inputs(gpu, nullptr, "old"));
+  json silent = plan_for(gpu, "gradient_checkpointing = true\n", json(), "old");
   EXPECT_TRUE(silent["no_effect"].empty()) << silent["no_effect"].dump();
   EXPECT_FALSE(silent["effects_declared"].get<bool>());
   EXPECT_NE(plan_to_text(silent).find("does not say which plan fields it uses"), std::string::npos);
@@ -128,18 +121,14 @@ TEST(PlanEffects, TheAlgorithmSaysWhatItUsesAndTheRestIsMarked) {
 TEST(PlanEffects, BatchSizeOnTheCommandLineMustBeABatchSizeOfTheAlgorithm) {
   const Device cpu = testing::epyc_cpu();
   const json description = json::parse(R"({"plan_fields": {"batch_size": {"no_effect": "ppo's batch is num_envs x num_steps"}}})");
-  json plan = plan_for(cpu);
-  plan["batch_size"] = 64;
-  plan["sources"]["batch_size"] = "command line --batch-size";
   try {
-    mark_plan_effects(plan, inputs(cpu, &description, "ppo"));
+    plan_for(cpu, "", description, "ppo", [](PlanRequest& in) { in.overrides.batch_size = 64; });
     FAIL() << "no error";
   } catch (const PlanError& e) {
     EXPECT_STREQ(e.what(), "--batch-size 64: ppo's batch is num_envs x num_steps");
   }
   // From a rule it is only marked.
-  json ruled = plan_for(cpu);
-  mark_plan_effects(ruled, inputs(cpu, &description, "ppo"));
+  json ruled = plan_for(cpu, "", description, "ppo");
   EXPECT_EQ(ruled["no_effect"]["batch_size"], "ppo's batch is num_envs x num_steps");
 }
 
@@ -147,8 +136,7 @@ TEST(PlanEffects, ThePrintedPlanShowsTheReasonBesideTheValueAndTheModel) {
   const Device cpu = testing::epyc_cpu();
   const json description = json::parse(R"({"model": {"parameters": 111936, "shape": "Conv-4: 4 blocks x 64 channels"},
                                             "plan_fields": {"pinned_memory": "pinned"}})");
-  json plan = plan_for(cpu, "pinned_memory = true\n");
-  mark_plan_effects(plan, inputs(cpu, &description));
+  json plan = plan_for(cpu, "pinned_memory = true\n", description);
   const std::string text = plan_to_text(plan);
   EXPECT_NE(text.find("pinned memory            on (no effect: batches are in host memory already on cpu:0) settings "
                       "file hw.ini:1"),
@@ -222,7 +210,7 @@ TEST(PlanEffectsTable, EveryFieldHasARowWithItsTestsOrWhyItDoesNotApply) {
   const auto table = effects_table();
   const std::set<std::string> tests = tests_in_tree();
   ASSERT_GT(tests.size(), 500u) << "the test sources were not found under " MLH_TEST_SOURCE_DIR;
-  for (const PlanSettingField& f : plan_setting_fields()) {
+  for (const mlh::PlanFieldInfo& f : mlh::kPlanFields) {
     SCOPED_TRACE(f.name);
     auto row = table.find(f.name);
     ASSERT_NE(row, table.end()) << "docs/plan.md's table has no row for `" << f.name << "`";
@@ -244,7 +232,7 @@ TEST(PlanEffectsTable, EveryFieldHasARowWithItsTestsOrWhyItDoesNotApply) {
   }
   for (const auto& [field, cells] : table) {
     bool known = false;
-    for (const PlanSettingField& f : plan_setting_fields()) known = known || f.name == field;
+    known = mlh::find_plan_field(field) != nullptr;
     EXPECT_TRUE(known) << "docs/plan.md has a row for `" << field << "`, which is no plan setting";
   }
 }
@@ -281,11 +269,11 @@ TEST(PlanEffectsTable, TheDeviceColumnsAreWhatTheHostDecides) {
     const json plan = active_plan(device);
     EffectInputs in = inputs(device);
     in.algorithm_torch = "2.15.0";
-    for (const PlanSettingField& f : plan_setting_fields()) {
-      SCOPED_TRACE(f.name + " on " + device.kind);
+    for (const mlh::PlanFieldInfo& f : mlh::kPlanFields) {
+      SCOPED_TRACE(std::string(f.name) + " on " + device.kind);
       auto row = table.find(f.name);
       if (row == table.end() || row->second.size() != kColumns.size()) continue;  // the test above fails
-      const std::optional<std::string> why = device_no_effect(f.name, plan, in);
+      const std::optional<std::string> why = device_no_effect(f.field, plan, in);
       EXPECT_EQ(not_applicable(row->second[column]), why.has_value())
           << "docs/plan.md says \"" << row->second[column] << "\"; the host says "
           << (why ? "no effect: " + *why : "it applies");
@@ -297,19 +285,19 @@ TEST(PlanEffectsTable, TheDeviceColumnsAreWhatTheHostDecides) {
 // without a row (and a test, or a reason) fails here.
 TEST(PlanEffectsTable, EverySettingOfARealPlanIsListed) {
   std::set<std::string> listed;
-  for (const PlanSettingField& f : plan_setting_fields()) listed.insert(f.name);
+  for (const mlh::PlanFieldInfo& f : mlh::kPlanFields) listed.insert(f.name);
   std::set<std::string> seen;
   for (const Device& d : {testing::epyc_cpu(), cuda_a100(), testing::apple_mps(16 * GiB)}) {
-    json plan = plan_for(d, "memory_limit_gb = 8\n");
-    Launch two_ranks;
-    two_ranks.world_size = 2;
-    two_ranks.workers_here = 2;
-    two_ranks.local_processes = 2;
-    two_ranks.source = "--nproc-per-node";
-    if (d.kind != "mps") plan_for_launch(plan, two_ranks, d);
+    const json plan = plan_for(d, "memory_limit_gb = 8\n", json(), "algo", [&](PlanRequest& in) {
+      if (d.kind == "mps") return;  // MPS refuses a distributed launch
+      in.launch.world_size = in.launch.workers_here = in.launch.local_processes = 2;
+      in.launch.source = "--nproc-per-node";
+      in.ranking.devices.push_back(in.ranking.devices[0]);  // a second GPU for the second rank
+      in.ranking.devices[1].device.index = 1;
+    });
     for (const auto& [field, source] : plan["sources"].items()) {
       seen.insert(field);
-      EXPECT_TRUE(listed.count(field)) << "plan field '" << field << "' (" << source << ") is not in plan_setting_fields()";
+      EXPECT_TRUE(listed.count(field)) << "plan field '" << field << "' (" << source << ") is not in mlh::kPlanFields";
     }
   }
   for (const std::string& field : listed) EXPECT_TRUE(seen.count(field)) << field << " never appears in a plan";

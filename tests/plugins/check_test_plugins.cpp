@@ -63,6 +63,7 @@ const Case kCases[] = {
     {"slow-good", "slowgood", 1},
     {"good-gpu", "fakegpu", 1},
     {"dup-cpu", "cpu", 1},
+    {"cpuset", "cpuset", 1},
     {"cgood", "cgood", 1},
     {"abi-v1-0", "abi-v1-0", 1},
 };

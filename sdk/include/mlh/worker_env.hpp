@@ -1,12 +1,15 @@
 // The part of a worker's environment that is the same on every device: its CPU threads
 // (thread_env.hpp: OpenMP's thread count, binding and wait policy) and its memory allocator
 // (allocator_env.hpp). A GPU run has a CPU side too (data loading, the host half of every
-// operator, CPU operators), so every device plugin's prepare() returns this beside its own
-// device's variables, and a plan's thread and allocator settings take effect on any device.
+// operator, CPU operators), so the host sets these for every worker, whatever its device:
+// a device plugin's prepare() returns only its own device's variables (visible devices, its
+// allocator's options). The variables named by worker_cpu_variable_names() are the host's;
+// one a device plugin sets as well is not used, and the plan says so.
 #ifndef MLH_WORKER_ENV_HPP
 #define MLH_WORKER_ENV_HPP
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "allocator_env.hpp"
@@ -16,12 +19,25 @@
 
 namespace mlh {
 
-// default_intra_op: the thread count when the plan has none (a CPU plugin's recommendation;
-// GPU plugins pass nullopt and then set no thread count of their own).
+// default_intra_op: the thread count when the plan has none (the host's plans always have one).
 inline std::vector<EnvVar> worker_cpu_environment(const PlanReader& plan, std::optional<int> default_intra_op) {
   std::vector<EnvVar> env = thread_environment(read_thread_plan(plan, default_intra_op));
   for (EnvVar& var : allocator_environment(plan)) env.push_back(std::move(var));
   return env;
+}
+
+// Every variable worker_cpu_environment() may set.
+inline const std::vector<std::string>& worker_cpu_variable_names() {
+  static const std::vector<std::string> names = {
+      "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MLH_INTEROP_THREADS", "OMP_PROC_BIND",
+      "OMP_WAIT_POLICY", "LD_PRELOAD",      "MALLOC_CONF",          "GLIBC_TUNABLES"};
+  return names;
+}
+
+inline bool is_worker_cpu_variable(const std::string& name) {
+  for (const std::string& n : worker_cpu_variable_names())
+    if (n == name) return true;
+  return false;
 }
 
 }  // namespace mlh

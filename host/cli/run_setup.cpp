@@ -1,0 +1,107 @@
+#include "cli/run_setup.hpp"
+
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.hpp"
+#include "plan/algorithm_config.hpp"
+#include "plan/calibration/cache.hpp"
+#include "plan/hardware_settings_location.hpp"
+#include "plugins/plugin_calls.hpp"
+#include "run/plan_services.hpp"
+#include "run/run_files.hpp"
+
+namespace mlhost {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// What the user set: the resumed run's config (when resuming), then --config, then --set.
+json user_config(const CliOptions& options, const json& schema, const fs::path& run_dir) {
+  json config = json::object();
+  try {
+    if (options.resume) config = load_config_file(run_dir / "config.json");
+    if (!options.config_file.empty()) config = merge_config(config, load_config_file(options.config_file));
+    for (const auto& s : options.sets) apply_set(config, s, schema);
+  } catch (const ConfigError& e) {
+    throw HostError(e.what(), kExitBadInput);
+  }
+  return config;
+}
+
+PlanOverrides overrides(const CliOptions& options) {
+  PlanOverrides o;
+  if (options.precision && *options.precision != "auto") o.precision = options.precision;
+  o.batch_size = options.batch_size;
+  o.batch_size_auto = options.batch_size_auto;
+  if (options.allocator && *options.allocator != "auto") o.allocator = options.allocator;
+  return o;
+}
+
+}  // namespace
+
+MeasurementPolicy measurement_policy(const CliOptions& options, MeasurementPolicy::Calibrate calibrate,
+                                     const std::string& why_cached_only) {
+  MeasurementPolicy policy;
+  policy.calibrate = calibrate;
+  policy.why_cached_only = why_cached_only;
+  policy.seconds = options.calibration_seconds;
+  policy.cache_file = calibration_cache_file();
+  return policy;
+}
+
+RunSetup setup_run(const CliOptions& options, const Launch& launch, const MeasurementPolicy& measurement) {
+  RunSetup s;
+  s.discovery = discover_plugins(discovery_options(options));
+  PlanRequest request;
+  if (!options.algorithm.empty()) {
+    s.algorithm = describe_algorithm(s.discovery.usable_algorithm(options.algorithm).manifest);
+    s.run_dir = options.run_dir.empty() ? default_run_dir(s.algorithm->name()) : options.run_dir;
+    if (options.resume) {
+      try {
+        prepare_run_dir(s.run_dir, true);
+      } catch (const std::exception& e) {
+        throw HostError(e.what(), kExitBadInput);
+      }
+    }
+    request.algorithm = s.algorithm;
+    request.command = options.command;
+    request.run_dir = s.run_dir;
+    request.user_config = user_config(options, s.algorithm->config_schema, s.run_dir);
+  }
+
+  const std::vector<PluginManifest> algorithms =
+      s.algorithm ? std::vector<PluginManifest>{s.algorithm->manifest} : s.discovery.usable("algorithm");
+  s.probe = probe_and_rank(s.discovery, algorithms, options.device, options.no_gpu,
+                           std::chrono::milliseconds(options.probe_timeout_ms));
+  const Device* device = s.probe.ranking.chosen_device();
+  if (!device) throw HostError("no device to run on: " + s.probe.ranking.error + " (see 'host --probe')");
+  s.device = *device;
+
+  const SettingsFileChoice settings_file =
+      choose_settings_file(options.hardware_config, std::getenv("MLH_HARDWARE_CONFIG"), options.no_hardware_config,
+                           SettingsSearch::from_environment());
+  try {
+    if (settings_file.file) request.settings = read_hardware_settings(*settings_file.file);
+    request.rules = load_device_rules(default_share_dir() / "autoconfig.json", options.rules_file);
+  } catch (const std::runtime_error& e) {  // SettingsError, RulesError
+    throw HostError(e.what(), kExitBadInput);
+  }
+  request.settings_file_status = settings_file.status;
+  request.device = s.device;
+  request.ranking = s.probe.ranking;
+  request.overrides = overrides(options);
+  if (const char* path = std::getenv("MLH_ALLOCATOR_PATH")) request.allocators.path = path;
+  request.measurement = measurement;
+  request.launch = launch;
+
+  WorkerPlanServices services(s.discovery);
+  s.planned = plan_run(request, services);
+  for (const json& warning : s.planned.plan.value("warnings", json::array())) spdlog::warn("{}", warning.get<std::string>());
+  return s;
+}
+
+}  // namespace mlhost

@@ -1,0 +1,34 @@
+// Everything a command gathers before it runs: the plugins found, the algorithm and what the
+// user set of its config (a resumed run's, --config, --set), the devices probed and ranked,
+// the hardware settings file and the device rules, and the plan made from all of them
+// (plan/planner.hpp). --print-plan stops here.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+
+#include "cli/cli.hpp"
+#include "plan/planner.hpp"
+#include "plugins/algorithm_info.hpp"
+#include "plugins/discovery.hpp"
+#include "probe/report.hpp"
+
+namespace mlhost {
+
+struct RunSetup {
+  Discovery discovery;
+  std::optional<AlgorithmInfo> algorithm;  // none without --algorithm
+  std::filesystem::path run_dir;
+  ProbeReport probe;
+  Device device;  // the chosen one
+  PlannedRun planned;
+};
+
+// Throws HostError (exit status 2 for bad input) naming the option, file or value.
+RunSetup setup_run(const CliOptions& options, const Launch& launch, const MeasurementPolicy& measurement);
+
+// The calibration cache and the time bound the command line gives measurements.
+MeasurementPolicy measurement_policy(const CliOptions& options, MeasurementPolicy::Calibrate calibrate,
+                                     const std::string& why_cached_only = "");
+
+}  // namespace mlhost

@@ -1,0 +1,151 @@
+#include "plan/calibration/cache.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "common/files.hpp"
+
+namespace mlhost {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+constexpr int kSchemaVersion = 1;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+CalibrationKey calibration_key(const PluginManifest& algorithm, const Device& device) {
+  CalibrationKey k;
+  k.algorithm = algorithm.name;
+  k.algorithm_version = algorithm.version;
+  k.torch_version = algorithm.torch_version.value_or("");
+  k.device = device.id();
+  k.device_name = device.name;
+  k.cores = std::max(0, device.compute_units);
+  k.memory_gib = device.memory_total_bytes > 0 ? (device.memory_total_bytes + (1LL << 29)) >> 30 : 0;
+  k.host_version = MLHOST_VERSION;
+  return k;
+}
+
+fs::path calibration_cache_file() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "mlhost" / "calibration.json";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".cache" / "mlhost" / "calibration.json";
+  return {};
+}
+
+namespace {
+
+// A batch_sizes entry, checked field by field; `where` names it in errors.
+CalibrationCache::BatchSize batch_size_from_json(const json& j, const std::string& where) {
+  auto fail = [&](const std::string& field, const std::string& expected) {
+    throw CalibrationError(where + "." + field + ": expected " + expected);
+  };
+  if (!j.is_object()) throw CalibrationError(where + ": expected an object");
+  CalibrationCache::BatchSize b;
+  if (!j.contains("key")) fail("key", "a value (it is missing)");
+  b.key = CalibrationKey::from_json(j["key"], where + ".key");
+  if (!j.value("config", json()).is_string() || j["config"].get<std::string>().size() != 64) fail("config", "a SHA-256 in hex");
+  b.config = j["config"];
+  const json& r = j.value("result", json());
+  if (!r.is_object()) fail("result", "an object");
+  if (!r.value("batch", json()).is_number_integer() || r["batch"].get<int64_t>() < 1) fail("result.batch", "an integer >= 1");
+  if (!r.value("reason", json()).is_string()) fail("result.reason", "a string");
+  if (!r.value("trials", json()).is_array()) fail("result.trials", "an array");
+  if (!r.value("complete", json()).is_boolean()) fail("result.complete", "true or false");
+  b.result = r;
+  if (!j.value("measured_at", json()).is_string()) fail("measured_at", "a string");
+  b.measured_at = j["measured_at"];
+  return b;
+}
+
+}  // namespace
+
+void CalibrationCache::load() {
+  results_.clear();
+  batch_sizes_.clear();
+  std::error_code ec;
+  if (file_.empty() || !fs::exists(file_, ec)) return;
+  const std::string where = "calibration cache '" + file_.string() + "'";
+  std::ifstream in(file_);
+  if (!in) throw CalibrationError(where + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw CalibrationError(where + ": not valid JSON");
+  if (!j.is_object()) throw CalibrationError(where + ": expected a JSON object");
+  if (!j.contains("schema_version") || j["schema_version"] != kSchemaVersion)
+    throw CalibrationError(where + ": schema_version: expected " + std::to_string(kSchemaVersion));
+  if (!j.contains("calibrations") || !j["calibrations"].is_array())
+    throw CalibrationError(where + ": calibrations: expected an array");
+  std::vector<CalibrationResult> results;
+  for (size_t i = 0; i < j["calibrations"].size(); ++i)
+    results.push_back(CalibrationResult::from_json(j["calibrations"][i], where + ": calibrations[" + std::to_string(i) + "]"));
+  std::vector<BatchSize> batch_sizes;
+  if (j.contains("batch_sizes")) {
+    if (!j["batch_sizes"].is_array()) throw CalibrationError(where + ": batch_sizes: expected an array");
+    for (size_t i = 0; i < j["batch_sizes"].size(); ++i)
+      batch_sizes.push_back(batch_size_from_json(j["batch_sizes"][i], where + ": batch_sizes[" + std::to_string(i) + "]"));
+  }
+  results_ = std::move(results);
+  batch_sizes_ = std::move(batch_sizes);
+}
+
+std::optional<CalibrationCache::BatchSize> CalibrationCache::find_batch_size(const CalibrationKey& key,
+                                                                             const std::string& config) const {
+  for (const auto& b : batch_sizes_)
+    if (b.key == key && b.config == config) return b;
+  return std::nullopt;
+}
+
+void CalibrationCache::store_batch_size(const BatchSize& entry) {
+  std::vector<BatchSize> kept;
+  for (auto& b : batch_sizes_)
+    if (b.key.algorithm != entry.key.algorithm || b.key.device != entry.key.device || b.config != entry.config)
+      kept.push_back(std::move(b));
+  kept.push_back(entry);
+  batch_sizes_ = std::move(kept);
+  write();
+}
+
+std::optional<CalibrationResult> CalibrationCache::find(const CalibrationKey& key) const {
+  for (const auto& r : results_)
+    if (r.key == key) return r;
+  return std::nullopt;
+}
+
+void CalibrationCache::store(const CalibrationResult& result) {
+  std::vector<CalibrationResult> kept;
+  for (auto& r : results_)
+    if (r.key.algorithm != result.key.algorithm || r.key.device != result.key.device) kept.push_back(std::move(r));
+  kept.push_back(result);
+  results_ = std::move(kept);
+  write();
+}
+
+void CalibrationCache::write() const {
+  if (file_.empty()) throw std::runtime_error("no calibration cache: neither XDG_CACHE_HOME nor HOME is set");
+  json calibrations = json::array(), batch_sizes = json::array();
+  for (const auto& r : results_) calibrations.push_back(r.to_json());
+  for (const auto& b : batch_sizes_)
+    batch_sizes.push_back({{"key", b.key.to_json()}, {"config", b.config}, {"result", b.result}, {"measured_at", b.measured_at}});
+  std::error_code ec;
+  fs::create_directories(file_.parent_path(), ec);
+  if (ec) throw std::runtime_error("cannot create '" + file_.parent_path().string() + "': " + ec.message());
+  write_file_atomically(file_, json{{"schema_version", kSchemaVersion}, {"calibrations", calibrations},
+                                    {"batch_sizes", batch_sizes}}.dump(2) + "\n");
+}
+
+}  // namespace mlhost

@@ -1,0 +1,64 @@
+// Calibrations kept between runs, one per algorithm and device, and the batch sizes the
+// batch size finder found, one per algorithm, device and config, in
+// $XDG_CACHE_HOME/mlhost/calibration.json (default ~/.cache/mlhost/calibration.json):
+//   {"schema_version": 1, "calibrations": [<CalibrationResult::to_json()>, ...],
+//    "batch_sizes": [{"key": <CalibrationKey>, "config": "<sha256 of the config>",
+//                     "result": <BatchSearchResult::to_json()>, "measured_at": "..."}, ...]}
+// A result is used only for its exact key (calibration.hpp); content that does not read as
+// such a file is an error naming the file and the field, and nothing of it is used.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "plan/calibration/result.hpp"
+#include "plugins/manifest.hpp"
+#include "probe/device.hpp"
+
+namespace mlhost {
+
+// The cache file for this user: $XDG_CACHE_HOME/mlhost/calibration.json, else
+// $HOME/.cache/mlhost/calibration.json; empty when neither variable is set.
+std::filesystem::path calibration_cache_file();
+
+// The key a calibration of `algorithm` on `device` is cached under.
+CalibrationKey calibration_key(const PluginManifest& algorithm, const Device& device);
+
+// Now in UTC as the cache records when something was measured: "2026-11-24T09:39:31Z".
+std::string utc_now();
+
+class CalibrationCache {
+ public:
+  explicit CalibrationCache(std::filesystem::path file) : file_(std::move(file)) {}
+
+  // Reads the file; a missing one is an empty cache. Throws CalibrationError naming the file.
+  void load();
+  // The calibration for exactly this key, if there is one.
+  std::optional<CalibrationResult> find(const CalibrationKey& key) const;
+  // Adds `result`, replacing any for the same algorithm and device (an older key, or the same
+  // one measured again), and writes the file atomically. Throws std::runtime_error naming it.
+  void store(const CalibrationResult& result);
+
+  // The batch found for this key and config (the hex SHA-256 of the config without its
+  // batch size), and storing one, replacing any for the same algorithm, device and config.
+  struct BatchSize {
+    CalibrationKey key;
+    std::string config;
+    nlohmann::json result;  // {"batch" >= 1, "reason", "trials", "complete"}
+    std::string measured_at;
+  };
+  std::optional<BatchSize> find_batch_size(const CalibrationKey& key, const std::string& config) const;
+  void store_batch_size(const BatchSize& entry);
+
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  void write() const;
+
+  std::filesystem::path file_;
+  std::vector<CalibrationResult> results_;
+  std::vector<BatchSize> batch_sizes_;
+};
+
+}  // namespace mlhost

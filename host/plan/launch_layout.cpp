@@ -1,0 +1,63 @@
+#include "plan/launch_layout.hpp"
+
+#include <algorithm>
+
+namespace mlhost {
+
+using mlh::PlanField;
+using nlohmann::json;
+
+namespace {
+
+bool is_cpu_like(const Device& d) {
+  return d.device_class == MLH_DEVICE_CLASS_CPU || d.device_class == MLH_DEVICE_CLASS_OTHER;
+}
+
+}  // namespace
+
+std::vector<Device> devices_for_ranks(const Launch& launch, const Device& chosen, const Ranking& ranking) {
+  const int here = launch.workers_here;
+  if (!launch.distributed()) return {chosen};
+  if (chosen.limitations & MLH_LIMIT_NO_DISTRIBUTED)
+    throw PlanError("device " + chosen.id() + " (" + chosen.name + ") cannot take part in distributed training: its " +
+                    chosen.plugin + " plugin reports no_distributed (neither Gloo nor NCCL carries its tensors); "
+                    "run one process, or --device cpu");
+  if (is_cpu_like(chosen)) return std::vector<Device>(static_cast<size_t>(here), chosen);
+  std::vector<Device> gpus;
+  for (const RankedDevice& r : ranking.devices)
+    if (r.device.available && r.device.plugin == chosen.plugin && r.device.kind == chosen.kind) gpus.push_back(r.device);
+  std::sort(gpus.begin(), gpus.end(), [](const Device& a, const Device& b) { return a.index < b.index; });
+  const int needed = launch.first_local_rank + here;
+  if (static_cast<int>(gpus.size()) < needed)
+    throw PlanError(std::to_string(launch.local_processes) + " ranks on this machine need " +
+                    std::to_string(launch.local_processes) + " " + chosen.kind + " devices, one each; it has " +
+                    std::to_string(gpus.size()) + " (see 'host --probe')");
+  return std::vector<Device>(gpus.begin() + launch.first_local_rank, gpus.begin() + needed);
+}
+
+void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& chosen) {
+  if (!launch.distributed()) return;
+  const bool cpu = is_cpu_like(chosen);
+  json d = {{"source", launch.source},
+            {"world_size", launch.world_size},
+            {"nnodes", launch.nnodes},
+            {"ranks_per_node", launch.local_processes},
+            {"first_rank", launch.first_rank},
+            {"backend", cpu ? "gloo" : "nccl"},
+            {"master", launch.master_addr + ":" + std::to_string(launch.master_port)},
+            {"timeout_s", launch.timeout_s},
+            {"global_batch_size", nullptr}};
+  const json& batch = plan.value(PlanField::kBatchSize);
+  if (batch.is_number_integer()) d["global_batch_size"] = batch.get<int64_t>() * launch.world_size;
+  plan.set(PlanField::kDistributed, d, Source{SourceKind::kLaunch, launch.source + "; batch size is per rank"});
+  // Ranks sharing the CPU split its cores; more threads than cores would slow every rank.
+  json threads = plan.value(PlanField::kThreads);
+  if (cpu && launch.local_processes > 1 && threads["intra_op"].is_number_integer()) {
+    threads["intra_op"] = std::max<int64_t>(1, threads["intra_op"].get<int64_t>() / launch.local_processes);
+    Source source = plan.source(PlanField::kThreads);
+    source.text += "; divided among " + std::to_string(launch.local_processes) + " ranks on this machine";
+    plan.set(PlanField::kThreads, threads, source);
+  }
+}
+
+}  // namespace mlhost

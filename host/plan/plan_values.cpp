@@ -1,0 +1,414 @@
+#include "plan/plan_values.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "plan/allocator.hpp"
+
+namespace mlhost {
+
+using nlohmann::json;
+using mlh::PlanField;
+
+namespace {
+
+bool is_gpu(const Device& d) {
+  return d.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU || d.device_class == MLH_DEVICE_CLASS_UNIFIED_GPU;
+}
+
+Source from(SourceKind kind, std::string text) { return Source{kind, std::move(text)}; }
+
+// The inputs every decision reads, and the plan it writes.
+class Decisions {
+ public:
+  Decisions(PlanWriter& plan, const PlanValueInputs& in) : plan_(plan), in_(in), req_(in.request), d_(req_.device) {}
+
+  void device_facts() {
+    plan_.set_fact("device", d_.id());
+    plan_.set_fact("device_name", d_.name);
+    plan_.set_fact("torch_device", d_.torch_device);
+    plan_.set_fact("device_class", device_class_name(d_.device_class));
+    plan_.set_fact("memory_total_bytes", d_.memory_total_bytes == MLH_UNKNOWN ? json(nullptr) : json(d_.memory_total_bytes));
+    if (!req_.settings_file_status.empty()) plan_.set_fact("settings_file", req_.settings_file_status);
+  }
+
+  void precision();
+  void batch_size();
+  void gradient_checkpointing();
+  void preset();
+  void threads();
+  void memory_limit();
+  void memory_and_data();
+  void backend_switches();
+  void allocator();
+
+  void calibration_report() {
+    if (in_.calibration_status.empty() && !in_.calibration) return;
+    json calibration = in_.calibration ? in_.calibration->to_json() : json::object();
+    calibration["status"] = in_.calibration_status;
+    plan_.set_fact("calibration", calibration);
+  }
+
+ private:
+  // The settings-file value of `key` for this device, if set (not "auto").
+  std::optional<Setting> setting(const std::string& key) const {
+    return req_.settings ? req_.settings->get(key, d_.kind) : std::nullopt;
+  }
+  static Source from_file(const Setting& s) { return from(SourceKind::kSettingsFile, "settings file " + s.origin); }
+  // A setting from the file, else `fallback` with its own source.
+  template <class Parse>
+  void from_settings_or(PlanField field, const std::string& key, Parse parse, json fallback, Source source) {
+    if (auto s = setting(key))
+      plan_.set(field, parse(s->value), from_file(*s));
+    else
+      plan_.set(field, std::move(fallback), std::move(source));
+  }
+  const DeviceRule* rule() const { return match_device_rule(req_.rules, d_); }
+  Source rule_source(const DeviceRule& r) const {
+    return from(SourceKind::kRule, "rule: " + r.describe() + " (" + r.origin + ")");
+  }
+  // The preset the user chose in their config, if any.
+  std::optional<std::string> user_preset() const {
+    const json& cfg = req_.user_config;
+    if (!cfg.is_object() || !cfg.contains("preset") || !cfg["preset"].is_string()) return std::nullopt;
+    return cfg["preset"].get<std::string>();
+  }
+  bool algorithm_has_batch() const { return req_.algorithm && req_.algorithm->has_batch_size(); }
+
+  PlanWriter& plan_;
+  const PlanValueInputs& in_;
+  const PlanRequest& req_;
+  const Device& d_;
+};
+
+bool parse_bool(const std::string& v) { return v == "true"; }
+json parse_int(const std::string& v) { return std::stoll(v); }
+json parse_text(const std::string& v) { return json(v); }
+
+std::string precision_words(uint32_t mask) {
+  std::string out;
+  for (const auto& p : precision_names(mask)) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+uint32_t precision_bit(const std::string& p) {
+  if (p == "fp16") return MLH_PRECISION_FP16;
+  if (p == "bf16") return MLH_PRECISION_BF16;
+  return MLH_PRECISION_FP32;
+}
+
+void Decisions::precision() {
+  std::string chosen;
+  Source source;
+  if (req_.overrides.precision) {
+    chosen = *req_.overrides.precision;
+    source = from(SourceKind::kCommandLine, "command line --precision");
+  } else if (auto s = setting("precision")) {
+    chosen = s->value;
+    source = from_file(*s);
+  }
+  if (chosen.empty() && in_.calibration && in_.calibration->varies("precision")) {
+    plan_.set(PlanField::kPrecision, in_.calibration->chosen.precision,
+              from(SourceKind::kCalibration, calibrated_source(*in_.calibration, "precision")));
+    return;
+  }
+  if (!chosen.empty()) {
+    const bool mps = d_.kind == "mps";
+    if (!(d_.precisions & precision_bit(chosen)))
+      throw PlanError("precision " + chosen + " (" + source.text + ") is not supported on " + d_.id() + " (supports " +
+                      precision_words(d_.precisions) + ")" +
+                      (mps && chosen == "bf16" ? "; bf16 on MPS needs macOS 14 or later" : ""));
+    const std::optional<std::string>& torch = req_.algorithm ? req_.algorithm->manifest.torch_version : std::nullopt;
+    if (mps && chosen == "bf16" && torch && !torch_version_at_least(*torch, 2, 6))
+      throw PlanError("precision bf16 (" + source.text + ") on " + d_.id() +
+                      " needs LibTorch 2.6 or later, the first with bf16 autocast on MPS; the algorithm was built with "
+                      "LibTorch " + *torch);
+    if (chosen == "fp16" && (d_.limitations & MLH_LIMIT_NO_FP16_AUTOCAST))
+      throw PlanError("precision fp16 (" + source.text + ") is not used on " + d_.id() +
+                      ": its fp16 autocast is unreliable; use fp32");
+    plan_.set(PlanField::kPrecision, chosen, source);
+    return;
+  }
+  // auto: bf16 where a GPU runs it fast, else fp16 on a GPU that has it, else fp32. On CPUs
+  // bf16 pays off only for some models, so auto keeps fp32 there.
+  if (is_gpu(d_) && (d_.fast_precisions & MLH_PRECISION_BF16))
+    plan_.set(PlanField::kPrecision, "bf16", from(SourceKind::kDevice, "auto: " + d_.id() + " runs bf16 fast"));
+  else if (is_gpu(d_) && (d_.precisions & MLH_PRECISION_FP16) && !(d_.limitations & MLH_LIMIT_NO_FP16_AUTOCAST))
+    plan_.set(PlanField::kPrecision, "fp16", from(SourceKind::kDevice, "auto: " + d_.id() + " has fp16 but no fast bf16"));
+  else
+    plan_.set(PlanField::kPrecision, "fp32",
+              is_gpu(d_) ? from(SourceKind::kDevice, "auto: no usable reduced precision on " + d_.id())
+                         : from(SourceKind::kDefault, "auto: fp32 on CPU (bf16 only where an algorithm measured it faster)"));
+}
+
+// Batch size: the command line (a number, or auto: the finder), the user's config of the
+// algorithm, the batch size of the preset chosen there (a task preset sized for its task),
+// the settings file, the rule, the algorithm's default.
+void Decisions::batch_size() {
+  const json& cfg = req_.user_config;
+  const DeviceRule* r = rule();
+  const json* preset_batch = nullptr;
+  if (auto name = user_preset(); name && algorithm_has_batch())
+    if (const json* p = req_.algorithm->preset(*name); p && p->contains("batch_size")) preset_batch = &(*p)["batch_size"];
+
+  if (in_.batch_search) {
+    plan_.set(PlanField::kBatchSize, (*in_.batch_search)["batch"],
+              from(SourceKind::kBatchFinder, "batch size finder: " + in_.batch_search->value("reason", std::string())));
+    json finder = *in_.batch_search;
+    finder["status"] = in_.batch_search_status;
+    plan_.set_fact("batch_size_finder", finder);
+  } else if (req_.overrides.batch_size) {
+    plan_.set(PlanField::kBatchSize, *req_.overrides.batch_size, from(SourceKind::kCommandLine, "command line --batch-size"));
+  } else if (algorithm_has_batch() && cfg.is_object() && cfg.contains("batch_size")) {
+    plan_.set(PlanField::kBatchSize, cfg["batch_size"], from(SourceKind::kConfig, "config (batch_size)"));
+  } else if (preset_batch) {
+    plan_.set(PlanField::kBatchSize, *preset_batch, from(SourceKind::kPreset, "preset " + *user_preset() + " (batch_size)"));
+  } else if (auto s = setting("batch_size")) {
+    plan_.set(PlanField::kBatchSize, parse_int(s->value), from_file(*s));
+  } else if (r && r->batch_size) {
+    plan_.set(PlanField::kBatchSize, *r->batch_size, rule_source(*r));
+  } else if (algorithm_has_batch() && req_.algorithm->config_defaults.contains("batch_size")) {
+    plan_.set(PlanField::kBatchSize, req_.algorithm->config_defaults["batch_size"],
+              from(SourceKind::kAlgorithm, "algorithm default"));
+  } else {
+    plan_.set(PlanField::kBatchSize, nullptr, from(SourceKind::kDefault, "no rule for " + d_.id()));
+  }
+  // --print-plan with --batch-size auto and nothing cached for this config yet.
+  if (!in_.batch_search && !in_.batch_search_status.empty())
+    plan_.extend_source(PlanField::kBatchSize, " (--batch-size auto: " + in_.batch_search_status + ")");
+}
+
+void Decisions::gradient_checkpointing() {
+  const DeviceRule* r = rule();
+  if (auto s = setting("gradient_checkpointing"))
+    plan_.set(PlanField::kGradientCheckpointing, parse_bool(s->value), from_file(*s));
+  else if (r && r->gradient_checkpointing)
+    plan_.set(PlanField::kGradientCheckpointing, *r->gradient_checkpointing, rule_source(*r));
+  else
+    plan_.set(PlanField::kGradientCheckpointing, false, from(SourceKind::kDefault, "default"));
+}
+
+// Preset: only one the algorithm describes means anything. A rule's preset the algorithm
+// does not have is left out quietly (rules are written for every algorithm); the user's is
+// an error.
+void Decisions::preset() {
+  const DeviceRule* r = rule();
+  std::optional<std::string> preset;
+  Source source;
+  if (auto name = user_preset()) {
+    preset = name;
+    source = from(SourceKind::kConfig, "config (preset)");
+  } else if (auto s = setting("preset")) {
+    preset = s->value;
+    source = from_file(*s);
+  } else if (r && r->preset) {
+    preset = r->preset;
+    source = rule_source(*r);
+  }
+  if (!req_.algorithm) {
+    plan_.set(PlanField::kPreset, preset ? json(*preset) : json(nullptr), preset ? source : from(SourceKind::kDefault, "default"));
+  } else if (preset && req_.algorithm->presets.contains(*preset)) {
+    plan_.set(PlanField::kPreset, *preset, source);
+    // A preset may say how large its model is ("$parameters"), for the printed plan.
+    const json& chosen = req_.algorithm->presets[*preset];
+    if (chosen.is_object() && chosen.contains("$parameters")) plan_.set_fact("parameters", chosen["$parameters"]);
+  } else if (preset && source.kind != SourceKind::kRule) {
+    std::string known;
+    for (const auto& [name, unused] : req_.algorithm->presets.items()) known += (known.empty() ? "" : ", ") + name;
+    throw PlanError("preset '" + *preset + "' (" + source.text + ") is not one of the algorithm's presets (" +
+                    (known.empty() ? "none" : known) + ")");
+  } else {
+    plan_.set(PlanField::kPreset, nullptr,
+              from(SourceKind::kDefault, preset ? "the algorithm has no preset '" + *preset + "'" : "default"));
+  }
+}
+
+void Decisions::threads() {
+  json threads = json::object();
+  Source source;
+  if (auto s = setting("intra_op_threads")) {
+    threads["intra_op"] = parse_int(s->value);
+    source = from_file(*s);
+  } else if (in_.calibration && in_.calibration->varies("threads")) {
+    threads["intra_op"] = in_.calibration->chosen.threads;
+    source = from(SourceKind::kCalibration, calibrated_source(*in_.calibration, "threads"));
+  } else if (d_.recommended_threads > 0) {
+    threads["intra_op"] = d_.recommended_threads;
+    source = from(SourceKind::kDevice, "device: recommended by the " + d_.plugin + " plugin");
+  } else {
+    threads["intra_op"] = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
+    source = from(SourceKind::kDefault, "default: all online CPUs");
+  }
+  // Inter-op pools only help graphs with independent branches, and compete with intra-op
+  // threads on small machines.
+  if (auto s = setting("inter_op_threads")) {
+    threads["inter_op"] = parse_int(s->value);
+    source.text += "; inter-op: settings file " + s->origin;
+  } else {
+    threads["inter_op"] = 1;
+  }
+  plan_.set(PlanField::kThreads, threads, source);
+}
+
+// The memory a run may use. GPUs: a fraction of the device's memory for the caching
+// allocator (none by default: the whole GPU). CPUs: a cap on LibTorch's tensor memory
+// (runtime memory_limit.hpp), 90% of the memory by default, leaving a margin for the system.
+// memory_limit_gb caps either in GiB as well; the smaller cap counts.
+void Decisions::memory_limit() {
+  const bool cuda_like = d_.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU;
+  const bool cpu = d_.device_class == MLH_DEVICE_CLASS_CPU;
+  const bool known_total = d_.memory_total_bytes != MLH_UNKNOWN && d_.memory_total_bytes > 0;
+  std::optional<double> fraction;
+  Source source;
+  if (auto s = setting("memory_fraction")) {
+    fraction = std::stod(s->value);
+    source = from_file(*s);
+  } else if (cpu) {
+    fraction = 0.9;
+    source = from(SourceKind::kDefault, "default: 90% of the memory, a margin for the system");
+  }
+  if (auto s = setting("memory_limit_gb")) {
+    const double gib = std::stod(s->value);
+    if (!known_total)
+      throw PlanError("memory_limit_gb (settings file " + s->origin + "): the memory of " + d_.id() + " is unknown");
+    const double as_fraction =
+        std::min(1.0, gib * static_cast<double>(1LL << 30) / static_cast<double>(d_.memory_total_bytes));
+    if (!fraction || as_fraction < *fraction) {
+      fraction = as_fraction;
+      source = from(SourceKind::kSettingsFile, "settings file " + s->origin + " (" + s->value + " GiB)");
+    }
+  }
+  if (!fraction) {
+    plan_.set(PlanField::kMemoryFraction, nullptr, from(SourceKind::kDefault, "default: no limit"));
+  } else {
+    plan_.set(PlanField::kMemoryFraction, *fraction, source);
+    // Under a memory cap, PyTorch's CUDA allocator should give cached blocks back before it
+    // reaches the cap rather than fail: its garbage_collection_threshold does that.
+    if (cuda_like)
+      plan_.set(PlanField::kMemory, {{"garbage_collection_threshold", 0.8}},
+                from(SourceKind::kDefault, "default: reclaim cached memory under memory_fraction"));
+  }
+  // The cap in bytes where the fraction is of the device's memory: the CPU's tensor-memory cap,
+  // CUDA's caching allocator. (MPS's high watermark is a share of Metal's recommended working
+  // set, which the probe does not know.)
+  if ((cpu || cuda_like) && fraction && known_total)
+    plan_.set(PlanField::kMemoryLimitBytes, std::llround(*fraction * static_cast<double>(d_.memory_total_bytes)),
+              from(SourceKind::kDevice, "memory_fraction x " + format_bytes(d_.memory_total_bytes) +
+                                            (cpu ? " (CPU tensor memory)" : " (the caching allocator's cap)")));
+}
+
+void Decisions::memory_and_data() {
+  const bool cuda_like = d_.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU;
+  memory_limit();
+  from_settings_or(PlanField::kEmptyCacheSteps, "empty_cache_steps", parse_int, 0, from(SourceKind::kDefault, "default: never"));
+  from_settings_or(PlanField::kPinnedMemory, "pinned_memory", parse_bool, cuda_like,
+                   from(SourceKind::kDefault, cuda_like ? "default: on for a discrete GPU" : "default: off"));
+  from_settings_or(PlanField::kPrefetchFactor, "prefetch_factor", parse_int, 2, from(SourceKind::kDefault, "default"));
+  // On a CPU run, loader workers would take cores from the computation itself.
+  const long cpus = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
+  const long workers = is_gpu(d_) ? std::min<long>(4, std::max<long>(1, cpus / 2)) : 0;
+  from_settings_or(PlanField::kDataloaderWorkers, "dataloader_workers", parse_int, workers,
+                   from(SourceKind::kDefault, is_gpu(d_) ? "default: half the CPUs, at most 4" : "default: none on a CPU run"));
+}
+
+void Decisions::backend_switches() {
+  from_settings_or(PlanField::kOmpProcBind, "omp_proc_bind", parse_text, nullptr,
+                   from(SourceKind::kDefault, "default: the OpenMP runtime's"));
+  from_settings_or(PlanField::kOmpWaitPolicy, "omp_wait_policy", parse_text, nullptr,
+                   from(SourceKind::kDefault, "default: the OpenMP runtime's"));
+  const bool cuda = d_.kind == "cuda";
+  from_settings_or(PlanField::kCudnnBenchmark, "cudnn_benchmark", parse_bool, cuda,
+                   from(SourceKind::kDefault, cuda ? "default: on for CUDA" : "default: off (cuDNN is CUDA's)"));
+  const bool tf32 = (d_.fast_precisions & MLH_PRECISION_TF32) != 0;
+  from_settings_or(PlanField::kTf32Matmul, "tf32_matmul", parse_bool, tf32,
+                   from(SourceKind::kDefault, tf32 ? "default: the device has TF32" : "default: no TF32 here"));
+  from_settings_or(PlanField::kDeterministic, "deterministic", parse_bool, false, from(SourceKind::kDefault, "default"));
+  // cuDNN's fastest convolutions (tensor cores, reduced precision) read NHWC; the CPU's
+  // convolutions gain little from it and pay conversions.
+  from_settings_or(PlanField::kChannelsLast, "channels_last", parse_bool, cuda,
+                   from(SourceKind::kDefault,
+                        cuda ? "default: on for CUDA (cuDNN's tensor-core convolutions want NHWC)" : "default: off"));
+}
+
+// The worker's allocator: the command line, the settings file, a calibration, else jemalloc.
+// A preloaded allocator whose library is missing falls back (allocator_fallbacks), and the
+// source says so.
+void Decisions::allocator() {
+  std::string asked;
+  Source source;
+  if (req_.overrides.allocator) {
+    asked = *req_.overrides.allocator;
+    source = from(SourceKind::kCommandLine, "command line --allocator");
+  } else if (auto s = setting("allocator")) {
+    asked = s->value;
+    source = from_file(*s);
+  } else if (in_.calibration && in_.calibration->varies("allocator")) {
+    asked = in_.calibration->chosen.allocator;
+    source = from(SourceKind::kCalibration, calibrated_source(*in_.calibration, "allocator"));
+  }
+  if (built_with_address_sanitizer()) {
+    plan_.set(PlanField::kAllocator, {{"name", "glibc"}},
+              from(SourceKind::kDefault, "AddressSanitizer build: the sanitizer owns malloc" +
+                                             (asked.empty() ? "" : " (" + asked + " from " + source.text + " not used)")));
+    return;
+  }
+  if (asked.empty()) {
+    asked = "jemalloc";
+    source = from(SourceKind::kDefault, "default: glibc's own thresholds unmap large tensors after every step");
+  }
+  const char* search_path = req_.allocators.path ? req_.allocators.path->c_str() : nullptr;
+  std::vector<std::string> chain{asked};
+  for (const std::string& fallback : allocator_fallbacks(asked)) chain.push_back(fallback);
+  std::optional<json> allocator;
+  std::string missing;
+  for (const std::string& candidate : chain) {
+    allocator = allocator_object(candidate, search_path, req_.allocators.system);
+    if (allocator) break;
+    missing += (missing.empty() ? "" : ", ") + allocator_library_file(candidate);
+  }
+  const std::string chosen = (*allocator)["name"];  // the chain ends with glibc-tuned, always there
+  if (!missing.empty()) source.text += "; " + missing + " not found, so " + chosen;
+
+  json& settings = (*allocator)["settings"];
+  auto tunable = [&](const char* key, const char* setting_key, bool number) {
+    if (auto s = setting(setting_key)) {
+      settings[key] = number ? json(std::stoll(s->value)) : json(s->value);
+      source.text += "; " + std::string(setting_key) + " from settings file " + s->origin;
+    }
+  };
+  if (chosen == "glibc-tuned") {
+    tunable("mmap_threshold", "malloc_mmap_threshold", true);
+    tunable("trim_threshold", "malloc_trim_threshold", true);
+    tunable("top_pad", "malloc_top_pad", true);
+  } else if (chosen == "jemalloc") {
+    tunable("conf", "jemalloc_conf", false);
+  }
+  plan_.set(PlanField::kAllocator, *allocator, source);
+}
+
+}  // namespace
+
+bool torch_version_at_least(const std::string& version, int major, int minor) {
+  int got_major = 0, got_minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &got_major, &got_minor) != 2) return true;
+  return got_major > major || (got_major == major && got_minor >= minor);
+}
+
+void decide_plan_values(PlanWriter& plan, const PlanValueInputs& in) {
+  Decisions d(plan, in);
+  d.device_facts();
+  d.precision();
+  d.batch_size();
+  d.gradient_checkpointing();
+  d.preset();
+  d.threads();
+  d.memory_and_data();
+  d.backend_switches();
+  d.allocator();
+  d.calibration_report();
+}
+
+}  // namespace mlhost

@@ -1,0 +1,167 @@
+#include "plan/planner.hpp"
+
+#include "plan/algorithm_config.hpp"
+#include "plan/calibration/batch_search.hpp"
+#include "plan/calibration/lookup.hpp"
+#include "plan/effects.hpp"
+#include "plan/launch_layout.hpp"
+#include "plan/plan_values.hpp"
+#include "plan/plan_writer.hpp"
+#include "plan/worker_environment.hpp"
+
+namespace mlhost {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The plan being made: its values are decided again whenever what they depend on is measured
+// (a calibration, a batch size), and the algorithm's config follows the plan.
+class Planner {
+ public:
+  Planner(const PlanRequest& request, PlanServices& services)
+      : request_(request), services_(services), algorithm_(request.algorithm ? &*request.algorithm : nullptr) {}
+
+  PlannedRun run() {
+    PlannedRun out;
+    if (algorithm_) out.command = command();
+    decide();  // without measurements: what a calibration starts from
+    if (algorithm_) {
+      const PlanCalibration calibration = calibration_for_plan(
+          request_, plan_.view(), calibrate_command(),
+          [this](int done, int planned) { services_.calibration_progress(done, planned); });
+      out.calibration = calibration.result;
+      inputs_.calibration = out.calibration ? &*out.calibration : nullptr;
+      inputs_.calibration_status = calibration.status;
+      decide();
+      // The batch is sought with the calibrated settings (they change what fits and how fast).
+      if (request_.overrides.batch_size_auto) {
+        const BatchSearch batch = batch_size_for_plan(request_, plan_.view(), config_, calibrate_command());
+        batch_search_ = batch.result;
+        if (batch_search_.is_object()) inputs_.batch_search = &batch_search_;
+        inputs_.batch_search_status = batch.status;
+        decide();
+      }
+    }
+    const std::vector<Device> rank_devices = devices_for_ranks(request_.launch, request_.device, request_.ranking);
+    plan_launch_layout(plan_, request_.launch, request_.device);
+    mark_effects(out.command);
+    out.workers = prepare_workers(rank_devices);
+    out.plan = plan_.view();
+    out.config = config_;
+    return out;
+  }
+
+ private:
+  std::string command() const {
+    const std::string command = request_.command.empty() ? algorithm_->default_command() : request_.command;
+    if (!algorithm_->has_command(command))
+      throw PlanError("--command '" + command + "': algorithm '" + algorithm_->name() + "' has " +
+                      json(algorithm_->commands).dump());
+    return command;
+  }
+
+  // The plan's values from scratch, and the config they give.
+  void decide() {
+    plan_ = PlanWriter();
+    decide_plan_values(plan_, inputs_);
+    if (!algorithm_) return;
+    try {
+      config_ = run_config(*algorithm_, request_.user_config, plan_.view());
+    } catch (const ConfigError& e) {
+      throw PlanError(e.what());
+    }
+  }
+
+  // Where a worker with this plan would run, and what it starts with.
+  WorkerPlacement placement(const json& plan, const Device& device) {
+    const WorkerEnvironment env = worker_environment(plan, device, services_.device_environment(device, plan));
+    for (const std::string& warning : env.warnings) add_warning(warning);
+    WorkerPlacement w;
+    w.device = device;
+    w.torch_device = env.torch_device;
+    w.environment = env.variables;
+    return w;
+  }
+
+  // One run of the algorithm's calibrate command with a candidate plan and the config as it
+  // is now, in a worker prepared for that plan.
+  CalibrateCommand calibrate_command() {
+    return [this, config = config_](const json& candidate, Clock::time_point deadline) {
+      json plan = candidate;
+      const WorkerPlacement worker = placement(plan, request_.device);
+      plan["worker_torch_device"] = worker.torch_device;
+      return services_.calibrate(*algorithm_, worker, plan, config, deadline);
+    };
+  }
+
+  void mark_effects(const std::string& command) {
+    json description;
+    if (algorithm_)
+      description = services_.describe_run(*algorithm_, command, config_, request_.device, plan_.view(), request_.run_dir);
+    EffectInputs in;
+    in.device = &request_.device;
+    if (algorithm_) {
+      in.algorithm = algorithm_->name();
+      in.algorithm_torch = algorithm_->manifest.torch_version;
+    }
+    in.run_description = description.is_object() ? &description : nullptr;
+    mark_plan_effects(plan_, in);
+  }
+
+  // One worker per rank this host starts, each with the environment its device needs before
+  // LibTorch starts; the first one's is the plan's "environment".
+  std::vector<WorkerPlacement> prepare_workers(const std::vector<Device>& rank_devices) {
+    const Launch& launch = request_.launch;
+    std::vector<WorkerPlacement> workers;
+    json ranks = json::array();
+    for (int i = 0; i < launch.workers_here; ++i) {
+      WorkerPlacement w = placement(plan_.view(), rank_devices[static_cast<size_t>(i)]);
+      w.rank = launch.first_rank + i;
+      w.local_rank = launch.first_local_rank + i;
+      w.world_size = launch.world_size;
+      ranks.push_back({{"rank", w.rank}, {"device", w.device.id()}, {"torch_device", w.torch_device}});
+      workers.push_back(std::move(w));
+    }
+    plan_.set_fact("environment", workers.front().environment);
+    plan_.set_fact("worker_torch_device", workers.front().torch_device);
+    if (launch.distributed()) {
+      for (WorkerPlacement& w : workers) {
+        w.environment["RANK"] = std::to_string(w.rank);
+        w.environment["WORLD_SIZE"] = std::to_string(launch.world_size);
+        w.environment["LOCAL_RANK"] = std::to_string(w.local_rank);
+        w.environment["LOCAL_WORLD_SIZE"] = std::to_string(launch.local_processes);
+        w.environment["MASTER_ADDR"] = launch.master_addr;
+        w.environment["MASTER_PORT"] = std::to_string(launch.master_port);
+        w.environment["MLH_DIST_TIMEOUT_S"] = std::to_string(launch.timeout_s);
+      }
+      json distributed = plan_.value(mlh::PlanField::kDistributed);
+      distributed["ranks"] = ranks;
+      plan_.set(mlh::PlanField::kDistributed, distributed, plan_.source(mlh::PlanField::kDistributed));
+    }
+    return workers;
+  }
+
+  void add_warning(const std::string& warning) {
+    json warnings = plan_.view().value("warnings", json::array());
+    for (const json& w : warnings)
+      if (w == warning) return;
+    warnings.push_back(warning);
+    plan_.set_fact("warnings", warnings);
+  }
+
+  const PlanRequest& request_;
+  PlanServices& services_;
+  const AlgorithmInfo* algorithm_;
+  PlanValueInputs inputs_{request_};
+  PlanWriter plan_;
+  json config_;
+  json batch_search_;
+};
+
+}  // namespace
+
+PlannedRun plan_run(const PlanRequest& request, PlanServices& services) { return Planner(request, services).run(); }
+
+}  // namespace mlhost

@@ -1,0 +1,184 @@
+#include "run/run_workers.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include <mlh/peer_lost.hpp>
+
+#include "common/files.hpp"
+#include "plan/plan_text.hpp"
+#include "run/memory_kill.hpp"
+#include "run/run_files.hpp"
+#include "run/telemetry.hpp"
+#include "run/worker.hpp"
+
+namespace mlhost {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// How often the device plugin samples the worker during a run (telemetry.jsonl).
+constexpr std::chrono::milliseconds kTelemetryInterval{1000};
+
+json read_summary(const WorkerSpec& spec) {
+  std::ifstream in(spec.output_dir() / "summary.json");
+  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// "rank 1 was killed by signal 9 (Killed)" / "rank 1 failed: <its error>"
+std::string describe_rank_end(const WorkerSpec& spec, const WorkerOutcome& o) {
+  const std::string who = "rank " + std::to_string(spec.rank);
+  if (o.signal != 0) return who + " was killed by signal " + std::to_string(o.signal) + " (" + strsignal(o.signal) + ")";
+  const json summary = read_summary(spec);
+  if (summary.is_object() && summary.value("error", json()).is_string())
+    return who + " failed: " + summary["error"].get<std::string>();
+  return who + " failed (exit status " + std::to_string(o.exit_code) + ")";
+}
+
+// The rank whose end ended the run: one killed by a signal the host did not send, else one
+// that failed on its own rather than because a peer vanished under a collective, else the
+// first that failed. -1 when none did.
+int culprit(const std::vector<WorkerSpec>& specs, const GroupOutcome& group) {
+  int best = -1, best_priority = 3;
+  for (size_t i = 0; i < group.workers.size(); ++i) {
+    const WorkerOutcome& o = group.workers[i];
+    const bool stopped_by_host = std::find(group.stopped_by_host.begin(), group.stopped_by_host.end(),
+                                           static_cast<int>(i)) != group.stopped_by_host.end();
+    if (stopped_by_host || !o.failed()) continue;
+    int priority = 2;
+    if (o.signal != 0) {
+      priority = 0;
+    } else {
+      const json summary = read_summary(specs[i]);
+      const std::string error = summary.is_object() ? summary.value("error", "") : "";
+      if (error.find(mlh::kPeerLostText) == std::string::npos) priority = 1;
+    }
+    if (priority < best_priority) {
+      best = static_cast<int>(i);
+      best_priority = priority;
+    }
+  }
+  return best;
+}
+
+// A rank other than 0 started by torchrun or SLURM: rank 0's host makes the run folder and
+// writes its config; wait for that rather than race it.
+void wait_for_run_folder(const fs::path& run_dir, const Launch& launch) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(launch.timeout_s);
+  while (!fs::exists(run_dir / "config.json")) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw HostError("rank " + std::to_string(launch.first_rank) + ": rank 0 did not create the run folder '" +
+                      run_dir.string() + "' within " + std::to_string(launch.timeout_s) +
+                      " s (do all ranks see the same folder?)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void write_summary(const fs::path& run_dir, const json& summary) {
+  write_file_atomically(run_dir / "summary.json", summary.dump(2) + "\n");
+}
+
+}  // namespace
+
+int run_workers(const RunJob& job) {
+  const PlannedRun& planned = *job.planned;
+  const Launch& launch = job.launch;
+  const fs::path& run_dir = job.run_dir;
+  const std::string& algorithm = job.algorithm.name;
+  const std::string& command = planned.command;
+
+  const bool owns_run_dir = launch.first_rank == 0;  // rank 0's host; the only one unless another launcher started us
+  if (owns_run_dir) {
+    if (!job.resume) {
+      try {
+        prepare_run_dir(run_dir, false);
+      } catch (const std::exception& e) {
+        throw HostError(e.what(), kExitBadInput);
+      }
+    }
+    write_file_atomically(run_dir / "config.json", planned.config.dump(2) + "\n");
+    write_file_atomically(run_dir / "plan.json", planned.plan.dump(2) + "\n");
+    write_file_atomically(run_dir / "probe.json", job.probe.dump(2) + "\n");
+    spdlog::info("run folder {}\n{}", run_dir.string(), plan_to_text(planned.plan));
+  } else {
+    wait_for_run_folder(run_dir, launch);
+  }
+
+  std::vector<WorkerSpec> specs;
+  for (const WorkerPlacement& worker : planned.workers) {
+    WorkerSpec spec = worker_spec(job.algorithm, command, worker, planned.config, planned.plan, run_dir);
+    spec.resume = job.resume;
+    specs.push_back(std::move(spec));
+  }
+  if (launch.distributed())
+    spdlog::info("starting ranks {}-{} of {} ({}), meeting at {}:{}", launch.first_rank,
+                 launch.first_rank + launch.workers_here - 1, launch.world_size, launch.source, launch.master_addr,
+                 launch.master_port);
+  // The kernel's OOM kills in this cgroup so far, to tell afterwards whether one ended the run.
+  const fs::path memory_events = cgroup_memory_events();
+  const std::optional<int64_t> oom_kills_before = oom_kill_count(memory_events);
+  std::unique_ptr<TelemetrySampler> telemetry;
+  const GroupOutcome group = supervise_workers(specs, [&](pid_t worker) {
+    if (owns_run_dir)
+      telemetry = std::make_unique<TelemetrySampler>(job.device_plugin, planned.workers.front().device.index, worker,
+                                                     run_dir / "telemetry.jsonl", kTelemetryInterval);
+  });
+  telemetry.reset();
+
+  if (launch.distributed() && !group.killed_on_request) {
+    const int failed = culprit(specs, group);
+    if (failed >= 0) {
+      const WorkerSpec& spec = specs[static_cast<size_t>(failed)];
+      std::string message = describe_rank_end(spec, group.workers[static_cast<size_t>(failed)]);
+      if (!group.stopped_by_host.empty()) {
+        std::string stopped;
+        for (int j : group.stopped_by_host)
+          stopped += (stopped.empty() ? "" : ", ") + std::to_string(specs[static_cast<size_t>(j)].rank);
+        message += "; stopped the other ranks here (" + stopped + ")";
+      }
+      if (owns_run_dir)
+        write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "failed"},
+                                {"failed_rank", spec.rank}, {"error", message}});
+      throw HostError("distributed training failed: " + message + "; outputs kept in " + run_dir.string() + " (" +
+                      (spec.output_dir() / "log.txt").string() + ")");
+    }
+  }
+  const WorkerOutcome& outcome = group.workers[0];  // this machine's first rank speaks for the run
+  if (group.killed_on_request) {
+    // The user stopped the run twice: a cancellation, though the worker could not save.
+    write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "cancelled"},
+                            {"error", "killed by a second stop request (Ctrl-C) before it finished stopping"}});
+    spdlog::warn("run killed on a second stop request; outputs kept in {}", run_dir.string());
+    return kWorkerCancelled;
+  }
+  if (outcome.signal != 0) {
+    // The worker could not write its summary: record how it ended, keeping what it wrote.
+    std::string error = std::string("worker killed by signal ") + std::to_string(outcome.signal) + " (" +
+                        strsignal(outcome.signal) + ")";
+    if (outcome.signal == SIGKILL)
+      if (auto why = memory_kill_explanation(oom_kills_before, oom_kill_count(memory_events), run_dir / "telemetry.jsonl",
+                                             planned.plan, job.resume_command))
+        error += "; " + *why;
+    write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "crashed"},
+                            {"signal", outcome.signal}, {"error", error}});
+    throw HostError("training " + error + "; outputs kept in " + run_dir.string() + " (log.txt)");
+  }
+  if (outcome.exit_code == kWorkerCancelled) {
+    spdlog::warn("run stopped on request; outputs in {}", run_dir.string());
+    return kWorkerCancelled;
+  }
+  if (outcome.exit_code != kWorkerCompleted)
+    throw HostError("training failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
+                    (run_dir / "summary.json").string());
+  spdlog::info("run completed; outputs in {}", run_dir.string());
+  return 0;
+}
+
+}  // namespace mlhost
