@@ -1,6 +1,9 @@
 // mlh::PlanReader: optional fields, dotted paths, and errors that name the field.
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include <mlh/plan_fields.hpp>
 #include <mlh/plan_reader.hpp>
 
 namespace {
@@ -54,3 +57,19 @@ TEST(PlanReader, APlanMustBeAJsonObject) {
 }
 
 }  // namespace
+
+// The plan's table of settings (mlh/plan_fields.hpp): in enum order, so plan_field() finds a
+// row by its enum; names unique and found by name; the decider as docs/plan.md says.
+TEST(PlanFields, TheTableIsInEnumOrderWithUniqueNames) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < mlh::kPlanFieldCount; ++i) {
+    const mlh::PlanFieldInfo& row = mlh::kPlanFields[i];
+    EXPECT_EQ(static_cast<size_t>(row.field), i) << row.name;
+    EXPECT_TRUE(names.insert(row.name).second) << row.name << " twice";
+    EXPECT_EQ(mlh::find_plan_field(row.name), &row);
+    EXPECT_STREQ(mlh::plan_field_name(row.field), row.name);
+  }
+  EXPECT_EQ(mlh::find_plan_field("sources"), nullptr) << "a plan's facts are not settings";
+  EXPECT_EQ(mlh::plan_field(mlh::PlanField::kChannelsLast).decider, mlh::PlanFieldDecider::kAlgorithm);
+  EXPECT_EQ(mlh::plan_field(mlh::PlanField::kThreads).decider, mlh::PlanFieldDecider::kWorker);
+}

@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <torch/nn/module.h>
 
+#include "mlh/plan_fields.hpp"
 #include "mlh/plan_reader.hpp"
 #include "mlh/runtime/compat.hpp"
 #include "mlh/runtime/memory_limit.hpp"
@@ -51,29 +52,34 @@ RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
     plan.device = parse_device(field, plan.torch_device);
     break;
   }
-  if (auto v = reader.one_of("precision", {"fp32", "fp16", "bf16"})) plan.precision = parse_precision(*v);
-  plan.batch_size = reader.positive_integer("batch_size");
-  plan.gradient_checkpointing = reader.boolean("gradient_checkpointing").value_or(false);
-  if (const PlanReader::json* v = reader.find("preset")) {
-    if (!v->is_string()) PlanReader::fail("preset", "a preset name", *v);
+  // The settings by their names in the plan's table (mlh/plan_fields.hpp).
+  using F = PlanField;
+  auto name = [](PlanField f) { return std::string(plan_field_name(f)); };
+  if (auto v = reader.one_of(name(F::kPrecision), {"fp32", "fp16", "bf16"})) plan.precision = parse_precision(*v);
+  plan.batch_size = reader.positive_integer(name(F::kBatchSize));
+  plan.gradient_checkpointing = reader.boolean(name(F::kGradientCheckpointing)).value_or(false);
+  if (const PlanReader::json* v = reader.find(name(F::kPreset))) {
+    if (!v->is_string()) PlanReader::fail(name(F::kPreset), "a preset name", *v);
     plan.preset = v->get<std::string>();
   }
-  if (auto v = reader.positive_integer("threads.intra_op")) plan.intra_op_threads = static_cast<int>(*v);
-  if (auto v = reader.positive_integer("threads.inter_op")) plan.inter_op_threads = static_cast<int>(*v);
-  plan.memory_fraction = reader.number("memory_fraction", [](double f) { return f > 0 && f <= 1; }, "a number in (0, 1]");
+  if (auto v = reader.positive_integer(name(F::kThreads) + ".intra_op")) plan.intra_op_threads = static_cast<int>(*v);
+  if (auto v = reader.positive_integer(name(F::kThreads) + ".inter_op")) plan.inter_op_threads = static_cast<int>(*v);
+  plan.memory_fraction =
+      reader.number(name(F::kMemoryFraction), [](double f) { return f > 0 && f <= 1; }, "a number in (0, 1]");
   // Byte counts beyond PlanReader::integer's int range.
-  if (const PlanReader::json* v = reader.find("memory_limit_bytes")) {
-    if (!v->is_number_integer() || v->get<int64_t>() < 1) PlanReader::fail("memory_limit_bytes", "a byte count > 0", *v);
+  if (const PlanReader::json* v = reader.find(name(F::kMemoryLimitBytes))) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 1)
+      PlanReader::fail(name(F::kMemoryLimitBytes), "a byte count > 0", *v);
     plan.memory_limit_bytes = v->get<int64_t>();
   }
-  plan.empty_cache_steps = reader.integer("empty_cache_steps", 0, "a non-negative integer").value_or(0);
-  plan.pinned_memory = reader.boolean("pinned_memory").value_or(false);
-  plan.prefetch_factor = reader.positive_integer("prefetch_factor").value_or(2);
-  plan.dataloader_workers = reader.integer("dataloader_workers", 0, "a non-negative integer").value_or(0);
-  plan.cudnn_benchmark = reader.boolean("cudnn_benchmark").value_or(false);
-  plan.tf32_matmul = reader.boolean("tf32_matmul").value_or(false);
-  plan.deterministic = reader.boolean("deterministic").value_or(false);
-  plan.channels_last = reader.boolean("channels_last").value_or(false);
+  plan.empty_cache_steps = reader.integer(name(F::kEmptyCacheSteps), 0, "a non-negative integer").value_or(0);
+  plan.pinned_memory = reader.boolean(name(F::kPinnedMemory)).value_or(false);
+  plan.prefetch_factor = reader.positive_integer(name(F::kPrefetchFactor)).value_or(2);
+  plan.dataloader_workers = reader.integer(name(F::kDataloaderWorkers), 0, "a non-negative integer").value_or(0);
+  plan.cudnn_benchmark = reader.boolean(name(F::kCudnnBenchmark)).value_or(false);
+  plan.tf32_matmul = reader.boolean(name(F::kTf32Matmul)).value_or(false);
+  plan.deterministic = reader.boolean(name(F::kDeterministic)).value_or(false);
+  plan.channels_last = reader.boolean(name(F::kChannelsLast)).value_or(false);
   plan.seed = parse_seed(reader);
   return plan;
 }
