@@ -7,14 +7,6 @@ namespace mlhost {
 using mlh::PlanField;
 using nlohmann::json;
 
-namespace {
-
-bool is_cpu_like(const Device& d) {
-  return d.device_class == MLH_DEVICE_CLASS_CPU || d.device_class == MLH_DEVICE_CLASS_OTHER;
-}
-
-}  // namespace
-
 std::vector<Device> devices_for_ranks(const Launch& launch, const Device& chosen, const Ranking& ranking) {
   const int here = launch.workers_here;
   if (!launch.distributed()) return {chosen};
@@ -22,7 +14,7 @@ std::vector<Device> devices_for_ranks(const Launch& launch, const Device& chosen
     throw PlanError("device " + chosen.id() + " (" + chosen.name + ") cannot take part in distributed training: its " +
                     chosen.plugin + " plugin reports no_distributed (neither Gloo nor NCCL carries its tensors); "
                     "run one process, or --device cpu");
-  if (is_cpu_like(chosen)) return std::vector<Device>(static_cast<size_t>(here), chosen);
+  if (!chosen.is_gpu()) return std::vector<Device>(static_cast<size_t>(here), chosen);
   std::vector<Device> gpus;
   for (const RankedDevice& r : ranking.devices)
     if (r.device.available && r.device.plugin == chosen.plugin && r.device.kind == chosen.kind) gpus.push_back(r.device);
@@ -37,7 +29,7 @@ std::vector<Device> devices_for_ranks(const Launch& launch, const Device& chosen
 
 void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& chosen) {
   if (!launch.distributed()) return;
-  const bool cpu = is_cpu_like(chosen);
+  const bool cpu = !chosen.is_gpu();
   json d = {{"source", launch.source},
             {"world_size", launch.world_size},
             {"nnodes", launch.nnodes},

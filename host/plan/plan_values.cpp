@@ -15,10 +15,6 @@ using mlh::PlanField;
 
 namespace {
 
-bool is_gpu(const Device& d) {
-  return d.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU || d.device_class == MLH_DEVICE_CLASS_UNIFIED_GPU;
-}
-
 Source from(SourceKind kind, std::string text) { return Source{kind, std::move(text)}; }
 
 // The inputs every decision reads, and the plan it writes.
@@ -134,13 +130,13 @@ void Decisions::precision() {
   }
   // auto: bf16 where a GPU runs it fast, else fp16 on a GPU that has it, else fp32. On CPUs
   // bf16 pays off only for some models, so auto keeps fp32 there.
-  if (is_gpu(d_) && (d_.fast_precisions & MLH_PRECISION_BF16))
+  if (d_.is_gpu() && (d_.fast_precisions & MLH_PRECISION_BF16))
     plan_.set(PlanField::kPrecision, "bf16", from(SourceKind::kDevice, "auto: " + d_.id() + " runs bf16 fast"));
-  else if (is_gpu(d_) && (d_.precisions & MLH_PRECISION_FP16) && !(d_.limitations & MLH_LIMIT_NO_FP16_AUTOCAST))
+  else if (d_.is_gpu() && (d_.precisions & MLH_PRECISION_FP16) && !(d_.limitations & MLH_LIMIT_NO_FP16_AUTOCAST))
     plan_.set(PlanField::kPrecision, "fp16", from(SourceKind::kDevice, "auto: " + d_.id() + " has fp16 but no fast bf16"));
   else
     plan_.set(PlanField::kPrecision, "fp32",
-              is_gpu(d_) ? from(SourceKind::kDevice, "auto: no usable reduced precision on " + d_.id())
+              d_.is_gpu() ? from(SourceKind::kDevice, "auto: no usable reduced precision on " + d_.id())
                          : from(SourceKind::kDefault, "auto: fp32 on CPU (bf16 only where an algorithm measured it faster)"));
 }
 
@@ -309,9 +305,9 @@ void Decisions::memory_and_data() {
   from_settings_or(PlanField::kPrefetchFactor, "prefetch_factor", parse_int, 2, from(SourceKind::kDefault, "default"));
   // On a CPU run, loader workers would take cores from the computation itself.
   const long cpus = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
-  const long workers = is_gpu(d_) ? std::min<long>(4, std::max<long>(1, cpus / 2)) : 0;
+  const long workers = d_.is_gpu() ? std::min<long>(4, std::max<long>(1, cpus / 2)) : 0;
   from_settings_or(PlanField::kDataloaderWorkers, "dataloader_workers", parse_int, workers,
-                   from(SourceKind::kDefault, is_gpu(d_) ? "default: half the CPUs, at most 4" : "default: none on a CPU run"));
+                   from(SourceKind::kDefault, d_.is_gpu() ? "default: half the CPUs, at most 4" : "default: none on a CPU run"));
 }
 
 void Decisions::backend_switches() {

@@ -41,6 +41,10 @@ struct Device {
 
   // "cpu:0", "cuda:1": how --device and reports name it.
   std::string id() const { return kind + ":" + std::to_string(index); }
+  // A discrete or unified-memory GPU (else a CPU or another device that runs like one).
+  bool is_gpu() const {
+    return device_class == MLH_DEVICE_CLASS_DISCRETE_GPU || device_class == MLH_DEVICE_CLASS_UNIFIED_GPU;
+  }
 };
 
 // Copies `count` records a plugin returned, checking every field a host relies on.

@@ -8,10 +8,6 @@
 namespace mlhost {
 namespace {
 
-bool is_gpu(const Device& d) {
-  return d.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU || d.device_class == MLH_DEVICE_CLASS_UNIFIED_GPU;
-}
-
 // The architecture generation: the compute capability's major version. Minor versions
 // within a generation are not a measure of power (an RTX 3060 is 8.6, an A100 8.0), so
 // they are left to memory and compute units.
@@ -87,7 +83,7 @@ Ranking rank_devices(const std::vector<Device>& devices, const DeviceRequest& re
       r.reason = "not requested (--device " + request.str() + ")";
     else if (!d.available)
       r.reason = "unavailable: " + d.unavailable_reason;
-    else if (no_gpu && is_gpu(d))
+    else if (no_gpu && d.is_gpu())
       r.reason = "excluded by --no-gpu";
     else {
       candidates.push_back(r);

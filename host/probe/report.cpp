@@ -36,16 +36,12 @@ std::string processor_name(const std::vector<PluginProbe>& plugins) {
   return "";
 }
 
-bool is_gpu(const Device& d) {
-  return d.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU || d.device_class == MLH_DEVICE_CLASS_UNIFIED_GPU;
-}
-
 // "CUDA (NVIDIA GPU): available - NVIDIA A100-SXM4-40GB, compute capability 8.0, 40.0 GiB"
 // or "MPS (Apple GPU): not available - MPS needs macOS 12.3+ on Apple Silicon".
 std::string device_headline(const Device& d) {
   std::string kind = d.kind;
   for (char& c : kind) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const std::string what = is_gpu(d) ? "GPU" : d.device_class == MLH_DEVICE_CLASS_CPU ? "CPU" : "device";
+  const std::string what = d.is_gpu() ? "GPU" : d.device_class == MLH_DEVICE_CLASS_CPU ? "CPU" : "device";
   std::string line = kind + " (" + (d.vendor.empty() ? "" : d.vendor + " ") + what + "): ";
   if (!d.available) return line + "not available - " + d.unavailable_reason;
   line += "available - " + d.name;

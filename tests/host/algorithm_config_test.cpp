@@ -30,7 +30,7 @@ std::string error_of(const json& config) {
   return "";
 }
 
-TEST(Config, SetParsesValuesAsJsonOrText) {
+TEST(AlgorithmConfig, SetParsesValuesAsJsonOrText) {
   json c = json::object();
   apply_set(c, "steps=10", kSchema);
   apply_set(c, "lr=1e-3", kSchema);
@@ -47,7 +47,7 @@ TEST(Config, SetParsesValuesAsJsonOrText) {
   EXPECT_NO_THROW(validate_config(c, kSchema));
 }
 
-TEST(Config, SetRejectsMalformedAssignments) {
+TEST(AlgorithmConfig, SetRejectsMalformedAssignments) {
   json c = {{"steps", 1}};
   EXPECT_THROW(apply_set(c, "steps", kSchema), ConfigError);
   EXPECT_THROW(apply_set(c, "=3", kSchema), ConfigError);
@@ -61,7 +61,7 @@ TEST(Config, SetRejectsMalformedAssignments) {
   }
 }
 
-TEST(Config, ValidationNamesTheField) {
+TEST(AlgorithmConfig, ValidationNamesTheField) {
   EXPECT_EQ(error_of({{"steps", 3}, {"lr", 0.1}}), "");
   EXPECT_EQ(error_of({{"steps", 3.0}}), "") << "3.0 is an integer in JSON Schema";
   EXPECT_EQ(error_of({{"steps", "abc"}}), "config field 'steps': expected an integer, got \"abc\"");
@@ -73,13 +73,13 @@ TEST(Config, ValidationNamesTheField) {
   EXPECT_NE(error_of({{"stpes", 1}}).find("config field 'stpes' is unknown (known: "), std::string::npos);
 }
 
-TEST(Config, MergeIsDeep) {
+TEST(AlgorithmConfig, MergeIsDeep) {
   json base = {{"a", 1}, {"o", {{"x", 1}, {"y", 2}}}};
   json merged = merge_config(base, {{"o", {{"y", 3}}}, {"b", true}});
   EXPECT_EQ(merged, json::parse(R"({"a":1,"b":true,"o":{"x":1,"y":3}})"));
 }
 
-TEST(Config, FileErrorsNameFileAndLine) {
+TEST(AlgorithmConfig, FileErrorsNameFileAndLine) {
   testing::TempDir t;
   testing::write_text(t / "ok.json", R"({"steps": 5})");
   EXPECT_EQ(load_config_file(t / "ok.json")["steps"], 5);

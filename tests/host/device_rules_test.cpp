@@ -28,7 +28,7 @@ struct Expect {
   std::string preset;
 };
 
-TEST(AutoConfig, ShippedRulesGiveTheDocumentedTable) {
+TEST(DeviceRules, ShippedRulesGiveTheDocumentedTable) {
   const std::vector<DeviceRule> rules = shipped();
   const int32_t gpu = MLH_DEVICE_CLASS_DISCRETE_GPU, mac = MLH_DEVICE_CLASS_UNIFIED_GPU, cpu = MLH_DEVICE_CLASS_CPU;
   const std::vector<Expect> table = {
@@ -58,7 +58,7 @@ TEST(AutoConfig, ShippedRulesGiveTheDocumentedTable) {
   EXPECT_EQ(match_device_rule(rules, device("cuda", gpu, 20 * GiB))->origin, "autoconfig.json rule 3");
 }
 
-TEST(AutoConfig, NominalMemoryRoundsUpToWholeGib) {
+TEST(DeviceRules, NominalMemoryRoundsUpToWholeGib) {
   EXPECT_EQ(nominal_memory_gib(40 * GiB), 40);
   EXPECT_EQ(nominal_memory_gib(42298834944), 40);  // A100 40GB as the driver reports it
   EXPECT_EQ(nominal_memory_gib(12622168064), 12);  // RTX 3060 12GB
@@ -66,7 +66,7 @@ TEST(AutoConfig, NominalMemoryRoundsUpToWholeGib) {
   EXPECT_EQ(nominal_memory_gib(-1), -1);
 }
 
-TEST(AutoConfig, UserFileExtendsOrReplaces) {
+TEST(DeviceRules, UserFileExtendsOrReplaces) {
   testing::TempDir t;
   testing::write_text(t / "mine.json", R"({"rules": [{"device": "cuda", "min_memory_gb": 70, "batch_size": 4096}]})");
   std::vector<DeviceRule> rules = load_device_rules(MLH_TEST_SHARE_DIR "/autoconfig.json", t / "mine.json");
@@ -82,7 +82,7 @@ TEST(AutoConfig, UserFileExtendsOrReplaces) {
   EXPECT_EQ(match_device_rule(rules, h100), nullptr);
 }
 
-TEST(AutoConfig, BadRulesNameTheField) {
+TEST(DeviceRules, BadRulesNameTheField) {
   testing::TempDir t;
   auto error_of = [&](const std::string& text) -> std::string {
     testing::write_text(t / "r.json", text);

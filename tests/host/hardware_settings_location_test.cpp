@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 void touch(const fs::path& file) { testing::write_text(file, "# settings\n"); }
 
-class SettingsFileTest : public ::testing::Test {
+class HardwareSettingsLocation : public ::testing::Test {
  protected:
   SettingsSearch search() const {
     SettingsSearch s;
@@ -29,7 +29,7 @@ class SettingsFileTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
-TEST_F(SettingsFileTest, TheProjectsFileThenTheUsersThenTheMachines) {
+TEST_F(HardwareSettingsLocation, TheProjectsFileThenTheUsersThenTheMachines) {
   SettingsFileChoice c = choose_settings_file("", nullptr, false, search());
   EXPECT_FALSE(c.file);
   EXPECT_EQ(c.status.rfind("none (no --hardware-config or MLH_HARDWARE_CONFIG, and none of ", 0), 0u) << c.status;
@@ -51,7 +51,7 @@ TEST_F(SettingsFileTest, TheProjectsFileThenTheUsersThenTheMachines) {
   EXPECT_EQ(c.status, project_file().string() + " (found in the current folder)");
 }
 
-TEST_F(SettingsFileTest, XdgConfigHomeReplacesTheHomeFolderUnlessEmpty) {
+TEST_F(HardwareSettingsLocation, XdgConfigHomeReplacesTheHomeFolderUnlessEmpty) {
   SettingsSearch s = search();
   s.xdg_config_home = (dir_.path() / "xdg").string();
   touch(user_file());
@@ -62,7 +62,7 @@ TEST_F(SettingsFileTest, XdgConfigHomeReplacesTheHomeFolderUnlessEmpty) {
   EXPECT_EQ(choose_settings_file("", nullptr, false, s).file, user_file());
 }
 
-TEST_F(SettingsFileTest, ANamedFileWinsAndNoneReadsNothing) {
+TEST_F(HardwareSettingsLocation, ANamedFileWinsAndNoneReadsNothing) {
   touch(project_file());
   SettingsFileChoice c = choose_settings_file("/x/named.ini", "/y/env.ini", false, search());
   EXPECT_EQ(c.file, fs::path("/x/named.ini"));
