@@ -66,7 +66,7 @@ struct SessionOptions {
   std::string step_name = "step";  // what the loop counts, for the stop message ("iteration", "episode")
   // The memory monitor's settings (interval, low-memory warning; tests inject its clock and
   // cache release). Its empty_cache_steps is always the plan's.
-  MemoryMonitorOptions memory;
+  MemoryMonitorOptions memory = {};
 };
 
 // Writes this moment's checkpoint, through TrainingSession::save; the session calls it when
