@@ -43,19 +43,13 @@
 #include <optional>
 #include <string>
 
+#include <mlh/plugin.hpp>  // RunContext
 #include <nlohmann/json.hpp>
 
 #include "mlh/runtime/apply_plan.hpp"
-#include "mlh/runtime/checkpoint.hpp"
+#include "mlh/runtime/checkpoint.hpp"  // TrainingState, CheckpointManager; torch::nn::Module declared
 #include "mlh/runtime/distributed.hpp"
 #include "mlh/runtime/memory.hpp"
-
-namespace mlh {
-class RunContext;
-}
-namespace torch::nn {
-class Module;
-}
 
 namespace mlh::rt {
 
