@@ -1,12 +1,36 @@
 #include "progress.hpp"
 
 #include <string>
+#include <utility>
 
 #include <mlh/plugin.hpp>
 
 namespace protonet {
 
 using nlohmann::json;
+
+namespace {
+
+// The keys of the checkpoint's "progress" and the fields they hold: the counters, and the best
+// epoch's figures (null before the first epoch ends).
+constexpr std::pair<const char*, int64_t TrainProgress::*> kCounters[] = {
+    {"epoch", &TrainProgress::epoch},           {"episode_in_epoch", &TrainProgress::episode_in_epoch},
+    {"episode", &TrainProgress::episode},       {"best_epoch", &TrainProgress::best_epoch},
+    {"bad_epochs", &TrainProgress::bad_epochs}};
+constexpr std::pair<const char*, std::optional<double> TrainProgress::*> kBest[] = {
+    {"best_val_loss", &TrainProgress::best_val_loss}, {"best_val_acc", &TrainProgress::best_val_acc}};
+
+// progress[key] as a T; missing or of another type: an mlh::Error naming it.
+template <class T>
+T read(const json& progress, const char* key) {
+  try {
+    return progress.at(key).get<T>();
+  } catch (const json::exception& e) {
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("checkpoint: progress.") + key + ": " + e.what());
+  }
+}
+
+}  // namespace
 
 bool TrainProgress::end_epoch(double val_loss, double val_acc, int64_t patience) {
   const bool better = !best_val_loss || val_loss < *best_val_loss;
@@ -25,43 +49,19 @@ bool TrainProgress::end_epoch(double val_loss, double val_acc, int64_t patience)
 }
 
 json TrainProgress::to_json() const {
-  auto optional = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  return {{"epoch", epoch},
-          {"episode_in_epoch", episode_in_epoch},
-          {"episode", episode},
-          {"best_val_loss", optional(best_val_loss)},
-          {"best_val_acc", optional(best_val_acc)},
-          {"best_epoch", best_epoch},
-          {"bad_epochs", bad_epochs},
-          {"stopped_early", stopped_early}};
+  json j = {{"stopped_early", stopped_early}};
+  for (const auto& [key, counter] : kCounters) j[key] = this->*counter;
+  for (const auto& [key, figure] : kBest) j[key] = (this->*figure) ? json(*(this->*figure)) : json(nullptr);
+  return j;
 }
 
 TrainProgress TrainProgress::from_json(const json& j) {
   TrainProgress p;
-  std::string key;
-  try {
-    auto integer = [&](const char* name) {
-      key = name;
-      return j.at(name).get<int64_t>();
-    };
-    auto optional = [&](const char* name) -> std::optional<double> {
-      key = name;
-      const json& v = j.at(name);
-      if (v.is_null()) return std::nullopt;
-      return v.get<double>();
-    };
-    p.epoch = integer("epoch");
-    p.episode_in_epoch = integer("episode_in_epoch");
-    p.episode = integer("episode");
-    p.best_val_loss = optional("best_val_loss");
-    p.best_val_acc = optional("best_val_acc");
-    p.best_epoch = integer("best_epoch");
-    p.bad_epochs = integer("bad_epochs");
-    key = "stopped_early";
-    p.stopped_early = j.at("stopped_early").get<bool>();
-  } catch (const json::exception& e) {
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "checkpoint: progress." + key + ": " + e.what());
-  }
+  for (const auto& [key, counter] : kCounters) p.*counter = read<int64_t>(j, key);
+  for (const auto& [key, figure] : kBest)
+    if (read<json>(j, key).is_null()) p.*figure = std::nullopt;
+    else p.*figure = read<double>(j, key);
+  p.stopped_early = read<bool>(j, "stopped_early");
   return p;
 }
 
