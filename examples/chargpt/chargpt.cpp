@@ -211,6 +211,7 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
 }
 
 void sample(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
+  mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());  // the same text for the same seed
   // The vocabulary, and so the model's shape, come from the checkpoint: read it first.
   mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize, mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState probe;
@@ -260,22 +261,16 @@ const mlh::CommandTable<mlh::RunContext&, const json&, const mlh::rt::RuntimePla
 
 class CharGpt : public mlh::AlgorithmPlugin {
  public:
-  mlh::AlgorithmDescription describe() override {
-    mlh::AlgorithmDescription d;
-    d.summary = "character-level GPT (nanoGPT style): train on a text file, sample text";
-    d.commands = commands().names();
-    d.config_schema_json = kSchema;
-    d.config_defaults_json = kDefaults;
-    d.presets_json = kPresets;
-    return d;
+  mlh::AlgorithmDescription describe() override {  // summary, commands, config schema, defaults, presets
+    return {"character-level GPT (nanoGPT style): train on a text file, sample text", commands().names(), kSchema,
+            kDefaults, kPresets};
   }
 
+  // Each command seeds its random streams itself (train: each rank its own).
   void run(mlh::RunContext& ctx) override {
-    const json cfg = json::parse(ctx.config_json());
     const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
     mlh::rt::apply_plan(plan);
-    mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
-    commands().run(ctx.command(), ctx, cfg, plan);
+    commands().run(ctx.command(), ctx, json::parse(ctx.config_json()), plan);
   }
 };
 
