@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "fake_host.hpp"
+
 namespace {
 
 using Table = mlh::CommandTable<std::vector<std::string>&>;
@@ -86,23 +88,16 @@ TEST(CommandTable, TheHostSeesTheNamesItCanRun) {
   EXPECT_STREQ(d->commands[0], "train");
   EXPECT_STREQ(d->commands[1], "sample");
 
-  std::vector<std::string> logs;
-  mlh_host_callbacks host{};
-  host.struct_size = sizeof(host);
-  host.host_data = &logs;
-  host.log = [](void* h, int32_t, const char* m) { static_cast<std::vector<std::string>*>(h)->push_back(m); };
-  host.metric = [](void*, const char*, double, int64_t) {};
-  host.progress = [](void*, int64_t, int64_t, const char*) {};
-  host.should_stop = [](void*) { return 0; };
-  host.summary = [](void*, const char*) {};
+  FakeHost host;
+  const mlh_host_callbacks callbacks = host.callbacks();
   mlh_run_context ctx{};
   ctx.struct_size = sizeof(ctx);
-  ctx.host = &host;
+  ctx.host = &callbacks;
   for (uint32_t i = 0; i < d->command_count; ++i) {
     ctx.command = d->commands[i];
     EXPECT_EQ(Abi::run(inst, &ctx, &e), MLH_OK) << d->commands[i] << ": " << e.message;
   }
-  EXPECT_EQ(logs, (std::vector<std::string>{"trained", "sampled"}));
+  EXPECT_EQ(host.logs, (std::vector<std::string>{"trained", "sampled"}));
   ctx.command = "dance";
   EXPECT_EQ(Abi::run(inst, &ctx, &e), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_STREQ(e.message, "unknown command 'dance' (train, sample)");
