@@ -5,8 +5,8 @@
 //   - under --resume loads the newest checkpoint into the loop's state and says so in the log,
 //   - after each step records memory statistics and releases the device cache every
 //     plan.empty_cache_steps steps (MemoryMonitor), saves every `checkpoint_every` steps, and
-//     when the host asks the run to stop, saves on every rank at the same step and throws
-//     mlh::Error(MLH_ERR_CANCELLED, "stopped at step 12 (checkpoint saved)"),
+//     when the host asks the run to stop, stops every rank at the same step after a checkpoint
+//     and throws mlh::Error(MLH_ERR_CANCELLED, "stopped at step 12 (checkpoint saved)"),
 //   - exports the weights (rank 0, <run_dir>/model.safetensors) and sends the summary with the
 //     fields every run reports (world_size, ranks_agree).
 //
