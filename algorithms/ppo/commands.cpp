@@ -12,13 +12,12 @@
 #include <mlh/atomic_file.hpp>
 #include <mlh/run_description.hpp>
 #include <mlh/runtime/apply_plan.hpp>
-#include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/checkpoint.hpp>
-#include <mlh/runtime/memory.hpp>
-#include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
+#include <mlh/runtime/throughput.hpp>
+#include <mlh/runtime/training_session.hpp>
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
@@ -78,7 +77,7 @@ Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt:
   p.net->to(plan.device);
   p.updater = std::make_unique<PpoUpdater>(p.net, cfg.lr, UpdateOptions{}, plan.device);
   mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, mlh::rt::Goal::Maximize,
-                                         [&](const std::string& w) { ctx.warn(w); });
+                                         mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState s;
   s.add("model", *p.net).add("optimizer", p.updater->optimizer());
   auto loaded = cfg.checkpoint == "latest" ? checkpoints.load_latest(s, plan.device)
@@ -95,25 +94,22 @@ Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt:
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   const Task task = make_task(cfg);
   // Distributed: each rank steps its own environments (seeded apart) and all average the
-  // update's gradient, so the batch per update is num_envs x num_steps x ranks.
-  mlh::rt::Distributed dist(ctx, plan.device);
+  // update's gradient, so the batch per update is num_envs x num_steps x ranks. The best
+  // checkpoint is the one with the highest average return.
+  mlh::rt::TrainingSession session(ctx, plan,
+                                   {cfg.keep_checkpoints, mlh::rt::Goal::Maximize, cfg.checkpoint_every, "iteration"});
+  mlh::rt::Distributed& dist = session.dist();
   Config rank_cfg = cfg;
   rank_cfg.seed = dist.seed_for_rank(cfg.seed);
   Trainer t(rank_cfg, plan, task);
   dist.broadcast({t.updater().parameters().flat()});
   t.updater().parameters().mark_changed();
   t.updater().share_with(dist);
-  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, mlh::rt::Goal::Maximize,
-                                         [&](const std::string& w) { ctx.warn(w); });
-  checkpoints.share_with(dist);
-  if (ctx.resume()) {
-    mlh::rt::TrainingState s = t.state();
-    if (auto loaded = checkpoints.load_latest(s, plan.device)) {
-      t.restore(s, /*own_streams=*/dist.is_main());
-      ctx.info("resumed at iteration " + std::to_string(t.iteration()) + ", step " + std::to_string(t.global_step()) +
-               " (" + loaded->path + ")");
-    }
-  }
+  mlh::rt::TrainingState saved = t.state();
+  session.resume(saved, [&](const mlh::rt::LoadedCheckpoint&) {
+    t.restore(saved, /*own_streams=*/dist.is_main());
+    return "at iteration " + std::to_string(t.iteration()) + ", step " + std::to_string(t.global_step());
+  });
   if (dist.is_main()) write_network_json(ctx.run_dir(), t.net().spec());
   const int64_t iterations = cfg.num_iterations();
   const int64_t total_steps = iterations * cfg.batch_size();  // this rank's; the run's is x ranks
@@ -128,20 +124,18 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   const int64_t start_step = t.global_step();
   int64_t reached_475 = -1;
   double last_avg = std::nan("");
+  // Checkpoints are filed by environment step (the loop counts iterations), as they always
+  // were: in a run folder from before, the newest file stays the newest.
   auto save = [&] {
     const double avg = t.average_return();
-    checkpoints.save(t.state(), t.global_step(), std::isnan(avg) ? std::optional<double>() : avg);
+    session.save(t.state(), t.global_step(), std::isnan(avg) ? std::optional<double>() : avg);
   };
-  mlh::rt::MemoryMonitorOptions memory_options;
-  memory_options.empty_cache_steps = plan.empty_cache_steps;
-  mlh::rt::MemoryMonitor memory(plan.device, ctx, memory_options);  // memory/* metrics, cache release
   auto last_log = Clock::now();
   while (t.iteration() < iterations) {
     const auto it_start = Clock::now();
     const IterationStats s = t.iterate();
     const double it_seconds = seconds_since(it_start);
     const int64_t step = t.global_step();
-    memory.step(t.iteration());
     double ret_sum = 0;
     int64_t solved = 0;
     for (const auto& e : s.episodes) {
@@ -186,17 +180,10 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       line += ", " + fmt(static_cast<double>(step - start_step) / seconds_since(start), 0) + " steps/s";
       ctx.info(line);
     }
-    if (t.iteration() % cfg.checkpoint_every == 0 || t.iteration() == iterations) save();
-    if (dist.should_stop(ctx)) {
-      if (t.iteration() % cfg.checkpoint_every != 0) save();
-      throw mlh::Error(MLH_ERR_CANCELLED,
-                       "stopped at iteration " + std::to_string(t.iteration()) + " (checkpoint saved)");
-    }
+    session.after_step(t.iteration(), save, /*save_now=*/t.iteration() == iterations);
   }
   const double wall = seconds_since(start);
-  if (dist.is_main())
-    mlh::rt::export_module_weights(t.net(), ctx.run_dir() + "/model.safetensors",
-                                   {{"network", to_json(t.net().spec()).dump()}});
+  session.export_weights(t.net(), {{"network", to_json(t.net().spec()).dump()}});
   const double sps = static_cast<double>(t.global_step() - start_step) / wall;
   ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + fmt(wall) + " s (" + fmt(sps, 0) +
            " steps/s), " + std::to_string(t.episodes_finished()) + " episodes, avg return (last 100) " + fmt(last_avg));
@@ -206,8 +193,6 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                   {"avg_return_100", std::isnan(last_avg) ? json(nullptr) : json(last_avg)},
                   {"wall_seconds", wall},
                   {"env_steps_per_s", sps},
-                  {"world_size", dist.world_size()},
-                  {"ranks_agree", dist.parameters_agree(t.net())},
                   {"torch_threads", at::get_num_threads()},
                   {"network", to_json(t.net().spec())},
                   {"parameters", t.net().parameter_count()}};
@@ -219,7 +204,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     if (task.metrics)
       for (const auto& [name, value] : task.metrics()) summary[name] = value;
   }
-  ctx.summary(summary.dump());
+  session.finish(t.net(), summary);
 }
 
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
@@ -440,7 +425,7 @@ std::string network_shape(const NetworkSpec& spec) {
 std::string describe_run(const mlh::RunContext& ctx) {
   const Config cfg = parse_config(json::parse(ctx.config_json()));
   const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
-  const std::string command = ctx.command().empty() ? "train" : ctx.command();
+  const std::string command = ctx.command().empty() ? command_table().default_name() : ctx.command();
   const NetworkSpec spec = network_of_run(ctx, command, cfg, plan);
   const bool mlp = spec.kind == "mlp", trains = command == "train" || command == "calibrate";
   const std::string not_training = command + " does not train";
@@ -481,19 +466,20 @@ std::string describe_run(const mlh::RunContext& ctx) {
   return d.json();
 }
 
+const Commands& command_table() {
+  static const Commands table{
+      {"train", train}, {"eval", eval}, {"play", play}, {"benchmark", benchmark}, {"calibrate", calibrate}};
+  return table;
+}
+
 void run_command(mlh::RunContext& ctx) {
+  const Commands::Body& command = command_table().find(ctx.command());
   const Config cfg = parse_config(json::parse(ctx.config_json()));
   const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
   mlh::rt::apply_plan(plan);
   if (cfg.torch_threads > 0) at::set_num_threads(cfg.torch_threads);
   mlh::rt::seed_everything(mlh::rt::seed_for_rank(cfg.seed, ctx.rank()));  // ranks' models: broadcast from rank 0
-  const std::string command = ctx.command().empty() ? "train" : ctx.command();
-  if (command == "train") return train(ctx, cfg, plan);
-  if (command == "eval") return eval(ctx, cfg, plan);
-  if (command == "play") return play(ctx, cfg, plan);
-  if (command == "benchmark") return benchmark(ctx, cfg, plan);
-  if (command == "calibrate") return calibrate(ctx, cfg, plan);
-  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "unknown command '" + command + "' (train, eval, play, benchmark, calibrate)");
+  command(ctx, cfg, plan);
 }
 
 }  // namespace ppo

@@ -22,10 +22,23 @@
 
 #include <string>
 
+#include <mlh/command_table.hpp>
 #include <mlh/plugin.hpp>
+
+#include "config.hpp"
+
+namespace mlh::rt {
+struct RuntimePlan;
+}
 
 namespace ppo {
 
+using Commands = mlh::CommandTable<mlh::RunContext&, const Config&, const mlh::rt::RuntimePlan&>;
+
+// The commands in the order the plugin lists them (the first, train, is the default).
+const Commands& command_table();
+
+// Runs ctx.command() with the plan applied, the config's threads and the rank's seed.
 void run_command(mlh::RunContext& ctx);
 
 // describe_run (ABI 1.1): the network a run of ctx's command, config and plan uses, and what

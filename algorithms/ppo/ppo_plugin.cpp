@@ -13,7 +13,7 @@ class Ppo : public mlh::AlgorithmPlugin {
   mlh::AlgorithmDescription describe() override {
     mlh::AlgorithmDescription d;
     d.summary = "PPO: CartPole-v1 and tiler-slider puzzles (mlp, recursive attention or residual tower)";
-    d.commands = {"train", "eval", "play", "benchmark", "calibrate"};
+    d.commands = ppo::command_table().names();
     d.config_schema_json = ppo::config_schema_json();
     d.config_defaults_json = ppo::config_defaults_json();
     d.presets_json = ppo::presets_json();

@@ -14,24 +14,38 @@
 // config's way/shot/query. The plan's preset picks a schedule (presets_json), its
 // gradient_checkpointing checkpoints the Conv-4 blocks, its precision runs the forward pass
 // under autocast, its dataloader_workers/prefetch_factor assemble episodes ahead.
+//
+// Where each lives: train and eval in train.cpp, classify in classify.cpp, benchmark and
+// calibrate in benchmark.cpp; the model's step in learner.cpp, the data in episode_data.cpp.
 #pragma once
 
-#include <functional>
 #include <string>
 
+#include <mlh/command_table.hpp>
 #include <mlh/plugin.hpp>
 
-#include "data/image_set.hpp"
+#include "config.hpp"
+#include "episode_data.hpp"
+
+namespace mlh::rt {
+struct RuntimePlan;
+}
 
 namespace protonet {
 
-// Loads a dataset; the plugin passes load_dataset, tests an in-memory fixture.
-using DatasetLoader = std::function<ImageSet(const DatasetSpec&)>;
+using Commands = mlh::CommandTable<mlh::RunContext&, const Config&, const mlh::rt::RuntimePlan&, const DataSources&>;
 
-// Decodes image files as `spec` says (height, width, channels, invert) into one ImageSet in
-// file order (classify's queries); the plugin passes the data library's decoder.
-using ImageDecoder = std::function<ImageSet(const std::vector<std::string>& files, const DatasetSpec& spec)>;
+// The commands in the order the plugin lists them (the first, train, is the default).
+const Commands& command_table();
 
+// Runs ctx.command() with the plan applied and the random streams seeded per rank. The
+// plugin passes load_dataset and its decoder; tests an in-memory loader.
 void run_command(mlh::RunContext& ctx, const DatasetLoader& load, const ImageDecoder& decode = nullptr);
+
+void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
+void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
+void classify(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
+void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
+void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
 
 }  // namespace protonet

@@ -6,6 +6,7 @@
 #include <mlh/runtime/apply_plan.hpp>
 #include <nlohmann/json.hpp>
 
+#include "commands.hpp"
 #include "config.hpp"
 #include "model.hpp"
 
@@ -13,7 +14,7 @@ namespace protonet {
 
 std::string describe_run(const mlh::RunContext& ctx) {
   const Config cfg = parse_config(nlohmann::json::parse(ctx.config_json()));
-  const std::string command = ctx.command().empty() ? "train" : ctx.command();
+  const std::string command = ctx.command().empty() ? command_table().default_name() : ctx.command();
   const bool trains = command == "train" || command == "benchmark" || command == "calibrate";
   const bool episodes = command == "train" || command == "eval";  // assembled by the data workers
   const DatasetSpec& data = cfg.train_data;

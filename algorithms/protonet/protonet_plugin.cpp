@@ -16,7 +16,7 @@ class ProtoNet : public mlh::AlgorithmPlugin {
   mlh::AlgorithmDescription describe() override {
     mlh::AlgorithmDescription d;
     d.summary = "Prototypical Networks: few-shot image classification with a Conv-4 encoder";
-    d.commands = {"train", "eval", "classify", "benchmark", "calibrate"};
+    d.commands = protonet::command_table().names();
     d.config_schema_json = protonet::config_schema_json();
     d.config_defaults_json = protonet::config_defaults_json();
     d.presets_json = protonet::presets_json();

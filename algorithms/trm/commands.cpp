@@ -9,13 +9,10 @@
 #include <ATen/Parallel.h>
 #include <mlh/format.hpp>
 #include <mlh/runtime/apply_plan.hpp>
-#include <mlh/runtime/distributed.hpp>
-#include <mlh/runtime/checkpoint.hpp>
-#include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/parameters.hpp>
 #include <mlh/runtime/prefetcher.hpp>
-#include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
+#include <mlh/runtime/training_session.hpp>
 #include <nlohmann/json.hpp>
 
 #include "evaluate.hpp"
@@ -73,7 +70,10 @@ void build_data_command(mlh::RunContext& ctx, const Config& cfg) {
 void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   // Distributed: every rank draws the same global batch (batch_size x ranks, same seed) and
   // trains on its own share of its rows; the sampler's state is then the same everywhere.
-  mlh::rt::Distributed dist(ctx, plan.device);
+  // Periodic checkpoints are this loop's (below): the last one waits for the final eval.
+  const mlh::rt::Goal goal = cfg.text() ? mlh::rt::Goal::Minimize : mlh::rt::Goal::Maximize;
+  mlh::rt::TrainingSession session(ctx, plan, {cfg.keep_checkpoints, goal});
+  mlh::rt::Distributed& dist = session.dist();
   const int64_t global_batch = cfg.batch_size * dist.world_size();
   RunModel run_model;
   run_model.mode = cfg.mode;
@@ -145,18 +145,12 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
 
   Trainer t(cfg, plan, run_model.model, &dist);
   t.micro_batching() = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
-  const mlh::rt::Goal goal = cfg.text() ? mlh::rt::Goal::Minimize : mlh::rt::Goal::Maximize;
-  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, goal,
-                                         [&](const std::string& w) { ctx.warn(w); });
-  checkpoints.share_with(dist);
-  if (ctx.resume()) {
-    mlh::rt::TrainingState s = t.state();
-    if (auto loaded = checkpoints.load_latest(s, plan.device)) {
-      t.restored(s);
-      if (s.values.contains("sampler")) data.load_state(s.values["sampler"]);
-      ctx.info("resumed at step " + std::to_string(t.global_step()) + " (" + loaded->path + ")");
-    }
-  }
+  mlh::rt::TrainingState saved = t.state();
+  session.resume(saved, [&](const mlh::rt::LoadedCheckpoint&) {
+    t.restored(saved);
+    if (saved.values.contains("sampler")) data.load_state(saved.values["sampler"]);
+    return "at step " + std::to_string(t.global_step());
+  });
   // Training batches drawn in order and assembled (on CUDA also page-locked) by the plan's data
   // workers while the steps run; checkpoints record the sampler as of the last batch trained on.
   mlh::rt::OrderedPrefetcher<Batch, StepBatch, json> batches(
@@ -189,12 +183,8 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   auto save = [&] {
     mlh::rt::TrainingState s = t.state();
     s.values["sampler"] = batches.state();
-    checkpoints.save(s, t.global_step(), last_eval);
+    session.save(s, t.global_step(), last_eval);
   };
-
-  mlh::rt::MemoryMonitorOptions memory_options;
-  memory_options.empty_cache_steps = plan.empty_cache_steps;
-  mlh::rt::MemoryMonitor memory(plan.device, ctx, memory_options);  // memory/* metrics, low-memory warning
 
   const auto start = Clock::now();
   const int64_t start_step = t.global_step();
@@ -207,7 +197,6 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     s.loss = dist.mean(s.loss);  // the global batch's loss
     const int64_t step = t.global_step();
     const double step_seconds = seconds_since(step_start);
-    memory.step(step);
     ctx.metric("train/loss", s.loss, step);
     ctx.metric("train/lr", s.lr, step);
     ctx.metric("perf/samples_per_s", static_cast<double>(global_batch) / step_seconds, step);
@@ -231,11 +220,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
                fmt(static_cast<double>((step - start_step) * global_batch) / seconds_since(start), 1) + " samples/s");
     }
     if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && !last) evaluate(cfg.eval_examples);
-    if (step % cfg.checkpoint_every == 0 && !last) save();
-    if (dist.should_stop(ctx)) {
-      save();
-      throw mlh::Error(MLH_ERR_CANCELLED, "stopped at step " + std::to_string(step) + " (checkpoint saved)");
-    }
+    session.after_step(step, save, /*save_now=*/step % cfg.checkpoint_every == 0 && !last);
     if (out_of_time) {
       ctx.info("max_minutes (" + fmt(cfg.max_minutes) + ") reached at step " + std::to_string(step));
       break;
@@ -244,13 +229,13 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   const double wall = seconds_since(start);
   evaluate(0);  // the whole held-out set
   save();
-  if (dist.is_main()) {
-    std::optional<Ema::Swapped> ema_weights;
+  {
+    std::optional<Ema::Swapped> ema_weights;  // the EMA weights are the result
     if (t.ema()) ema_weights.emplace(*t.ema());
     json model_json = to_json(run_model.model);
     model_json.erase("gradient_checkpointing");
-    mlh::rt::export_module_weights(*t.model(), ctx.run_dir() + "/model.safetensors",
-                                   {{"model", model_json.dump()}, {"mode", cfg.mode}, {"ema", t.ema() ? "true" : "false"}});
+    session.export_weights(*t.model(),
+                           {{"model", model_json.dump()}, {"mode", cfg.mode}, {"ema", t.ema() ? "true" : "false"}});
   }
   const double sps = static_cast<double>((t.global_step() - start_step) * global_batch) / wall;
   ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + fmt(wall) + " s (" + fmt(sps, 1) + " samples/s)");
@@ -262,12 +247,10 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
                   {"final_train_loss", s.loss},
                   {"eval", last_eval_metrics},
                   {"mode", cfg.mode},
-                  {"world_size", dist.world_size()},
                   {"global_batch_size", global_batch},
                   {"oom_backoffs", t.micro_batching().backoffs()},
-                  {"micro_batch", t.micro_batching().micro_batch(cfg.batch_size)},
-                  {"ranks_agree", dist.parameters_agree(*t.model())}};
-  ctx.summary(summary.dump());
+                  {"micro_batch", t.micro_batching().micro_batch(cfg.batch_size)}};
+  session.finish(*t.model(), summary);
 }
 
 void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
@@ -306,22 +289,36 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
   ctx.summary(summary.dump());
 }
 
+namespace {
+
+// A LibTorch command, run with the plan applied, the config's threads and its seed
+// (build-data needs none of it).
+Commands::Body with_plan(void (*body)(mlh::RunContext&, const Config&, const mlh::rt::RuntimePlan&)) {
+  return [body](mlh::RunContext& ctx, const Config& cfg) {
+    const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
+    mlh::rt::apply_plan(plan);
+    if (cfg.torch_threads > 0) at::set_num_threads(cfg.torch_threads);
+    mlh::rt::seed_everything(cfg.seed);
+    body(ctx, cfg, plan);
+  };
+}
+
+}  // namespace
+
+const Commands& command_table() {
+  static const Commands table{{"train", with_plan(train_command)},
+                              {"build-data", build_data_command},
+                              {"eval", with_plan(eval_command)},
+                              {"solve", with_plan(solve_command)},
+                              {"generate", with_plan(generate_command)},
+                              {"benchmark", with_plan(benchmark_command)},
+                              {"calibrate", with_plan(calibrate_command)}};
+  return table;
+}
+
 void run_command(mlh::RunContext& ctx) {
-  const Config cfg = parse_config(json::parse(ctx.config_json()));
-  const std::string command = ctx.command().empty() ? "train" : ctx.command();
-  if (command == "build-data") return build_data_command(ctx, cfg);  // no LibTorch work
-  const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
-  mlh::rt::apply_plan(plan);
-  if (cfg.torch_threads > 0) at::set_num_threads(cfg.torch_threads);
-  mlh::rt::seed_everything(cfg.seed);
-  if (command == "train") return train_command(ctx, cfg, plan);
-  if (command == "eval") return eval_command(ctx, cfg, plan);
-  if (command == "solve") return solve_command(ctx, cfg, plan);
-  if (command == "generate") return generate_command(ctx, cfg, plan);
-  if (command == "benchmark") return benchmark_command(ctx, cfg, plan);
-  if (command == "calibrate") return calibrate_command(ctx, cfg, plan);
-  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                   "unknown command '" + command + "' (build-data, train, eval, solve, generate, benchmark, calibrate)");
+  const Commands::Body& command = command_table().find(ctx.command());
+  command(ctx, parse_config(json::parse(ctx.config_json())));
 }
 
 }  // namespace trm

@@ -19,6 +19,7 @@
 
 #include <string>
 
+#include <mlh/command_table.hpp>
 #include <mlh/plugin.hpp>
 
 #include "config.hpp"
@@ -29,6 +30,12 @@ struct RuntimePlan;
 
 namespace trm {
 
+using Commands = mlh::CommandTable<mlh::RunContext&, const Config&>;
+
+// The commands in the order the plugin lists them (the first, train, is the default).
+const Commands& command_table();
+
+// Runs ctx.command() on the parsed config.
 void run_command(mlh::RunContext& ctx);
 
 // describe_run (ABI 1.1): the model a run of ctx's command, config and plan builds and what it

@@ -40,7 +40,7 @@ std::string model_shape(const ModelConfig& m) {
 
 std::string describe_run(const mlh::RunContext& ctx) {
   const Config cfg = parse_config(nlohmann::json::parse(ctx.config_json()));
-  const std::string command = ctx.command().empty() ? "train" : ctx.command();
+  const std::string command = ctx.command().empty() ? command_table().default_name() : ctx.command();
   mlh::RunDescription d;
   if (command == "build-data") {
     // It writes a dataset with plain C++: no plan field matters (the description lists none).

@@ -13,7 +13,7 @@ class Trm : public mlh::AlgorithmPlugin {
   mlh::AlgorithmDescription describe() override {
     mlh::AlgorithmDescription d;
     d.summary = "TRM: tiny recursive model, deep supervision with ACT, on Sudoku, mazes, reference datasets or text";
-    d.commands = {"train", "build-data", "eval", "solve", "generate", "benchmark", "calibrate"};
+    d.commands = trm::command_table().names();
     d.config_schema_json = trm::config_schema_json();
     d.config_defaults_json = trm::config_defaults_json();
     d.presets_json = trm::presets_json();

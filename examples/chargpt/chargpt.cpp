@@ -4,8 +4,9 @@
 //
 //   train   learns next-character prediction on `text_file` (90% train, 10% validation);
 //           the plan's precision (autocast and, for fp16, the gradient scaler) and batch
-//           size; checkpoints every `checkpoint_every` steps, the best by validation loss;
-//           --resume continues; Ctrl-C saves and stops; model.safetensors at the end
+//           size; on a TrainingSession: checkpoints every `checkpoint_every` steps, the best by
+//           validation loss; --resume continues; Ctrl-C saves and stops; data-parallel over
+//           the ranks of --nproc-per-node; model.safetensors at the end
 //   sample  loads the best checkpoint and prints `max_new_tokens` characters continuing
 //           `prompt`, with temperature and top-k
 //
@@ -18,14 +19,14 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <mlh/command_table.hpp>
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/apply_plan.hpp>
-#include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
 #include <mlh/runtime/precision.hpp>
-#include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
 #include <mlh/runtime/throughput.hpp>
+#include <mlh/runtime/training_session.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
 #include <torch/nn/utils/clip_grad.h>
@@ -134,144 +135,142 @@ chargpt::GptConfig model_config(const json& cfg, int64_t vocab_size) {
   return g;
 }
 
+void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
+  const Corpus corpus = load_corpus(cfg.at("text_file"), cfg.at("block_size"));
+  mlh::rt::TrainingSession session(ctx, plan, {3, mlh::rt::Goal::Minimize, cfg.at("checkpoint_every").get<int64_t>()});
+  mlh::rt::Distributed& dist = session.dist();
+  mlh::rt::seed_everything(dist.seed_for_rank(cfg.at("seed")));  // each rank its own batches
+  chargpt::Gpt model(model_config(cfg, static_cast<int64_t>(corpus.vocab.size())));
+  model->to(plan.device);
+  dist.broadcast_module(*model);  // rank 0's initial weights everywhere
+  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(cfg.at("lr").get<double>()));
+  mlh::rt::GradScaler scaler(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16);
+  const int64_t block = cfg.at("block_size"), iters = cfg.at("max_iters");
+  const int64_t batch = cfg.at("batch_size").get<int64_t>() > 0 ? cfg.at("batch_size").get<int64_t>()
+                                                                 : std::min<int64_t>(plan.batch_size.value_or(32), 64);
+  int64_t step = 0;
+  auto state = [&] {  // what a checkpoint holds; the vocabulary lets sample rebuild the model
+    mlh::rt::TrainingState s;
+    s.add("model", *model).add("optimizer", optimizer);
+    s.values = {{"step", step}, {"vocab", corpus.vocab}, {"scaler", scaler.state()}};
+    return s;
+  };
+  auto loss_of = [&](const at::Tensor& x, const at::Tensor& y) {
+    mlh::rt::AutocastScope autocast(plan.precision, plan.device);
+    const at::Tensor logits = model->forward(x).to(at::kFloat);
+    return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
+  };
+  auto validation_loss = [&] {  // the same on every rank: it ranks the checkpoints
+    torch::NoGradGuard no_grad;
+    model->eval();
+    double sum = 0;
+    for (int64_t i = 0; i < cfg.at("eval_iters"); ++i) {
+      auto [x, y] = get_batch(corpus.val, batch, block, plan.device);
+      sum += loss_of(x, y).item<double>();
+    }
+    model->train();
+    return dist.mean(sum / cfg.at("eval_iters").get<double>());
+  };
+
+  mlh::rt::TrainingState saved = state();
+  session.resume(saved, [&](const mlh::rt::LoadedCheckpoint& checkpoint) {
+    step = checkpoint.values.at("step");
+    scaler.load_state(checkpoint.values.at("scaler"));
+    return "at step " + std::to_string(step);
+  });
+  ctx.info("vocabulary " + std::to_string(corpus.vocab.size()) + " characters, " +
+           std::to_string(corpus.train.size(0)) + " training characters, batch " + std::to_string(batch) + " x " +
+           std::to_string(block) + (dist.world_size() > 1 ? " x " + std::to_string(dist.world_size()) + " ranks" : "") +
+           ", precision " + mlh::rt::to_string(plan.precision));
+  mlh::rt::ThroughputMeter speed(ctx);
+  double val = validation_loss();
+  ctx.metric("val/loss", val, step);
+  while (step < iters) {
+    auto [x, y] = get_batch(corpus.train, batch, block, plan.device);
+    optimizer.zero_grad();
+    const at::Tensor loss = loss_of(x, y);
+    scaler.scale(loss).backward();
+    dist.average_gradients(model->parameters());
+    scaler.unscale_(optimizer);
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    scaler.step(optimizer);
+    scaler.update();
+    ++step;
+    speed.record_step(batch * block, step);
+    ctx.metric("train/loss", loss.item<double>(), step);
+    ctx.progress(step, iters, "steps");
+    if (step % cfg.at("eval_interval").get<int64_t>() == 0 || step == iters) {
+      val = validation_loss();
+      ctx.metric("val/loss", val, step);
+    }
+    session.after_step(step, [&] { session.save(state(), step, val); }, /*save_now=*/step == iters);
+  }
+  speed.flush();
+  session.export_weights(*model);
+  session.finish(*model, {{"val_loss", val}, {"steps", iters}, {"vocab_size", corpus.vocab.size()}});
+}
+
+void sample(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
+  mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());  // the same text for the same seed
+  // The vocabulary, and so the model's shape, come from the checkpoint: read it first.
+  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize, mlh::rt::warn_sink(ctx));
+  mlh::rt::TrainingState probe;
+  auto info = checkpoints.load_best(probe, at::kCPU);
+  if (!info) throw mlh::Error(MLH_ERR_IO, "no checkpoint in the run folder '" + ctx.run_dir() + "': train first");
+  const std::vector<std::string> vocab = info->values.at("vocab");
+  chargpt::Gpt model(model_config(cfg, static_cast<int64_t>(vocab.size())));
+  mlh::rt::TrainingState s;
+  s.add("model", *model);
+  checkpoints.load_best(s, plan.device);
+  model->eval();
+
+  std::vector<int64_t> context;
+  for (const std::string& ch : split_characters(cfg.at("prompt"), "prompt")) {
+    auto it = std::lower_bound(vocab.begin(), vocab.end(), ch);
+    if (it == vocab.end() || *it != ch)
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'prompt': character '" + ch + "' is not in the vocabulary");
+    context.push_back(it - vocab.begin());
+  }
+  if (context.empty()) context.push_back(0);
+  torch::NoGradGuard no_grad;
+  const int64_t block = cfg.at("block_size"), top_k = cfg.at("top_k");
+  const double temperature = cfg.at("temperature");
+  std::string out = cfg.at("prompt");
+  for (int64_t i = 0; i < cfg.at("max_new_tokens").get<int64_t>(); ++i) {
+    const int64_t from = std::max<int64_t>(0, static_cast<int64_t>(context.size()) - block);
+    const at::Tensor x = at::tensor(std::vector<int64_t>(context.begin() + from, context.end()), at::kLong)
+                             .unsqueeze(0).to(plan.device);
+    at::Tensor logits = model->forward(x).select(1, x.size(1) - 1).squeeze(0).to(at::kFloat) / temperature;
+    if (top_k > 0 && top_k < logits.size(0)) {
+      const at::Tensor kth = std::get<0>(logits.topk(top_k)).select(0, top_k - 1);
+      logits = logits.masked_fill(logits < kth, -INFINITY);
+    }
+    const int64_t next = at::multinomial(at::softmax(logits, 0), 1).item<int64_t>();
+    context.push_back(next);
+    out += vocab[static_cast<size_t>(next)];
+  }
+  ctx.info("sample from " + info->path + ":\n" + out);
+  ctx.summary(json{{"text", out}, {"checkpoint", info->path}}.dump());
+}
+
+const mlh::CommandTable<mlh::RunContext&, const json&, const mlh::rt::RuntimePlan&>& commands() {
+  static const mlh::CommandTable<mlh::RunContext&, const json&, const mlh::rt::RuntimePlan&> table{{"train", train},
+                                                                                                {"sample", sample}};
+  return table;
+}
+
 class CharGpt : public mlh::AlgorithmPlugin {
  public:
-  mlh::AlgorithmDescription describe() override {
-    mlh::AlgorithmDescription d;
-    d.summary = "character-level GPT (nanoGPT style): train on a text file, sample text";
-    d.commands = {"train", "sample"};
-    d.config_schema_json = kSchema;
-    d.config_defaults_json = kDefaults;
-    d.presets_json = kPresets;
-    return d;
+  mlh::AlgorithmDescription describe() override {  // summary, commands, config schema, defaults, presets
+    return {"character-level GPT (nanoGPT style): train on a text file, sample text", commands().names(), kSchema,
+            kDefaults, kPresets};
   }
 
+  // Each command seeds its random streams itself (train: each rank its own).
   void run(mlh::RunContext& ctx) override {
-    const json cfg = json::parse(ctx.config_json());
     const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
     mlh::rt::apply_plan(plan);
-    mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
-    if (ctx.command() == "sample") return sample(ctx, cfg, plan);
-    train(ctx, cfg, plan);
-  }
-
- private:
-  static void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
-    const Corpus corpus = load_corpus(cfg.at("text_file"), cfg.at("block_size"));
-    chargpt::Gpt model(model_config(cfg, static_cast<int64_t>(corpus.vocab.size())));
-    model->to(plan.device);
-    torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(cfg.at("lr").get<double>()));
-    mlh::rt::GradScaler scaler(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16);
-    mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize,
-                                           [&](const std::string& w) { ctx.warn(w); });
-    const int64_t block = cfg.at("block_size"), iters = cfg.at("max_iters");
-    const int64_t batch = cfg.at("batch_size").get<int64_t>() > 0 ? cfg.at("batch_size").get<int64_t>()
-                                                                   : std::min<int64_t>(plan.batch_size.value_or(32), 64);
-    auto state = [&](int64_t step) {
-      mlh::rt::TrainingState s;
-      s.add("model", *model).add("optimizer", optimizer);
-      s.values = {{"step", step}, {"vocab", corpus.vocab}, {"scaler", scaler.state()}};
-      return s;
-    };
-    auto loss_of = [&](const at::Tensor& x, const at::Tensor& y) {
-      mlh::rt::AutocastScope autocast(plan.precision, plan.device);
-      const at::Tensor logits = model->forward(x).to(at::kFloat);
-      return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
-    };
-    auto validation_loss = [&] {
-      torch::NoGradGuard no_grad;
-      model->eval();
-      double sum = 0;
-      for (int64_t i = 0; i < cfg.at("eval_iters"); ++i) {
-        auto [x, y] = get_batch(corpus.val, batch, block, plan.device);
-        sum += loss_of(x, y).item<double>();
-      }
-      model->train();
-      return sum / cfg.at("eval_iters").get<double>();
-    };
-
-    int64_t start = 0;
-    if (ctx.resume()) {
-      mlh::rt::TrainingState s = state(0);
-      if (auto loaded = checkpoints.load_latest(s, plan.device)) {
-        start = loaded->values.at("step");
-        scaler.load_state(loaded->values.at("scaler"));
-        ctx.info("resumed at step " + std::to_string(start) + " from " + loaded->path);
-      }
-    }
-    ctx.info("vocabulary " + std::to_string(corpus.vocab.size()) + " characters, " +
-             std::to_string(corpus.train.size(0)) + " training characters, batch " + std::to_string(batch) + " x " +
-             std::to_string(block) + ", precision " + mlh::rt::to_string(plan.precision));
-    mlh::rt::ThroughputMeter speed(ctx);
-    double val = validation_loss();
-    ctx.metric("val/loss", val, start);
-    for (int64_t step = start; step < iters; ++step) {
-      auto [x, y] = get_batch(corpus.train, batch, block, plan.device);
-      optimizer.zero_grad();
-      const at::Tensor loss = loss_of(x, y);
-      scaler.scale(loss).backward();
-      scaler.unscale_(optimizer);
-      torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-      scaler.step(optimizer);
-      scaler.update();
-      speed.record_step(batch * block, step);
-      ctx.metric("train/loss", loss.item<double>(), step);
-      ctx.progress(step + 1, iters, "steps");
-      const bool last = step + 1 == iters, stopping = ctx.should_stop();
-      if ((step + 1) % cfg.at("eval_interval").get<int64_t>() == 0 || last || stopping) {
-        val = validation_loss();
-        ctx.metric("val/loss", val, step + 1);
-      }
-      if ((step + 1) % cfg.at("checkpoint_every").get<int64_t>() == 0 || last || stopping)
-        checkpoints.save(state(step + 1), step + 1, val);
-      if (stopping && !last) throw mlh::Error(MLH_ERR_CANCELLED, "stopped at step " + std::to_string(step + 1) + " (saved)");
-    }
-    speed.flush();
-    mlh::rt::export_module_weights(*model, ctx.run_dir() + "/model.safetensors");
-    ctx.summary(json{{"val_loss", val}, {"steps", iters}, {"vocab_size", corpus.vocab.size()}}.dump());
-  }
-
-  static void sample(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
-    // The vocabulary, and so the model's shape, come from the checkpoint: read it first.
-    mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize,
-                                           [&](const std::string& w) { ctx.warn(w); });
-    mlh::rt::TrainingState probe;
-    auto info = checkpoints.load_best(probe, at::kCPU);
-    if (!info) throw mlh::Error(MLH_ERR_IO, "no checkpoint in the run folder '" + ctx.run_dir() + "': train first");
-    const std::vector<std::string> vocab = info->values.at("vocab");
-    chargpt::Gpt model(model_config(cfg, static_cast<int64_t>(vocab.size())));
-    mlh::rt::TrainingState s;
-    s.add("model", *model);
-    checkpoints.load_best(s, plan.device);
-    model->eval();
-
-    std::vector<int64_t> context;
-    for (const std::string& ch : split_characters(cfg.at("prompt"), "prompt")) {
-      auto it = std::lower_bound(vocab.begin(), vocab.end(), ch);
-      if (it == vocab.end() || *it != ch)
-        throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'prompt': character '" + ch + "' is not in the vocabulary");
-      context.push_back(it - vocab.begin());
-    }
-    if (context.empty()) context.push_back(0);
-    torch::NoGradGuard no_grad;
-    const int64_t block = cfg.at("block_size"), top_k = cfg.at("top_k");
-    const double temperature = cfg.at("temperature");
-    std::string out = cfg.at("prompt");
-    for (int64_t i = 0; i < cfg.at("max_new_tokens").get<int64_t>(); ++i) {
-      const int64_t from = std::max<int64_t>(0, static_cast<int64_t>(context.size()) - block);
-      const at::Tensor x = at::tensor(std::vector<int64_t>(context.begin() + from, context.end()), at::kLong)
-                               .unsqueeze(0).to(plan.device);
-      at::Tensor logits = model->forward(x).select(1, x.size(1) - 1).squeeze(0).to(at::kFloat) / temperature;
-      if (top_k > 0 && top_k < logits.size(0)) {
-        const at::Tensor kth = std::get<0>(logits.topk(top_k)).select(0, top_k - 1);
-        logits = logits.masked_fill(logits < kth, -INFINITY);
-      }
-      const int64_t next = at::multinomial(at::softmax(logits, 0), 1).item<int64_t>();
-      context.push_back(next);
-      out += vocab[static_cast<size_t>(next)];
-    }
-    ctx.info("sample from " + info->path + ":\n" + out);
-    ctx.summary(json{{"text", out}, {"checkpoint", info->path}}.dump());
+    commands().run(ctx.command(), ctx, json::parse(ctx.config_json()), plan);
   }
 };
 

@@ -1,5 +1,5 @@
-// ProtoNet's parts: config, episode sampler and assembly, prototypical loss, Conv-4 shapes
-// and gradient checkpointing.
+// ProtoNet's parts: config, episode sampler and assembly, prototypical loss, Conv-4 shapes,
+// gradient checkpointing, and the training progress a checkpoint holds.
 #include <cmath>
 #include <random>
 #include <set>
@@ -12,6 +12,7 @@
 #include "config.hpp"
 #include "episodes.hpp"
 #include "model.hpp"
+#include "progress.hpp"
 #include "proto_loss.hpp"
 
 namespace {
@@ -223,6 +224,63 @@ void expect_checkpointing_matches(bool train_mode) {
 TEST(ProtonetModel, CheckpointedGradientsEqualPlainInEvalMode) { expect_checkpointing_matches(false); }
 TEST(ProtonetModel, CheckpointedGradientsAndBatchNormStatsEqualPlainInTrainMode) {
   expect_checkpointing_matches(true);
+}
+
+// The "progress" of a checkpoint written before TrainProgress existed (a Fashion-MNIST run
+// stopped mid-epoch by the code of commit 283c715) reads back, and writes again, as it was.
+TEST(ProtonetProgress, ReadsAndWritesTheCheckpointsKeysAsTheyWere) {
+  const json old = json::parse(R"({"bad_epochs":0,"best_epoch":1,"best_val_acc":0.8266666650772094,
+      "best_val_loss":0.45824864506721497,"episode":102,"episode_in_epoch":2,"epoch":1,"stopped_early":false})");
+  const protonet::TrainProgress p = protonet::TrainProgress::from_json(old);
+  EXPECT_EQ(p.epoch, 1);
+  EXPECT_EQ(p.episode_in_epoch, 2);
+  EXPECT_EQ(p.episode, 102);
+  ASSERT_TRUE(p.best_val_loss.has_value());
+  EXPECT_DOUBLE_EQ(*p.best_val_loss, 0.45824864506721497);
+  EXPECT_EQ(p.to_json(), old);
+  EXPECT_EQ(p.to_json().dump(), old.dump()) << "the same text, so the same checkpoint bytes";
+
+  // A run's start, as train() wrote it before any epoch ended.
+  EXPECT_EQ(protonet::TrainProgress().to_json(),
+            json::parse(R"({"epoch": 0, "episode_in_epoch": 0, "episode": 0, "best_val_loss": null,
+                            "best_val_acc": null, "best_epoch": -1, "bad_epochs": 0, "stopped_early": false})"));
+  EXPECT_EQ(protonet::TrainProgress::from_json(protonet::TrainProgress().to_json()).to_json(),
+            protonet::TrainProgress().to_json());
+}
+
+TEST(ProtonetProgress, AMissingOrMistypedKeyNamesIt) {
+  json progress = protonet::TrainProgress().to_json();
+  progress.erase("bad_epochs");
+  try {
+    protonet::TrainProgress::from_json(progress);
+    ADD_FAILURE() << "accepted a progress without bad_epochs";
+  } catch (const mlh::Error& e) {
+    EXPECT_EQ(e.code(), MLH_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("progress.bad_epochs"), std::string::npos) << e.what();
+  }
+  progress = protonet::TrainProgress().to_json();
+  progress["stopped_early"] = "no";
+  EXPECT_THROW(protonet::TrainProgress::from_json(progress), mlh::Error);
+}
+
+TEST(ProtonetProgress, EpochsRecordTheBestAndStopAfterPatienceBadOnes) {
+  protonet::TrainProgress p;
+  p.episode_in_epoch = 5;
+  EXPECT_TRUE(p.end_epoch(0.9, 0.5, 2)) << "the first epoch is the best so far";
+  EXPECT_EQ(p.epoch, 1);
+  EXPECT_EQ(p.episode_in_epoch, 0);
+  EXPECT_EQ(p.best_epoch, 1);
+  EXPECT_TRUE(p.end_epoch(0.7, 0.6, 2));
+  EXPECT_EQ(p.best_epoch, 2);
+  EXPECT_DOUBLE_EQ(*p.best_val_acc, 0.6);
+  EXPECT_FALSE(p.end_epoch(0.8, 0.9, 2));
+  EXPECT_EQ(p.bad_epochs, 1);
+  EXPECT_FALSE(p.stopped_early);
+  EXPECT_FALSE(p.end_epoch(0.7, 0.9, 2)) << "equal is not better";
+  EXPECT_TRUE(p.stopped_early);
+  EXPECT_EQ(p.epoch, 4);
+  EXPECT_EQ(p.best_epoch, 2);
+  EXPECT_DOUBLE_EQ(*p.best_val_loss, 0.7);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The SDK end to end, as a plugin author uses it: install the project into a temporary
-// prefix, build the two examples shipped in <prefix>/share/mlhost/examples as separate CMake
+// prefix, build the examples shipped in <prefix>/share/mlhost/examples as separate CMake
 // projects with find_package(mlhost), and run them with the installed host.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -94,6 +96,7 @@ class InstalledSdk : public ::testing::Test {
     }
     cpuset_ = build_example("cpuset-device", failure_) / "plugins";
     chargpt_ = build_example("chargpt", failure_) / "plugins";
+    mlp_fit_ = build_example("mlp-fit", failure_) / "plugins";
     // A small corpus with an obvious style: the model should learn its character statistics.
     std::ofstream text(kWork / "corpus.txt");
     for (int i = 0; i < 400; ++i)
@@ -105,19 +108,22 @@ class InstalledSdk : public ::testing::Test {
   }
 
   static std::string failure_;
-  static fs::path cpuset_, chargpt_;
+  static fs::path cpuset_, chargpt_, mlp_fit_;
 };
 std::string InstalledSdk::failure_;
-fs::path InstalledSdk::cpuset_, InstalledSdk::chargpt_;
+fs::path InstalledSdk::cpuset_, InstalledSdk::chargpt_, InstalledSdk::mlp_fit_;
 
 TEST_F(InstalledSdk, PrefixHoldsHostPluginsShareAndSdk) {
   for (const char* f : {"bin/host", "lib/mlhost/plugins/cpu.plugin.json", "lib/mlhost/plugins/libmlhost-cpu.so",
                         "lib/mlhost/plugins/protonet.plugin.json", "lib/mlhost/plugins/libmlhost-protonet.so",
                         "share/mlhost/autoconfig.json", "share/mlhost/hardware.ini", "include/mlh/mlh.h",
-                        "include/mlh/plugin.hpp", "include/mlh/runtime/checkpoint.hpp", "lib/libmlhost_runtime.a",
+                        "include/mlh/plugin.hpp", "include/mlh/command_table.hpp",
+                        "include/mlh/runtime/checkpoint.hpp", "include/mlh/runtime/training_session.hpp",
+                        "lib/libmlhost_runtime.a",
                         "lib/cmake/mlhost/mlhostConfig.cmake", "lib/cmake/mlhost/mlhostConfigVersion.cmake",
                         "lib/cmake/mlhost/MlhostPlugin.cmake", "share/mlhost/examples/chargpt/chargpt.cpp",
-                        "share/mlhost/examples/cpuset-device/cpuset_device.cpp"})
+                        "share/mlhost/examples/cpuset-device/cpuset_device.cpp",
+                        "share/mlhost/examples/mlp-fit/mlp_fit.cpp", "share/mlhost/examples/mlp-fit/CMakeLists.txt"})
     EXPECT_TRUE(fs::exists(kPrefix / f)) << f;
   EXPECT_FALSE(fs::exists(kPrefix / "lib/mlhost/plugins/crash.plugin.json")) << "test plugins must not be installed";
 }
@@ -206,6 +212,73 @@ TEST_F(InstalledSdk, ExampleAlgorithmTrainsOnTheExampleDeviceAndSamples) {
   EXPECT_EQ(text.rfind("the", 0), 0u) << text;
   EXPECT_EQ(text.size(), 3u + 80u) << text;
   for (char c : text) EXPECT_NE(std::string("abcdefghilmnorstg .,\n").find(c), std::string::npos) << text;
+}
+
+// The newest step file in a run folder's checkpoints, -1 when none.
+int64_t newest_checkpoint(const fs::path& run) {
+  int64_t newest = -1;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run / "checkpoints", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) == 0) newest = std::max<int64_t>(newest, std::stoll(name.substr(5, 9)));
+  }
+  return newest;
+}
+
+// The example of the plugin guide, on the TrainingSession: it learns y = 3x + 1, and a run
+// stopped with Ctrl-C keeps its checkpoint and continues from it with --resume, ending where
+// a run that was never stopped ends.
+TEST_F(InstalledSdk, MlpFitLearnsAndAStoppedRunResumes) {
+  const std::string plugin = " --plugin-dir " + quote(mlp_fit_.string()) + " --algorithm mlp-fit --device cpu";
+  const fs::path run = kWork / "mlp-fit-run";
+  const Result train = sh(host() + plugin + " --run-dir " + quote(run.string()) + " --set steps=1000");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const json done = read_json(run / "summary.json");
+  EXPECT_EQ(done.value("status", ""), "completed") << done.dump(2);
+  const json fit = done["result"];
+  EXPECT_LT(fit["final_loss"].get<double>(), 1e-3) << fit.dump(2);
+  EXPECT_NEAR(fit["slope"].get<double>(), 3.0, 0.1) << fit.dump(2);
+  EXPECT_NEAR(fit["intercept"].get<double>(), 1.0, 0.05) << fit.dump(2);
+  EXPECT_EQ(fit["world_size"], 1) << fit.dump(2);
+  EXPECT_EQ(fit["ranks_agree"], true) << fit.dump(2);
+  EXPECT_TRUE(fs::exists(run / "model.safetensors"));
+  EXPECT_EQ(newest_checkpoint(run), 1000);
+
+  // A long run, stopped with SIGINT once it has trained 50 steps: the session saves where it
+  // stopped and the run ends as cancelled.
+  const fs::path stopped = kWork / "mlp-fit-stopped";
+  const std::string metrics = quote((stopped / "metrics.jsonl").string());
+  const Result stop = sh("sh -c " + quote(host() + plugin + " --run-dir " + quote(stopped.string()) +
+                                          " --set steps=100000000 --set checkpoint_every=1000000 & pid=$!; "
+                                          "for i in $(seq 1200); do n=$(grep -c train/loss " + metrics +
+                                          " 2>/dev/null); [ \"${n:-0}\" -ge 50 ] && break; sleep 0.1; done; "
+                                          "kill -INT $pid; wait $pid"));
+  EXPECT_EQ(stop.exit_code, 130) << stop.output;
+  EXPECT_EQ(read_json(stopped / "summary.json").value("status", ""), "cancelled") << stop.output;
+  const int64_t saved = newest_checkpoint(stopped);
+  ASSERT_GE(saved, 50) << "no checkpoint of the stop (checkpoint_every is larger than the run)";
+
+  const Result resumed = sh(host() + plugin + " --run-dir " + quote(stopped.string()) + " --resume --set steps=" +
+                            std::to_string(saved + 1000));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  std::ifstream log(stopped / "log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("resumed at step " + std::to_string(saved) + " ("), std::string::npos) << text;
+  const json after = read_json(stopped / "summary.json");
+  EXPECT_EQ(after.value("status", ""), "completed") << after.dump(2);
+  EXPECT_EQ(after["result"]["steps"], saved + 1000) << after.dump(2);
+  EXPECT_LT(after["result"]["final_loss"].get<double>(), 1e-3) << after.dump(2);
+  EXPECT_NEAR(after["result"]["slope"].get<double>(), 3.0, 0.1) << after.dump(2);
+  EXPECT_NEAR(after["result"]["intercept"].get<double>(), 1.0, 0.05) << after.dump(2);
+
+  // It continued exactly: a run of as many steps without the stop ends with the same fit.
+  const fs::path whole = kWork / "mlp-fit-whole";
+  const Result straight = sh(host() + plugin + " --run-dir " + quote(whole.string()) + " --set steps=" +
+                             std::to_string(saved + 1000));
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  const json reference = read_json(whole / "summary.json")["result"];
+  EXPECT_EQ(after["result"]["final_loss"], reference["final_loss"]) << reference.dump(2);
+  EXPECT_EQ(after["result"]["slope"], reference["slope"]) << reference.dump(2);
 }
 
 TEST_F(InstalledSdk, PackageRefusesAnotherMajorVersion) {

@@ -11,21 +11,19 @@
 #include <csignal>
 #include <thread>
 
+#include <mlh/command_table.hpp>
 #include <mlh/plugin.hpp>
 #include <mlh/run_description.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/batch_finder.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/calibration.hpp>
-#include <mlh/runtime/checkpoint.hpp>
-#include <mlh/runtime/distributed.hpp>
 #include <mlh/runtime/grad_scaler.hpp>
-#include <mlh/runtime/memory.hpp>
 #include <mlh/runtime/oom_backoff.hpp>
 #include <mlh/runtime/precision.hpp>
-#include <mlh/runtime/safetensors.hpp>
 #include <mlh/runtime/seed.hpp>
 #include <mlh/runtime/throughput.hpp>
+#include <mlh/runtime/training_session.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
@@ -63,7 +61,7 @@ const char* kDefaults = R"({"steps": 200, "lr": 0.1, "samples": 256, "batch_size
 
 // The model, its optimizer and its data: everything a step and a checkpoint need.
 struct Trainer {
-  Trainer(const json& cfg, const mlh::rt::RuntimePlan& plan, mlh::rt::Distributed& d)
+  Trainer(const mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan, mlh::rt::Distributed& d)
       : dist(d),
         model(torch::nn::LinearOptions(1, 1)),
         optimizer(model->parameters(), torch::optim::SGDOptions(cfg.at("lr").get<double>())),
@@ -71,9 +69,8 @@ struct Trainer {
         precision(plan.precision),
         device(plan.device),
         batch(cfg.at("batch_size").get<int64_t>()),
-        empty_cache_steps(plan.empty_cache_steps),
         row_bytes(cfg.at("row_bytes").get<int64_t>()),
-        micro(nullptr, nullptr, cfg.at("micro_batch").get<int64_t>()) {
+        micro(ctx, cfg.at("micro_batch").get<int64_t>()) {
     model->to(device);
     dist.broadcast_module(*model);
     if (batch * dist.world_size() > cfg.at("samples").get<int64_t>())
@@ -115,6 +112,7 @@ struct Trainer {
     return loss;
   }
 
+  // The checkpoint's layout, unchanged since checkpoints were first written (resumable).
   mlh::rt::TrainingState state(int64_t step) {
     mlh::rt::TrainingState s;
     s.add("model", *model).add("optimizer", optimizer);
@@ -133,18 +131,150 @@ struct Trainer {
   mlh::rt::Precision precision;
   at::Device device;
   int64_t batch;
-  int64_t empty_cache_steps;
   int64_t row_bytes;
   mlh::rt::MicroBatchedStep micro;
   at::Tensor x, y;
 };
+
+// The faults the tests ask for at `step`: an error, a crash, a hang (fault_rank and hang_rank
+// pick the rank; -1 every rank).
+void inject_faults(const json& cfg, int rank, int64_t step) {
+  const int64_t fault_rank = cfg.at("fault_rank");
+  const bool faulty = fault_rank < 0 || fault_rank == rank;
+  if (faulty && step == cfg.at("fail_at_step").get<int64_t>())
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "failing on purpose at step " + std::to_string(step));
+  if (faulty && step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
+  const int64_t hang_rank = cfg.at("hang_rank");
+  if ((hang_rank < 0 || hang_rank == rank) && step == cfg.at("hang_at_step").get<int64_t>())
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
+  const int64_t steps = cfg.at("steps");
+  mlh::rt::TrainingSession session(ctx, plan, {3, mlh::rt::Goal::Minimize, cfg.at("checkpoint_every").get<int64_t>()});
+  Trainer t(ctx, cfg, plan, session.dist());
+  int64_t start = 0;
+  double loss = 0;
+  mlh::rt::TrainingState saved = t.state(0);
+  session.resume(saved, [&](const mlh::rt::LoadedCheckpoint& checkpoint) {
+    start = checkpoint.values.at("step");
+    if (checkpoint.metric) loss = *checkpoint.metric;  // a run resumed at its end still reports its loss
+    t.scaler.load_state(checkpoint.values.at("scaler"));
+    if (checkpoint.values.contains("micro_batch")) t.micro.load_state(checkpoint.values.at("micro_batch"));
+    mlh::rt::restore_rng_state(mlh::rt::RngState::from_tensors(saved.tensors));
+    return "from step " + std::to_string(start);
+  });
+  ctx.info("torch intra-op threads: " + std::to_string(at::get_num_threads()) + ", precision " +
+           mlh::rt::to_string(t.precision));
+  ctx.metric("toy/torch_threads", at::get_num_threads(), start);
+  mlh::rt::ThroughputMeter speed(ctx);
+
+  for (int64_t step = start; step < steps; ++step) {
+    inject_faults(cfg, t.dist.rank(), step);
+    loss = t.step();
+    speed.record_step(t.batch, step);
+    ctx.metric("train/loss", loss, step);
+    ctx.progress(step + 1, steps, "steps");
+    if (int64_t d = cfg.at("step_delay_ms"); d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
+    session.after_step(step + 1, [&] { session.save(t.state(step + 1), step + 1, loss); }, /*save_now=*/step + 1 == steps);
+  }
+  speed.flush();
+  session.export_weights(*t.model);
+  ctx.info("final loss " + std::to_string(loss) + ", w " + std::to_string(t.weight()) + ", b " +
+           std::to_string(t.bias()));
+  session.finish(*t.model, {{"final_loss", loss}, {"w", t.weight()}, {"b", t.bias()}, {"steps", steps},
+                            {"torch_threads", at::get_num_threads()}, {"label", cfg.at("label")},
+                            {"batch_size", t.batch}, {"samples", cfg.at("samples")}, {"rank", t.dist.rank()},
+                            {"backend", t.dist.backend()}, {"oom_backoffs", t.micro.backoffs()},
+                            {"micro_batch", t.micro.micro_batch(t.batch)},
+                            {"lr", t.optimizer.param_groups()[0].options().get_lr()}, {"scaler", t.scaler.state()}});
+}
+
+void evaluate(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
+  mlh::rt::Distributed dist(ctx, plan.device);
+  Trainer t(ctx, cfg, plan, dist);
+  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize, mlh::rt::warn_sink(ctx));
+  mlh::rt::TrainingState s = t.state(0);
+  auto loaded = checkpoints.load_best(s, t.device);
+  if (!loaded) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder ('" + checkpoints.dir() + "')");
+  const double error = std::abs(t.weight() - 3) + std::abs(t.bias() + 2);
+  ctx.metric("eval/parameter_error", error, loaded->step);
+  ctx.summary(json{{"parameter_error", error}, {"checkpoint", loaded->path}}.dump());
+}
+
+// The step's speed, and a precision check that trains 30 steps from the same start in fp32
+// and in the asked precision (the host's calibration).
+void calibrate(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
+  mlh::rt::Distributed dist(ctx, plan.device);
+  Trainer t(ctx, cfg, plan, dist);
+  const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
+  if (request.batch_search) {
+    // Each trial a fresh trainer at that batch: three steps, the last two timed.
+    mlh::rt::BatchSearchOptions options = mlh::rt::BatchSearchOptions::from_plan(ctx.plan_json());
+    options.max = std::min(options.max, cfg.at("samples").get<int64_t>() / dist.world_size());
+    options.memory_limit_bytes = mlh::rt::planned_memory_limit(plan);
+    const auto result = mlh::rt::find_batch_size(
+        [&](int64_t batch) {
+          json c = cfg;
+          c["batch_size"] = batch;
+          Trainer trial(ctx, c, plan, dist);
+          trial.micro.set_backoff(false);
+          trial.step();
+          const auto t0 = std::chrono::steady_clock::now();
+          trial.step();
+          trial.step();
+          return 2.0 * static_cast<double>(batch) /
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        },
+        plan.device, options);
+    ctx.summary(json{{"batch_search", result.to_json()}}.dump());
+    return;
+  }
+  json reply = {{"calibration", mlh::rt::time_calibration_step("train_step", [&] { t.step(); },
+                                                               static_cast<double>(t.batch), "samples", plan.device,
+                                                               request)}};
+  if (request.check_precision) {
+    auto loss_after = [&](mlh::rt::Precision precision) {
+      mlh::rt::RuntimePlan p = plan;
+      p.precision = precision;
+      mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
+      Trainer fresh(ctx, cfg, p, dist);
+      double loss = 0;
+      for (int i = 0; i < 30; ++i) loss = fresh.step();
+      return loss;
+    };
+    const double fp32 = loss_after(mlh::rt::Precision::kFp32);
+    reply["precision_check"] = mlh::rt::precision_check(*request.check_precision, fp32,
+                                                        loss_after(*request.check_precision), 0.05, 30);
+  }
+  ctx.summary(reply.dump());
+}
+
+void benchmark(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
+  mlh::rt::Distributed dist(ctx, plan.device);
+  Trainer t(ctx, cfg, plan, dist);
+  mlh::rt::BenchmarkOptions options;
+  options.items_per_iteration = static_cast<double>(t.batch);
+  options.unit = "samples";
+  options.device = plan.device;
+  options.min_seconds = 0.5;
+  const mlh::rt::BenchmarkResult r = mlh::rt::run_benchmark("train_step", [&] { t.step(); }, options);
+  ctx.info("train_step: median " + std::to_string(r.median_ms) + " ms");
+  ctx.summary(mlh::rt::benchmarks_summary({r}).dump());
+}
+
+const mlh::CommandTable<mlh::RunContext&, const json&, const mlh::rt::RuntimePlan&>& commands() {
+  static const mlh::CommandTable<mlh::RunContext&, const json&, const mlh::rt::RuntimePlan&> table{
+      {"train", train}, {"eval", evaluate}, {"benchmark", benchmark}, {"calibrate", calibrate}};
+  return table;
+}
 
 class ToyRegression : public mlh::AlgorithmPlugin {
  public:
   mlh::AlgorithmDescription describe() override {
     mlh::AlgorithmDescription d;
     d.summary = "fits y = 3x - 2 with gradient descent";
-    d.commands = {"train", "eval", "benchmark", "calibrate"};
+    d.commands = commands().names();
     d.config_schema_json = kSchema;
     d.config_defaults_json = kDefaults;
     // The model is w and b whatever the preset; "$parameters" is what the host prints.
@@ -177,141 +307,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
     mlh::rt::apply_plan(plan);
     mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
-    mlh::rt::Distributed dist(ctx, plan.device);
-    Trainer t(cfg, plan, dist);
-    t.micro = mlh::rt::MicroBatchedStep(ctx, cfg.at("micro_batch").get<int64_t>());
-    mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize,
-                                           [&](const std::string& w) { ctx.warn(w); });
-    checkpoints.share_with(dist);
-    if (ctx.command() == "eval") return evaluate(ctx, t, checkpoints);
-    if (ctx.command() == "benchmark") return benchmark(ctx, t, plan);
-    if (ctx.command() == "calibrate") return calibrate(ctx, cfg, t, plan);
-    train(ctx, cfg, t, checkpoints);
-  }
-
- private:
-  static void train(mlh::RunContext& ctx, const json& cfg, Trainer& t, mlh::rt::CheckpointManager& checkpoints) {
-    const int64_t steps = cfg.at("steps"), every = cfg.at("checkpoint_every");
-    int64_t start = 0;
-    double loss = 0;
-    if (ctx.resume()) {
-      mlh::rt::TrainingState s = t.state(0);
-      if (auto loaded = checkpoints.load_latest(s, t.device)) {
-        start = loaded->values.at("step");
-        if (loaded->metric) loss = *loaded->metric;  // a run resumed at its end still reports its loss
-        t.scaler.load_state(loaded->values.at("scaler"));
-        if (loaded->values.contains("micro_batch")) t.micro.load_state(loaded->values.at("micro_batch"));
-        mlh::rt::restore_rng_state(mlh::rt::RngState::from_tensors(s.tensors));
-        ctx.info("resumed from step " + std::to_string(start) + " (" + loaded->path + ")");
-      }
-    }
-    ctx.info("torch intra-op threads: " + std::to_string(at::get_num_threads()) + ", precision " +
-             mlh::rt::to_string(t.precision));
-    ctx.metric("toy/torch_threads", at::get_num_threads(), start);
-    mlh::rt::ThroughputMeter speed(ctx);
-    mlh::rt::MemoryMonitorOptions memory_options;
-    memory_options.empty_cache_steps = t.empty_cache_steps;
-    mlh::rt::MemoryMonitor memory(t.device, ctx, memory_options);
-
-    for (int64_t step = start; step < steps; ++step) {
-      const int64_t fault_rank = cfg.at("fault_rank");
-      const bool faulty = fault_rank < 0 || fault_rank == t.dist.rank();
-      if (faulty && step == cfg.at("fail_at_step").get<int64_t>())
-        throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "failing on purpose at step " + std::to_string(step));
-      if (faulty && step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
-      const int64_t hang_rank = cfg.at("hang_rank");
-      if ((hang_rank < 0 || hang_rank == t.dist.rank()) && step == cfg.at("hang_at_step").get<int64_t>())
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      loss = t.step();
-      speed.record_step(t.batch, step);
-      memory.step(step);
-      ctx.metric("train/loss", loss, step);
-      ctx.progress(step + 1, steps, "steps");
-      if ((step + 1) % every == 0 || step + 1 == steps) checkpoints.save(t.state(step + 1), step + 1, loss);
-      if (int64_t d = cfg.at("step_delay_ms"); d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
-      if (t.dist.should_stop(ctx)) {
-        checkpoints.save(t.state(step + 1), step + 1, loss);
-        throw mlh::Error(MLH_ERR_CANCELLED, "stopped at step " + std::to_string(step + 1) + " (checkpoint saved)");
-      }
-    }
-    speed.flush();
-    if (t.dist.is_main()) mlh::rt::export_module_weights(*t.model, ctx.run_dir() + "/model.safetensors");
-    ctx.info("final loss " + std::to_string(loss) + ", w " + std::to_string(t.weight()) + ", b " +
-             std::to_string(t.bias()));
-    ctx.summary(json{{"final_loss", loss}, {"w", t.weight()}, {"b", t.bias()}, {"steps", steps},
-                     {"torch_threads", at::get_num_threads()}, {"label", cfg.at("label")},
-                     {"batch_size", t.batch}, {"samples", cfg.at("samples")}, {"rank", t.dist.rank()},
-                     {"world_size", t.dist.world_size()}, {"backend", t.dist.backend()},
-                     {"ranks_agree", t.dist.parameters_agree(*t.model)}, {"oom_backoffs", t.micro.backoffs()},
-                     {"micro_batch", t.micro.micro_batch(t.batch)}, {"lr", t.optimizer.param_groups()[0].options().get_lr()},
-                     {"scaler", t.scaler.state()}}
-                    .dump());
-  }
-
-  static void evaluate(mlh::RunContext& ctx, Trainer& t, mlh::rt::CheckpointManager& checkpoints) {
-    mlh::rt::TrainingState s = t.state(0);
-    auto loaded = checkpoints.load_best(s, t.device);
-    if (!loaded) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder ('" + checkpoints.dir() + "')");
-    const double error = std::abs(t.weight() - 3) + std::abs(t.bias() + 2);
-    ctx.metric("eval/parameter_error", error, loaded->step);
-    ctx.summary(json{{"parameter_error", error}, {"checkpoint", loaded->path}}.dump());
-  }
-
-  // The step's speed, and a precision check that trains 30 steps from the same start in fp32
-  // and in the asked precision (the host's calibration).
-  static void calibrate(mlh::RunContext& ctx, const json& cfg, Trainer& t, const mlh::rt::RuntimePlan& plan) {
-    const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
-    if (request.batch_search) {
-      // Each trial a fresh trainer at that batch: three steps, the last two timed.
-      mlh::rt::BatchSearchOptions options = mlh::rt::BatchSearchOptions::from_plan(ctx.plan_json());
-      options.max = std::min(options.max, cfg.at("samples").get<int64_t>() / t.dist.world_size());
-      options.memory_limit_bytes = mlh::rt::planned_memory_limit(plan);
-      const auto result = mlh::rt::find_batch_size(
-          [&](int64_t batch) {
-            json c = cfg;
-            c["batch_size"] = batch;
-            Trainer trial(c, plan, t.dist);
-            trial.micro.set_backoff(false);
-            trial.step();
-            const auto t0 = std::chrono::steady_clock::now();
-            trial.step();
-            trial.step();
-            return 2.0 * static_cast<double>(batch) /
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          },
-          plan.device, options);
-      ctx.summary(json{{"batch_search", result.to_json()}}.dump());
-      return;
-    }
-    json reply = {{"calibration", mlh::rt::time_calibration_step("train_step", [&] { t.step(); },
-                                                                 static_cast<double>(t.batch), "samples", plan.device,
-                                                                 request)}};
-    if (request.check_precision) {
-      auto loss_after = [&](mlh::rt::Precision precision) {
-        mlh::rt::RuntimePlan p = plan;
-        p.precision = precision;
-        mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());
-        Trainer fresh(cfg, p, t.dist);
-        double loss = 0;
-        for (int i = 0; i < 30; ++i) loss = fresh.step();
-        return loss;
-      };
-      const double fp32 = loss_after(mlh::rt::Precision::kFp32);
-      reply["precision_check"] = mlh::rt::precision_check(*request.check_precision, fp32,
-                                                          loss_after(*request.check_precision), 0.05, 30);
-    }
-    ctx.summary(reply.dump());
-  }
-
-  static void benchmark(mlh::RunContext& ctx, Trainer& t, const mlh::rt::RuntimePlan& plan) {
-    mlh::rt::BenchmarkOptions options;
-    options.items_per_iteration = static_cast<double>(t.batch);
-    options.unit = "samples";
-    options.device = plan.device;
-    options.min_seconds = 0.5;
-    const mlh::rt::BenchmarkResult r = mlh::rt::run_benchmark("train_step", [&] { t.step(); }, options);
-    ctx.info("train_step: median " + std::to_string(r.median_ms) + " ms");
-    ctx.summary(mlh::rt::benchmarks_summary({r}).dump());
+    commands().run(ctx.command(), ctx, cfg, plan);
   }
 };
 

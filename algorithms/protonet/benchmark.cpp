@@ -1,0 +1,118 @@
+// ProtoNet's benchmark and calibrate commands: training episodes on synthetic 28x28 images,
+// timed with the plan's settings.
+#include <algorithm>
+#include <random>
+
+#include <ATen/ATen.h>
+#include <mlh/format.hpp>
+#include <mlh/runtime/benchmark.hpp>
+#include <mlh/runtime/calibration.hpp>
+#include <mlh/runtime/precision.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/utils.h>
+
+#include "commands.hpp"
+#include "episode_data.hpp"
+#include "learner.hpp"
+
+namespace protonet {
+
+namespace {
+
+using nlohmann::json;
+
+std::string fmt(double v, int digits) { return mlh::fixed(v, digits); }
+
+// FLOP/s of a 1024x1024 fp32 matmul with the plan's threads: what the convolution training
+// rate is compared with (TARGETS: at least 60% of it).
+mlh::rt::BenchmarkResult matmul_rate(const mlh::rt::RuntimePlan& plan) {
+  const at::Tensor a = at::randn({1024, 1024}).to(plan.device), b = at::randn({1024, 1024}).to(plan.device);
+  mlh::rt::BenchmarkOptions o;
+  o.device = plan.device;
+  o.min_seconds = 1.0;
+  o.min_iterations = 5;
+  o.items_per_iteration = 2.0 * 1024 * 1024 * 1024 / 1e9;
+  o.unit = "GFLOP";
+  return mlh::rt::run_benchmark("matmul_1024x1024_fp32", [&] { (void)at::mm(a, b); }, o);
+}
+
+// `n` training episodes of `shape` drawn from `set`.
+std::vector<Episode> training_episodes(const ImageSet& set, const EpisodeShape& shape, int n, uint64_t seed) {
+  const EpisodeSampler sampler(set);
+  std::mt19937_64 rng(seed);
+  std::vector<Episode> episodes;
+  for (int i = 0; i < n; ++i)
+    episodes.push_back(assemble_episode(set, sampler.sample(shape.way, shape.shot, shape.query, rng)));
+  return episodes;
+}
+
+}  // namespace
+
+void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources&) {
+  const ImageSet set = synthetic_set(64, 20);
+  Learner l(cfg, 1, plan);
+  l.net->train();
+  std::vector<mlh::rt::BenchmarkResult> results;
+  json notes = json::array();
+  results.push_back(matmul_rate(plan));
+  const double matmul_gflops = results.back().throughput;
+  const double flops_per_image = l.net->training_flops_per_image(1, 28, 28);
+  mlh::rt::BenchmarkOptions options;
+  options.device = plan.device;
+  options.min_seconds = 2.0;
+  options.min_iterations = 5;
+  options.warmup_iterations = 2;
+  options.unit = "episodes";
+  for (const EpisodeShape& shape : {EpisodeShape{5, 5, 15}, EpisodeShape{60, 5, 5}}) {
+    const std::vector<Episode> episodes = training_episodes(set, shape, 4, cfg.seed);
+    size_t next = 0;
+    const std::string name = "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) +
+                             "shot_" + std::to_string(shape.query) + "query_28x28";
+    results.push_back(mlh::rt::run_benchmark(name, [&] { l.train_step(episodes[next++ % episodes.size()]); }, options));
+    ctx.info(name + ": " + fmt(results.back().throughput, 2) + " episodes/s (median " + fmt(results.back().median_ms, 2) +
+             " ms)");
+    const double images = static_cast<double>(shape.way * (shape.shot + shape.query));
+    const double conv_gflops = flops_per_image * images * results.back().throughput / 1e9;
+    notes.push_back(name + ": convolution training at " + fmt(conv_gflops, 1) + " GFLOP/s = " +
+                    fmt(100.0 * conv_gflops / matmul_gflops, 0) + "% of the 1024x1024 fp32 matmul's " +
+                    fmt(matmul_gflops, 1) + " GFLOP/s (" + std::to_string(at::get_num_threads()) + " threads)");
+    ctx.info(notes.back().get<std::string>());
+  }
+  {
+    torch::NoGradGuard no_grad;
+    l.net->eval();
+    std::vector<int64_t> idx(500);
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+    const at::Tensor batch = images_to_tensor(set, idx).to(plan.device);
+    options.unit = "images";
+    options.items_per_iteration = static_cast<double>(idx.size());
+    results.push_back(mlh::rt::run_benchmark("embed_28x28_batch500", [&] {
+      mlh::rt::AutocastScope autocast(plan.precision, plan.device);
+      l.net->forward(batch);
+    }, options));
+    ctx.info("embed_28x28_batch500: " + fmt(results.back().throughput, 0) + " images/s");
+  }
+  json summary = mlh::rt::benchmarks_summary(results);
+  summary["notes"] = notes;
+  ctx.summary(summary.dump());
+}
+
+// A training episode of the config's training shape (way, shot, query) on synthetic 28x28
+// images, with the plan's threads and precision (mlh/runtime/calibration.hpp). No
+// reduced-precision check: the host keeps ProtoNet in fp32.
+void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources&) {
+  const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
+  const EpisodeShape& shape = cfg.train;
+  const ImageSet set = synthetic_set(std::max(shape.way, 5), shape.shot + shape.query);
+  Learner l(cfg, 1, plan);
+  l.net->train();
+  const std::vector<Episode> episodes = training_episodes(set, shape, 2, cfg.seed);
+  size_t next = 0;
+  const json measured = mlh::rt::time_calibration_step(
+      "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) + "shot_" +
+          std::to_string(shape.query) + "query",
+      [&] { l.train_step(episodes[next++ % episodes.size()]); }, 1.0, "episodes", plan.device, request);
+  ctx.summary(json{{"calibration", measured}}.dump());
+}
+
+}  // namespace protonet

@@ -1,0 +1,64 @@
+// What ProtoNet's commands draw their episodes from: the data sets loaded with errors that name
+// the set, the validation images held out of the training classes, episode shapes fitted to
+// the classes a set has, episodes drawn from a generator, and an episode made ready for the
+// device by the data workers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mlh/plugin.hpp>
+#include <mlh/runtime/apply_plan.hpp>
+
+#include "config.hpp"
+#include "data/image_set.hpp"
+#include "episodes.hpp"
+
+namespace protonet {
+
+// Loads a dataset; the plugin passes load_dataset, tests an in-memory fixture.
+using DatasetLoader = std::function<ImageSet(const DatasetSpec&)>;
+
+// Decodes image files as `spec` says (height, width, channels, invert) into one ImageSet in
+// file order (classify's queries); the plugin passes the data library's decoder.
+using ImageDecoder = std::function<ImageSet(const std::vector<std::string>& files, const DatasetSpec& spec)>;
+
+// The plugin's ways to read images, handed to every command.
+struct DataSources {
+  DatasetLoader load;
+  ImageDecoder decode;  // null in a build without an image decoder
+};
+
+// "5-way 5-shot 15-query".
+std::string shape_name(const EpisodeShape& s);
+
+// `spec`'s images; a data error is an mlh::Error(MLH_ERR_IO), an empty set
+// MLH_ERR_INVALID_ARGUMENT, both naming `what` set ("training", "test", ...).
+ImageSet load_checked(const DatasetLoader& load, const DatasetSpec& spec, const std::string& what);
+
+// Holds out `fraction` of each class's images (at least one where a class has two or more):
+// the training and the validation set, in the set's order.
+std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed);
+
+// The episode shape capped at the classes `sampler` has enough images of (with a warning);
+// fewer than two such classes is an mlh::Error(MLH_ERR_INVALID_ARGUMENT).
+EpisodeShape fit_shape(const mlh::RunContext& ctx, EpisodeShape s, const EpisodeSampler& sampler,
+                       const std::string& what);
+
+// `n` episodes of `shape`, drawn in order from `rng`.
+std::vector<EpisodeIndices> sample_episodes(const EpisodeSampler& sampler, const EpisodeShape& shape, int64_t n,
+                                            std::mt19937_64& rng);
+
+// An episode as the data workers hand it over: page-locked when the plan pins batches for a
+// CUDA device, so that pinning runs in the workers and the copy in the step does not block.
+Episode ready_for(const mlh::rt::RuntimePlan& plan, Episode e);
+
+// A synthetic 28x28 grayscale set (`classes` x `per_class` noise images): benchmarks time the
+// model, not the data.
+ImageSet synthetic_set(int classes, int per_class);
+
+}  // namespace protonet

@@ -1,0 +1,203 @@
+// ProtoNet's train and eval commands: episodic training with validation after each epoch and
+// early stopping, on a TrainingSession (checkpoints, resume, stop, export); and the test
+// accuracy of the trained model with its 95% confidence interval.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+
+#include <ATen/ATen.h>
+#include <mlh/format.hpp>
+#include <mlh/runtime/prefetcher.hpp>
+#include <mlh/runtime/seed.hpp>
+#include <mlh/runtime/throughput.hpp>
+#include <mlh/runtime/training_session.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "episode_data.hpp"
+#include "learner.hpp"
+#include "progress.hpp"
+
+namespace protonet {
+
+using nlohmann::json;
+
+namespace {
+
+std::string fmt(double v, int digits = 4) { return mlh::fixed(v, digits); }
+
+json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot}, {"query", s.query}}; }
+
+}  // namespace
+
+void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
+  ImageSet train_set = load_checked(data.load, cfg.train_data, "training");
+  ImageSet val_set;
+  if (cfg.has_val_classes) val_set = load_checked(data.load, cfg.val_data, "validation");
+  else std::tie(train_set, val_set) = hold_out(train_set, cfg.val_fraction, cfg.seed);
+  ctx.info("training set: " + std::to_string(train_set.size()) + " images of " +
+           std::to_string(EpisodeSampler(train_set).eligible_classes(1)) + " classes, " +
+           std::to_string(train_set.channels) + "x" + std::to_string(train_set.height) + "x" +
+           std::to_string(train_set.width) + "; validation set: " + std::to_string(val_set.size()) + " images" +
+           (cfg.has_val_classes ? " (separate classes)" : " (held out from the training classes)"));
+  const EpisodeSampler sampler(train_set), val_sampler(val_set);
+  const EpisodeShape shape = fit_shape(ctx, cfg.train, sampler, "training");
+  const EpisodeShape val_shape = fit_shape(ctx, cfg.test, val_sampler, "validation");
+
+  // Distributed: every rank trains on its own episodes (its own random stream, seeded in
+  // run_command) and validates on the same ones; rank 0 writes the checkpoints. The session
+  // saves at the end of each epoch (below) and when the run is stopped.
+  mlh::rt::TrainingSession session(ctx, plan, {cfg.keep_checkpoints, mlh::rt::Goal::Minimize, 0, "episode"});
+  mlh::rt::Distributed& dist = session.dist();
+  Learner l(cfg, train_set.channels, plan, &dist);
+  l.micro = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
+  // The validation episodes are the same every epoch, from their own generator.
+  std::mt19937_64 val_rng(cfg.seed + 1);
+  const std::vector<EpisodeIndices> val_episodes = sample_episodes(val_sampler, val_shape, cfg.val_episodes, val_rng);
+
+  TrainProgress progress;
+  // The generators' state at the start of the current epoch: an epoch's episodes are drawn
+  // at its start, so a run stopped mid-epoch resumes by drawing them again and skipping.
+  mlh::rt::RngState epoch_rng = mlh::rt::capture_rng_state();
+  auto state = [&] {  // the checkpoint's layout, the same since the first version
+    mlh::rt::TrainingState s = l.state();
+    s.tensors = epoch_rng.to_tensors();
+    s.values = {{"progress", progress.to_json()}, {"scaler", l.scaler.state()}, {"train_way", shape.way},
+                {"micro_batch", l.micro.state()}};
+    return s;
+  };
+  mlh::rt::TrainingState saved = l.state();
+  session.resume(saved, [&](const mlh::rt::LoadedCheckpoint& checkpoint) {
+    progress = TrainProgress::from_json(checkpoint.values.at("progress"));
+    l.scaler.load_state(checkpoint.values.at("scaler"));
+    if (checkpoint.values.contains("micro_batch")) l.micro.load_state(checkpoint.values.at("micro_batch"));
+    epoch_rng = mlh::rt::RngState::from_tensors(saved.tensors);
+    // The checkpoint holds rank 0's random streams; the other ranks keep their own, or
+    // they would draw rank 0's episodes from here on.
+    if (dist.is_main()) mlh::rt::restore_rng_state(epoch_rng);
+    return "at epoch " + std::to_string(progress.epoch) + ", episode " + std::to_string(progress.episode);
+  });
+
+  ctx.info("training " + shape_name(shape) + ", validating " + shape_name(val_shape) + " (" +
+           std::to_string(cfg.val_episodes) + " episodes); Conv-4 width " + std::to_string(cfg.width) + ", " +
+           std::to_string(l.net->parameter_count()) + " parameters; precision " + mlh::rt::to_string(plan.precision) +
+           (plan.gradient_checkpointing ? ", gradient checkpointing" : "") + ", " +
+           std::to_string(at::get_num_threads()) + " threads");
+  mlh::rt::ThroughputMeter speed(ctx);
+  const int64_t per_epoch = cfg.episodes_per_epoch, total = cfg.epochs * per_epoch;
+  const int64_t images_per_episode = static_cast<int64_t>(shape.way) * (shape.shot + shape.query);
+  double last_train_loss = 0, last_train_acc = 0;
+  l.net->train();
+  while (progress.epoch < cfg.epochs && !progress.stopped_early) {
+    const int64_t skip = progress.episode_in_epoch;
+    const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, shape, per_epoch, mlh::rt::host_rng());
+    mlh::rt::Prefetcher<Episode> batches(
+        [&](int64_t i) -> std::optional<Episode> {
+          if (skip + i >= per_epoch) return std::nullopt;
+          return ready_for(plan, assemble_episode(train_set, episodes[static_cast<size_t>(skip + i)]));
+        },
+        mlh::rt::prefetch_depth(plan.prefetch_factor, plan.dataloader_workers),
+        static_cast<int>(plan.dataloader_workers));
+    double loss_sum = 0, acc_sum = 0;
+    int64_t done = 0;
+    while (progress.episode_in_epoch < per_epoch) {
+      std::optional<Episode> e = batches.next();
+      if (!e)
+        throw mlh::Error(MLH_ERR_INTERNAL,
+                         "episode " + std::to_string(progress.episode_in_epoch) + " of the epoch was not produced");
+      l.set_lr(progress.episode);
+      const ProtoLoss r = l.train_step(*e);
+      loss_sum += r.loss.item<double>();
+      acc_sum += r.accuracy;
+      ++done;
+      ++progress.episode_in_epoch;
+      ++progress.episode;
+      speed.record_step(images_per_episode, progress.episode);
+      ctx.progress(progress.episode, total, "episodes");
+      session.after_step(progress.episode, [&] { session.save(state(), progress.episode); });
+    }
+    // Means over every rank's episodes; the validation figures agree everywhere, so every
+    // rank takes the same best-epoch and early-stop decisions.
+    last_train_loss = dist.mean(loss_sum / static_cast<double>(std::max<int64_t>(done, 1)));
+    last_train_acc = dist.mean(acc_sum / static_cast<double>(std::max<int64_t>(done, 1)));
+    EpisodeStats val = evaluate(l, val_set, val_episodes);
+    val.loss = dist.mean(val.loss);
+    val.accuracy = dist.mean(val.accuracy);
+    ctx.metric("train/loss", last_train_loss, progress.episode);
+    ctx.metric("train/acc", last_train_acc, progress.episode);
+    ctx.metric("val/loss", val.loss, progress.episode);
+    ctx.metric("val/acc", val.accuracy, progress.episode);
+    ctx.metric("train/lr", l.lr(), progress.episode);
+
+    const bool better = progress.end_epoch(val.loss, val.accuracy, cfg.patience);
+    ctx.info("epoch " + std::to_string(progress.epoch) + "/" + std::to_string(cfg.epochs) + ": train loss " +
+             fmt(last_train_loss) + " acc " + fmt(last_train_acc) + ", val loss " + fmt(val.loss) + " acc " +
+             fmt(val.accuracy) + (better ? " (best)" : ""));
+    epoch_rng = mlh::rt::capture_rng_state();
+    session.save(state(), progress.episode, val.loss);
+    if (progress.stopped_early) {
+      ctx.info("early stop: no better validation loss for " + std::to_string(cfg.patience) + " epochs");
+      break;
+    }
+    session.stop_if_asked("after epoch " + std::to_string(progress.epoch), nullptr);
+  }
+  speed.flush();
+
+  // The best weights are the result.
+  mlh::rt::TrainingState best = l.state();
+  const auto loaded = session.checkpoints().load_best(best, plan.device);
+  const std::string weights =
+      session.export_weights(*l.net, {{"format", "pt"}, {"model", "protonet-conv4"},
+                                      {"in_channels", std::to_string(train_set.channels)},
+                                      {"width", std::to_string(cfg.width)}, {"distance", cfg.distance}});
+  const json p = progress.to_json();
+  ctx.info("best validation loss " + p.at("best_val_loss").dump() + " (accuracy " + p.at("best_val_acc").dump() +
+           ") at epoch " + p.at("best_epoch").dump() + "; weights: " + weights);
+  session.finish(*l.net, {{"episodes", progress.episode},
+                          {"parameters", l.net->parameter_count()},
+                          {"epochs", progress.epoch},
+                          {"stopped_early", progress.stopped_early},
+                          {"best_epoch", progress.best_epoch},
+                          {"best_val_loss", p.at("best_val_loss")},
+                          {"best_val_acc", p.at("best_val_acc")},
+                          {"train_loss", last_train_loss},
+                          {"train_acc", last_train_acc},
+                          {"train_episode", shape_json(shape)},
+                          {"val_episode", shape_json(val_shape)},
+                          {"checkpoint", loaded ? loaded->path : ""},
+                          {"weights", weights},
+                          {"oom_backoffs", l.micro.backoffs()},
+                          {"query_micro_batch", l.micro.micro_batch(static_cast<int64_t>(shape.way) * shape.query)}});
+}
+
+void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
+  const ImageSet test_set = load_checked(data.load, cfg.test_data, "test");
+  Learner l(cfg, test_set.channels, plan);
+  const mlh::rt::LoadedCheckpoint loaded = load_trained(ctx, cfg, l);
+  const EpisodeSampler sampler(test_set);
+  std::mt19937_64 rng(cfg.seed + 2);
+  const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, cfg.test, cfg.eval_episodes, rng);
+  const EpisodeStats s =
+      evaluate(l, test_set, episodes, [&](int64_t i) { ctx.progress(i, cfg.eval_episodes, "episodes"); });
+  double var = 0;
+  for (double a : s.accuracies) var += (a - s.accuracy) * (a - s.accuracy);
+  const double n = static_cast<double>(s.accuracies.size());
+  const double ci95 = n > 1 ? 1.96 * std::sqrt(var / (n - 1)) / std::sqrt(n) : 0.0;
+  ctx.metric("eval/acc", s.accuracy, loaded.step);
+  ctx.metric("eval/acc_ci95", ci95, loaded.step);
+  ctx.metric("eval/loss", s.loss, loaded.step);
+  ctx.info("test accuracy, " + shape_name(cfg.test) + ", " + std::to_string(cfg.eval_episodes) + " episodes: " +
+           fmt(100 * s.accuracy, 2) + "% +- " + fmt(100 * ci95, 2) + "% (95% CI); checkpoint " + loaded.path);
+  ctx.summary(json{{"accuracy", s.accuracy},
+                   {"ci95", ci95},
+                   {"loss", s.loss},
+                   {"episodes", cfg.eval_episodes},
+                   {"way", cfg.test.way},
+                   {"shot", cfg.test.shot},
+                   {"query", cfg.test.query},
+                   {"checkpoint", loaded.path}}
+                  .dump());
+}
+
+}  // namespace protonet
