@@ -8,7 +8,7 @@
 #   scripts/sanitize.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-areas="abi;plugins;algorithms;protonet_data;ppo_env;trm_data;cpu;cuda;mps;host;cli"  # algorithms: its C plugin only
+areas="abi;plugins;algorithm_plugins;protonet_data;ppo_env;trm_data;cpu;cuda;mps;host;cli"  # algorithm_plugins: its C plugin only
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 start=$(date +%s)
 nice -n 19 cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
