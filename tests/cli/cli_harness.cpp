@@ -347,23 +347,6 @@ std::vector<std::string> wait_for_orphans(Millis timeout) {
 
 // --- files -------------------------------------------------------------------------------
 
-TempDir::TempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "mlhost-cli-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
-  path_ = fs::canonical(tmpl);
-  ::chmod(path_.c_str(), 0700);
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  // Tests change modes (0777 folders, read-only files): make everything removable first.
-  for (auto it = fs::recursive_directory_iterator(path_, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory(ec) && !it->is_symlink(ec)) ::chmod(it->path().c_str(), 0700);
-  }
-  fs::remove_all(path_, ec);
-}
-
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";

@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
+
 namespace mlhost::cli_test {
 
 namespace fs = std::filesystem;
@@ -104,20 +106,6 @@ size_t kill_orphans();
 // Waits up to `timeout` for every orphan to exit (reaping them); returns those still running,
 // each as "pid (command line)".
 std::vector<std::string> wait_for_orphans(Millis timeout);
-
-// A private temporary folder (mkdtemp, mode 0700), removed (permissions restored first).
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 std::string read_file(const fs::path& path);  // "" when unreadable
 void write_file(const fs::path& path, const std::string& text, fs::perms mode = fs::perms(0644));

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cpu_probe.hpp"
+#include "temp_dir.hpp"
 #include "cpu_snapshot.hpp"
 
 namespace {
@@ -144,10 +145,8 @@ TEST(CpuFixture, Graviton3NeoverseV1) {
 }
 
 TEST(CpuFixture, EverythingMissing) {
-  char dir_template[] = "/tmp/mlh-cpu-empty-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
-  mlh::DeviceInfo d = mlh::cpu::probe_cpu(mlh::cpu::read_snapshot(dir_template));
-  ::rmdir(dir_template);
+  const TempDir empty;
+  mlh::DeviceInfo d = mlh::cpu::probe_cpu(mlh::cpu::read_snapshot(empty.str()));
 
   expect_common(d);
   EXPECT_EQ(d.name, "unknown CPU");

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
@@ -80,7 +80,7 @@ TEST(AlgorithmConfig, MergeIsDeep) {
 }
 
 TEST(AlgorithmConfig, FileErrorsNameFileAndLine) {
-  testing::TempDir t;
+  TempDir t;
   testing::write_text(t / "ok.json", R"({"steps": 5})");
   EXPECT_EQ(load_config_file(t / "ok.json")["steps"], 5);
   testing::write_text(t / "bad.json", "{\n  \"steps\": 5,\n  oops\n}");

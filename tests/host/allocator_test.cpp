@@ -12,7 +12,7 @@
 #include "plan/hardware_settings.hpp"
 #include "plan/plan_text.hpp"
 #include "planning.hpp"
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 #include "test_devices.hpp"
 
 namespace mlhost {
@@ -32,7 +32,7 @@ class AllocatorFolder {
   const char* path() const { return dir_.path().c_str(); }
 
  private:
-  mlhost::testing::TempDir dir_;
+  TempDir dir_;
 };
 
 // The plan with allocator libraries looked for in `search_path` only; `asked` as the command

@@ -12,7 +12,7 @@
 #include "plan/hardware_settings.hpp"
 #include "plan/plan_text.hpp"
 #include "planning.hpp"
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 #include "test_devices.hpp"
 
 namespace mlhost {
@@ -115,7 +115,7 @@ TEST(Calibration, UntrustworthyResultsAreRejectedNamingTheField) {
 }
 
 TEST(CalibrationCache, StoresByKeyAndReplacesTheAlgorithmsOlderEntry) {
-  mlhost::testing::TempDir dir;
+  TempDir dir;
   const fs::path file = fs::path(dir.path()) / "mlhost" / "calibration.json";
   CalibrationCache cache(file);
   cache.load();  // none yet
@@ -141,7 +141,7 @@ TEST(CalibrationCache, StoresByKeyAndReplacesTheAlgorithmsOlderEntry) {
 }
 
 TEST(CalibrationCache, BadContentIsAnErrorNamingTheFileAndNothingOfItIsUsed) {
-  mlhost::testing::TempDir dir;
+  TempDir dir;
   const fs::path file = fs::path(dir.path()) / "calibration.json";
   auto error_for = [&](const std::string& text) {
     std::ofstream(file) << text;
@@ -163,7 +163,7 @@ TEST(CalibrationCache, BadContentIsAnErrorNamingTheFileAndNothingOfItIsUsed) {
 }
 
 TEST(CalibrationCache, BatchSizesAreKeptPerConfigAndCheckedFieldByField) {
-  mlhost::testing::TempDir dir;
+  TempDir dir;
   const fs::path file = fs::path(dir.path()) / "calibration.json";
   const std::string config_a(64, 'a'), config_b(64, 'b');
   const json found = {{"batch", 48}, {"reason", "48 fits"}, {"trials", json::array()}, {"complete", true}};
@@ -212,7 +212,7 @@ Device cpu() { return testing::epyc_cpu(); }
 // The plan of `algorithm` on the CPU with `r` in the calibration cache; `tweak` adjusts the
 // request. Nothing is measured: the cached result is what the plan takes.
 json plan_with_cached(CalibrationResult r, const std::function<void(PlanRequest&)>& tweak = nullptr) {
-  testing::TempDir t;
+  TempDir t;
   PlanRequest request = testing::request_for(cpu());
   request.algorithm = testing::algorithm_info(json::parse(R"({"commands": ["train", "calibrate"]})"), "protonet");
   r.key = calibration_key(request.algorithm->manifest, request.device);

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
@@ -67,7 +67,7 @@ TEST(DeviceRules, NominalMemoryRoundsUpToWholeGib) {
 }
 
 TEST(DeviceRules, UserFileExtendsOrReplaces) {
-  testing::TempDir t;
+  TempDir t;
   testing::write_text(t / "mine.json", R"({"rules": [{"device": "cuda", "min_memory_gb": 70, "batch_size": 4096}]})");
   std::vector<DeviceRule> rules = load_device_rules(MLH_TEST_SHARE_DIR "/autoconfig.json", t / "mine.json");
   const Device h100 = device("cuda", MLH_DEVICE_CLASS_DISCRETE_GPU, 80 * GiB);
@@ -83,7 +83,7 @@ TEST(DeviceRules, UserFileExtendsOrReplaces) {
 }
 
 TEST(DeviceRules, BadRulesNameTheField) {
-  testing::TempDir t;
+  TempDir t;
   auto error_of = [&](const std::string& text) -> std::string {
     testing::write_text(t / "r.json", text);
     try {

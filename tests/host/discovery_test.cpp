@@ -4,14 +4,13 @@
 #include <sys/stat.h>
 
 #include "plugins/file_checks.hpp"
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::manifest_text;
-using testing::TempDir;
 using testing::write_text;
 
 // A folder holding a copy of the real CPU plugin under `name`.

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
@@ -26,7 +26,7 @@ class HardwareSettingsLocation : public ::testing::Test {
   fs::path user_file() const { return dir_.path() / "home" / ".config" / "mlhost" / "hardware.ini"; }
   fs::path system_file() const { return dir_.path() / "etc" / "mlhost" / "hardware.ini"; }
 
-  testing::TempDir dir_;
+  TempDir dir_;
 };
 
 TEST_F(HardwareSettingsLocation, TheProjectsFileThenTheUsersThenTheMachines) {

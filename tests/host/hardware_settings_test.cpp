@@ -5,13 +5,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
 
 std::string error_of(const std::string& text) {
-  testing::TempDir t;
+  TempDir t;
   testing::write_text(t / "hw.ini", text);
   try {
     read_hardware_settings(t / "hw.ini");
@@ -36,7 +36,7 @@ TEST(HardwareSettings, ShippedFileDocumentsEveryKey) {
 }
 
 TEST(HardwareSettings, SectionsOverrideTheTopAndAutoIsUnset) {
-  testing::TempDir t;
+  TempDir t;
   testing::write_text(t / "hw.ini",
                       "# comment\nprecision = bf16\nmemory_fraction = 0.9  # inline comment\nbatch_size = auto\n"
                       "\n[cuda]\nmemory_fraction = 0.5\nprecision = fp16\n\n[cpu]\nintra_op_threads = 3\n");

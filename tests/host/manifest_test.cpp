@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {

@@ -4,13 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "run/memory_kill.hpp"
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
 
 using nlohmann::json;
-using testing::TempDir;
 using testing::write_text;
 
 constexpr int64_t kGiB = int64_t{1} << 30;

@@ -2,7 +2,7 @@
 #include <sys/stat.h>
 
 #include "plugins/plugin_loader.hpp"
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
@@ -90,7 +90,7 @@ TEST(Negotiation, LoadRefusesAMismatchedManifest) {
 }
 
 TEST(Negotiation, LoadRefusesLibrariesThatAreNotPlugins) {
-  testing::TempDir t;
+  TempDir t;
   PluginManifest m = manifest();
   m.library_path = t / "libtext.so";
   testing::write_text(m.library_path, "hello");

@@ -13,7 +13,7 @@
 #include "plan/hardware_settings.hpp"
 #include "plan/plan_text.hpp"
 #include "planning.hpp"
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 #include "test_devices.hpp"
 
 namespace mlhost {
@@ -113,7 +113,7 @@ TEST_F(PlanTest, DeviceFactsShapeTheDefaults) {
 }
 
 TEST_F(PlanTest, CommandLineBeatsSettingsBeatsRules) {
-  testing::TempDir t;
+  TempDir t;
   testing::write_text(t / "hw.ini", "batch_size = 100\nprecision = fp32\n[cuda]\ngradient_checkpointing = true\n"
                                     "memory_fraction = 0.5\nintra_op_threads = 3\n");
   const HardwareSettings settings = read_hardware_settings(t / "hw.ini");
@@ -345,7 +345,7 @@ TEST_F(PlanTest, AnUnknownCommandIsRefusedNamingThoseThereAre) {
 // later plan takes it from the cache without measuring.
 TEST_F(PlanTest, CalibratesWhenNothingIsCachedAndTakesTheCacheAfter) {
   if (built_with_address_sanitizer()) GTEST_SKIP() << "AddressSanitizer build: the plan keeps glibc";
-  testing::TempDir t;
+  TempDir t;
   const json description = json::parse(R"({"commands": ["train", "calibrate"]})");
   PlanRequest request = testing::request_for(cpu());
   request.algorithm = testing::algorithm_info(description);
@@ -393,7 +393,7 @@ TEST_F(PlanTest, CalibratesWhenNothingIsCachedAndTakesTheCacheAfter) {
 // --batch-size auto: the finder's batch wins, the config gets it, and an algorithm whose batch
 // is not a batch size is refused naming the option.
 TEST_F(PlanTest, TheBatchSizeFinderGivesTheBatch) {
-  testing::TempDir t;
+  TempDir t;
   const json description = json::parse(R"({"commands": ["train", "calibrate"],
     "config_schema": {"type": "object", "properties": {"batch_size": {"type": "integer"}}}})");
   PlanRequest request = testing::request_for(cpu());

@@ -11,7 +11,7 @@
 
 #include <mlh/crc32c.hpp>
 
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
@@ -101,7 +101,7 @@ std::vector<std::string> read_records(const std::filesystem::path& path) {
 }
 
 TEST(TensorBoard, EventFileDecodes) {
-  testing::TempDir t;
+  TempDir t;
   std::filesystem::path file;
   {
     EventFileWriter w(t / "tb");

@@ -10,14 +10,13 @@
 #include "plugins/discovery.hpp"
 #include "plugins/file_checks.hpp"
 #include "plugins/sha256.hpp"
-#include "temp_dir.hpp"
+#include "test_files.hpp"
 
 namespace mlhost {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::manifest_text;
-using testing::TempDir;
 using testing::write_text;
 
 // --- SHA-256 -----------------------------------------------------------------------------

@@ -54,8 +54,8 @@ TEST(PpoTraining, ShortCartPoleRunImproves) {
   EXPECT_GT(last, 3 * first) << s.dump();
   EXPECT_GT(s["avg_return_100"].get<double>(), 60.0) << s.dump();
   EXPECT_EQ(s["global_step"], 61440);
-  EXPECT_TRUE(fs::exists(dir.path() + "/model.safetensors"));
-  EXPECT_TRUE(fs::exists(dir.path() + "/network.json"));
+  EXPECT_TRUE(fs::exists(dir.str() + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir.str() + "/network.json"));
   for (const char* m : {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl",
                         "losses/clipfrac", "losses/explained_variance", "charts/learning_rate", "perf/env_steps_per_s"})
     EXPECT_EQ(host.metrics[m].size(), 120u) << m;
@@ -101,7 +101,7 @@ TEST(PpoTraining, ShortPuzzleRunBeatsRandom) {
   g.size = 4;
   g.min_moves = 2;
   g.max_moves = 3;
-  const std::string levels = dir.path() + "/levels.txt";
+  const std::string levels = dir.str() + "/levels.txt";
   ppo::save_levels(levels, {ppo::generate_puzzle(g, rng)});
   json cfg = easy_puzzle_config();
   cfg["level_file"] = levels;
@@ -146,17 +146,17 @@ TEST(PpoCommands, ErrorsNameTheFile) {
   EXPECT_EQ(run(host, "eval", cfg, dir.path(), true, &error), MLH_ERR_IO);
   EXPECT_NE(error.find("network.json"), std::string::npos) << error;
   // play: missing level file
-  cfg["level_file"] = dir.path() + "/nope.txt";
+  cfg["level_file"] = dir.str() + "/nope.txt";
   EXPECT_EQ(run(host, "play", cfg, dir.path(), true, &error), MLH_ERR_IO);
   EXPECT_NE(error.find("nope.txt"), std::string::npos) << error;
   // play: a malformed level file
-  const std::string bad = dir.path() + "/bad.txt";
+  const std::string bad = dir.str() + "/bad.txt";
   std::ofstream(bad) << "size 3\nboard\n.T.\n.x\n...\nend\n";
   cfg["level_file"] = bad;
   EXPECT_EQ(run(host, "play", cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("bad.txt"), std::string::npos) << error;
   // eval on a missing level file
-  cfg["puzzle"]["eval_level_file"] = dir.path() + "/missing-eval.txt";
+  cfg["puzzle"]["eval_level_file"] = dir.str() + "/missing-eval.txt";
   EXPECT_NE(run(host, "eval", cfg, dir.path(), true, &error), MLH_OK);
   // unknown command
   EXPECT_EQ(run(host, "dance", json::object(), dir.path(), false, &error), MLH_ERR_INVALID_ARGUMENT);

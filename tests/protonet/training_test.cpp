@@ -96,9 +96,9 @@ TEST(ProtonetTraining, LearnsAnEasySetAndEvaluates) {
   EXPECT_LT(host.metrics["train/loss"].back(), host.metrics["train/loss"].front());
   EXPECT_EQ(summary["episodes"], 24);
   EXPECT_EQ(host.progress, 24);
-  EXPECT_TRUE(fs::exists(dir.path() + "/model.safetensors"));
-  EXPECT_TRUE(fs::exists(dir.path() + "/checkpoints/best.ckpt"));
-  const auto weights = mlh::rt::load_safetensors(dir.path() + "/model.safetensors");
+  EXPECT_TRUE(fs::exists(dir.str() + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir.str() + "/checkpoints/best.ckpt"));
+  const auto weights = mlh::rt::load_safetensors(dir.str() + "/model.safetensors");
   EXPECT_EQ(weights.at("block0_conv.weight").sizes(), (at::IntArrayRef{16, 1, 3, 3}));
 
   // eval: unseen classes 8-11, 4-way, on the best checkpoint.
@@ -131,7 +131,7 @@ TEST(ProtonetTraining, QueriesInMicroBatchesLearnTooAndTheMicroBatchIsCheckpoint
 
   config["micro_batch"] = -1;
   FakeHost bad;
-  EXPECT_EQ(run(bad, "train", config, dir.path() + "/bad", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(run(bad, "train", config, dir.str() + "/bad", false, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("micro_batch"), std::string::npos) << error;
 }
 
@@ -169,8 +169,8 @@ TEST(ProtonetTraining, StopSavesAndResumeEndsWhereAnUninterruptedRunDoes) {
   EXPECT_EQ(c.progress, 10);
   EXPECT_EQ(json::parse(c.summary)["episodes"], 10);
 
-  const auto wa = mlh::rt::load_safetensors(whole.path() + "/model.safetensors");
-  const auto wb = mlh::rt::load_safetensors(stopped.path() + "/model.safetensors");
+  const auto wa = mlh::rt::load_safetensors(whole.str() + "/model.safetensors");
+  const auto wb = mlh::rt::load_safetensors(stopped.str() + "/model.safetensors");
   ASSERT_EQ(wa.size(), wb.size());
   for (const auto& [name, t] : wa) EXPECT_TRUE(at::allclose(t, wb.at(name), 1e-4, 1e-5)) << name;
   EXPECT_NEAR(json::parse(a.summary)["best_val_loss"].get<double>(),
@@ -190,8 +190,8 @@ TEST(ProtonetTraining, GradientCheckpointingAndDataWorkersTrainTheSameModel) {
                 R"({"torch_device": "cpu", "precision": "fp32", "gradient_checkpointing": true, "dataloader_workers": 2, "prefetch_factor": 2})"),
             MLH_OK)
       << error;
-  const auto wa = mlh::rt::load_safetensors(plain.path() + "/model.safetensors");
-  const auto wb = mlh::rt::load_safetensors(checkpointed.path() + "/model.safetensors");
+  const auto wa = mlh::rt::load_safetensors(plain.str() + "/model.safetensors");
+  const auto wb = mlh::rt::load_safetensors(checkpointed.str() + "/model.safetensors");
   for (const auto& [name, t] : wa) EXPECT_TRUE(at::allclose(t, wb.at(name), 1e-4, 1e-5)) << name;
   bool logged = false;
   for (const auto& l : b.logs) logged = logged || l.find("gradient checkpointing") != std::string::npos;

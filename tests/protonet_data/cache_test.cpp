@@ -9,7 +9,6 @@
 
 namespace fs = std::filesystem;
 using namespace protonet;
-using pdt::TempDir;
 
 namespace {
 

@@ -4,7 +4,6 @@
 #include "fixtures.hpp"
 
 using namespace protonet;
-using pdt::TempDir;
 
 TEST(Decode, PngIsExact) {
   TempDir d;

@@ -16,7 +16,7 @@ TEST(FashionMnist, TrainClasses0To4) {
   const std::string images = dir + "/train-images-idx3-ubyte.gz", labels = dir + "/train-labels-idx1-ubyte.gz";
   if (!std::filesystem::exists(images) || !std::filesystem::exists(labels))
     GTEST_SKIP() << "Fashion-MNIST not installed in " << dir;
-  pdt::TempDir cache;
+  TempDir cache;
   DatasetSpec s;
   s.format = "idx";
   s.root = images;

@@ -13,16 +13,6 @@ namespace fs = std::filesystem;
 
 namespace pdt {
 
-TempDir::TempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "protonet-data-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
 static void make_parent(const std::string& path) { fs::create_directories(fs::path(path).parent_path()); }
 
 void write_png(const std::string& path, int w, int h, int c, const std::vector<uint8_t>& px) {

@@ -1,4 +1,4 @@
-// Fixture writers for the data loader tests: temp folders, PNG / JPEG files (stb_image_write),
+// Fixture writers for the data loader tests (in tests/common's TempDir folders): PNG / JPEG files (stb_image_write),
 // IDX files (plain and gzip'd), text files.
 #pragma once
 
@@ -7,22 +7,9 @@
 #include <vector>
 
 #include "data/image_set.hpp"
+#include "temp_dir.hpp"
 
 namespace pdt {
-
-// A fresh folder under the system temp dir, removed when the object dies.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
 
 // Interleaved H x W x C pixels; parent folders are created.
 void write_png(const std::string& path, int w, int h, int c, const std::vector<uint8_t>& px);

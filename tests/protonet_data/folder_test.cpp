@@ -5,7 +5,6 @@
 #include "fixtures.hpp"
 
 using namespace protonet;
-using pdt::TempDir;
 
 namespace {
 DatasetSpec folder_spec(const std::string& root, int h, int w, int c) {

@@ -6,7 +6,6 @@
 #include "fixtures.hpp"
 
 using namespace protonet;
-using pdt::TempDir;
 
 namespace {
 

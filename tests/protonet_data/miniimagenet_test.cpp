@@ -3,7 +3,6 @@
 #include "fixtures.hpp"
 
 using namespace protonet;
-using pdt::TempDir;
 
 namespace {
 DatasetSpec mini(const std::string& root, const std::string& split) {

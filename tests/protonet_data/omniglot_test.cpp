@@ -5,7 +5,6 @@
 #include "fixtures.hpp"
 
 using namespace protonet;
-using pdt::TempDir;
 
 namespace {
 

@@ -16,6 +16,8 @@
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/checkpoint.hpp>
 
+#include "temp_dir.hpp"
+
 namespace fs = std::filesystem;
 using mlh::rt::CheckpointManager;
 using mlh::rt::TrainingState;
@@ -58,19 +60,6 @@ void expect_same_parameters(const torch::nn::Module& a, const torch::nn::Module&
 }
 
 at::Generator cpu_generator() { return at::detail::getDefaultCPUGenerator(); }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "mlh-ckpt-XXXXXX").string();
-    path_ = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 struct Warnings {
   std::vector<std::string> messages;
@@ -340,7 +329,7 @@ TEST(CheckpointManager, SigkillWhileWritingLeavesTheLastCheckpointLoadable) {
     ::waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the child stopped by itself";
 
-    for (const auto& entry : fs::directory_iterator(dir.path() + "/checkpoints"))
+    for (const auto& entry : fs::directory_iterator(dir.str() + "/checkpoints"))
       interrupted_writes += entry.path().filename().string().find(".tmp-") != std::string::npos;
     Warnings warnings;
     CheckpointManager manager(dir.path(), 3, mlh::rt::Goal::Minimize, warnings.fn());

@@ -10,21 +10,19 @@
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/safetensors.hpp>
 
+#include "temp_dir.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
+// A file's place in a fresh folder (tests/common's TempDir).
 class TempFile {
  public:
-  TempFile() {
-    std::string t = (fs::temp_directory_path() / "mlh-st-XXXXXX").string();
-    dir_ = ::mkdtemp(t.data());
-  }
-  ~TempFile() { fs::remove_all(dir_); }
-  std::string path() const { return dir_ + "/model.safetensors"; }
+  std::string path() const { return (dir_ / "model.safetensors").string(); }
 
  private:
-  std::string dir_;
+  TempDir dir_;
 };
 
 std::string read_bytes(const std::string& path) {

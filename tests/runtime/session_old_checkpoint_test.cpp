@@ -28,9 +28,9 @@ namespace fs = std::filesystem;
 
 TEST(TrainingSessionOldCheckpoint, AToyregRunStoppedBeforeTheSessionResumes) {
   TempDir dir;
-  fs::create_directories(dir.path() + "/checkpoints");
+  fs::create_directories(dir.str() + "/checkpoints");
   fs::copy_file(std::string(MLH_RUNTIME_FIXTURE_DIR) + "/toyreg-step-71-before-session.ckpt",
-                dir.path() + "/checkpoints/step-000000071.ckpt");
+                dir.str() + "/checkpoints/step-000000071.ckpt");
   FakeHost host;
   const mlh_host_callbacks callbacks = host.callbacks();
   mlh_run_context c{};

@@ -56,9 +56,9 @@ TEST(TrmTraining, LearnsEasySudoku) {
   const std::vector<double>& loss = host.metrics["train/loss"];
   ASSERT_EQ(loss.size(), 400u);
   EXPECT_LT(loss.back(), 0.3 * loss.front());
-  EXPECT_TRUE(fs::exists(dir.path() + "/data/train/dataset.json"));
-  EXPECT_TRUE(fs::exists(dir.path() + "/model.json"));
-  EXPECT_TRUE(fs::exists(dir.path() + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir.str() + "/data/train/dataset.json"));
+  EXPECT_TRUE(fs::exists(dir.str() + "/model.json"));
+  EXPECT_TRUE(fs::exists(dir.str() + "/model.safetensors"));
 
   // eval reloads the final checkpoint's EMA weights: the same exact accuracy.
   FakeHost eval_host;
@@ -125,7 +125,7 @@ TEST(TrmTraining, AttentionWithPuzzleEmbeddingUnderBf16AndCheckpointing) {
   EXPECT_FALSE(host.metrics["train/steps"].empty());
 
   // The zero-initialised identifier embedding was trained (sign-SGD moves every used row).
-  const auto weights = mlh::rt::load_safetensors(dir.path() + "/model.safetensors");
+  const auto weights = mlh::rt::load_safetensors(dir.str() + "/model.safetensors");
   ASSERT_EQ(weights.count("inner.puzzle_emb.weights"), 1u);
   EXPECT_GT(weights.at("inner.puzzle_emb.weights").abs().sum().item<double>(), 0.0);
 
@@ -162,7 +162,7 @@ TEST(TrmTraining, CancelledRunResumesWhereItStopped) {
 
 TEST(TrmTraining, TextModelLearnsAndGenerates) {
   TempDir dir;
-  const std::string corpus = dir.path() + "/corpus.txt";
+  const std::string corpus = dir.str() + "/corpus.txt";
   {
     std::ofstream out(corpus);
     const char* words[] = {"the cat sat on the mat. ", "a dog ran in the fog. ", "the sun is hot. "};
@@ -205,34 +205,34 @@ TEST(TrmTraining, BadInputsAreClearErrors) {
   FakeHost host;
   std::string error;
   json cfg = easy_sudoku_config();
-  cfg["data"] = {{"dir", dir.path() + "/nothing"}};
-  EXPECT_EQ(run(host, "train", cfg, dir.path() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  cfg["data"] = {{"dir", dir.str() + "/nothing"}};
+  EXPECT_EQ(run(host, "train", cfg, dir.str() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("data.dir"), std::string::npos) << error;
-  EXPECT_FALSE(fs::exists(dir.path() + "/run/model.json"));
+  EXPECT_FALSE(fs::exists(dir.str() + "/run/model.json"));
 
-  EXPECT_EQ(run(host, "eval", easy_sudoku_config(), dir.path() + "/run", true, &error), MLH_ERR_IO);
+  EXPECT_EQ(run(host, "eval", easy_sudoku_config(), dir.str() + "/run", true, &error), MLH_ERR_IO);
   EXPECT_NE(error.find("train first"), std::string::npos) << error;
 
   json text = json::parse(trm::presets_json())["text"];
-  text["data"] = {{"text_file", dir.path() + "/missing.txt"}};
-  EXPECT_EQ(run(host, "train", text, dir.path() + "/run", false, &error), MLH_ERR_IO);
+  text["data"] = {{"text_file", dir.str() + "/missing.txt"}};
+  EXPECT_EQ(run(host, "train", text, dir.str() + "/run", false, &error), MLH_ERR_IO);
   EXPECT_NE(error.find("missing.txt"), std::string::npos) << error;
 
-  EXPECT_EQ(run(host, "fly", easy_sudoku_config(), dir.path() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(run(host, "fly", easy_sudoku_config(), dir.str() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("build-data"), std::string::npos) << error;
 
   // build-data writes once and never overwrites.
   json build = easy_sudoku_config();
   build["build"]["train"] = 20;
   build["build"]["test"] = 5;
-  build["build"]["out_dir"] = dir.path() + "/sudoku";
-  ASSERT_EQ(run(host, "build-data", build, dir.path() + "/run", false, &error), MLH_OK) << error;
+  build["build"]["out_dir"] = dir.str() + "/sudoku";
+  ASSERT_EQ(run(host, "build-data", build, dir.str() + "/run", false, &error), MLH_OK) << error;
   EXPECT_EQ(json::parse(host.summary)["train_examples"], 20);
-  EXPECT_TRUE(fs::exists(dir.path() + "/sudoku/test/all__inputs.npy"));
-  EXPECT_EQ(run(host, "build-data", build, dir.path() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(fs::exists(dir.str() + "/sudoku/test/all__inputs.npy"));
+  EXPECT_EQ(run(host, "build-data", build, dir.str() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("already holds a dataset"), std::string::npos) << error;
   build["build"]["out_dir"] = "";
-  EXPECT_EQ(run(host, "build-data", build, dir.path() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(run(host, "build-data", build, dir.str() + "/run", false, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("build.out_dir"), std::string::npos) << error;
 }
 

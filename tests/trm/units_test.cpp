@@ -120,7 +120,7 @@ TEST(TrmText, Utf8Validation) {
 
 TEST(TrmText, CorpusSplitsAndChecks) {
   TempDir dir;
-  const std::string path = dir.path() + "/t.txt";
+  const std::string path = dir.str() + "/t.txt";
   std::string text;
   for (int i = 0; i < 100; ++i) text += "line " + std::to_string(i) + "\n";
   write_file(path, text);
@@ -150,13 +150,13 @@ TEST(TrmText, CorpusSplitsAndChecks) {
 
 TEST(TrmText, BadFilesNameThePath) {
   TempDir dir;
-  EXPECT_NE(error_of([&] { trm::TextCorpus(dir.path() + "/none.txt", 0.1, 8); }).find("none.txt"), std::string::npos);
-  write_file(dir.path() + "/bin.txt", std::string(100, 'a') + "\xFF" + std::string(100, 'b'));
-  const std::string e = error_of([&] { trm::TextCorpus(dir.path() + "/bin.txt", 0.1, 8); });
+  EXPECT_NE(error_of([&] { trm::TextCorpus(dir.str() + "/none.txt", 0.1, 8); }).find("none.txt"), std::string::npos);
+  write_file(dir.str() + "/bin.txt", std::string(100, 'a') + "\xFF" + std::string(100, 'b'));
+  const std::string e = error_of([&] { trm::TextCorpus(dir.str() + "/bin.txt", 0.1, 8); });
   EXPECT_NE(e.find("bin.txt"), std::string::npos) << e;
   EXPECT_NE(e.find("offset 100"), std::string::npos) << e;
-  write_file(dir.path() + "/short.txt", "tiny");
-  EXPECT_NE(error_of([&] { trm::TextCorpus(dir.path() + "/short.txt", 0.1, 8); }).find("too short"), std::string::npos);
+  write_file(dir.str() + "/short.txt", "tiny");
+  EXPECT_NE(error_of([&] { trm::TextCorpus(dir.str() + "/short.txt", 0.1, 8); }).find("too short"), std::string::npos);
   EXPECT_NE(error_of([&] { trm::TextCorpus("", 0.1, 8); }).find("data.text_file"), std::string::npos);
 }
 
@@ -198,7 +198,7 @@ TEST(TrmRunModel, RoundTripAndErrors) {
 
   TempDir empty;
   EXPECT_NE(error_of([&] { trm::read_run_model(empty.path()); }).find("train first"), std::string::npos);
-  write_file(empty.path() + "/model.json", "{\"mode\": \"puzzle\"}");
+  write_file(empty.str() + "/model.json", "{\"mode\": \"puzzle\"}");
   EXPECT_NE(error_of([&] { trm::read_run_model(empty.path()); }).find("model.json"), std::string::npos);
 }
 

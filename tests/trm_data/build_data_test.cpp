@@ -14,7 +14,6 @@
 namespace {
 
 using namespace trm;
-using trm_test::TempDir;
 
 std::vector<std::array<uint8_t, 81>> rows81(const NpyArray& a) {
   std::vector<std::array<uint8_t, 81>> out(static_cast<size_t>(a.shape()[0]));

@@ -10,7 +10,6 @@
 namespace {
 
 using namespace trm;
-using trm_test::TempDir;
 
 const char* kValid = R"({"pad_id": 0, "ignore_label_id": 0, "blank_identifier_id": 0, "vocab_size": 11,
   "seq_len": 81, "num_puzzle_identifiers": 1, "total_groups": 1000, "mean_puzzle_examples": 1.0,

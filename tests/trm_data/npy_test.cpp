@@ -12,7 +12,6 @@ namespace {
 
 using namespace trm;
 using trm_test::npy_bytes;
-using trm_test::TempDir;
 using trm_test::write_bytes;
 
 template <typename T>

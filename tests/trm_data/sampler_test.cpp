@@ -11,7 +11,6 @@
 namespace {
 
 using namespace trm;
-using trm_test::TempDir;
 
 // The split of fixtures.hpp: example e's input k is 1 + (e + k) % 49, its label e % 50 (0 is
 // the ignore label, mapped to -100).

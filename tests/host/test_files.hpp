@@ -1,31 +1,14 @@
-// A private temporary folder (mode 0700) removed at the end of a test.
+// Files the host's unit tests write: text, and plugin manifests as mlh_add_plugin writes them.
+// Their folders are tests/common's TempDir.
 #pragma once
-
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "temp_dir.hpp"
+
 namespace mlhost::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "mlhost-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void write_text(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
