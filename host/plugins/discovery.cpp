@@ -11,6 +11,7 @@
 
 #include "common/errors.hpp"
 #include "plugins/file_checks.hpp"
+#include "plugins/manifest_notes.hpp"
 #include "plugins/sha256.hpp"
 
 namespace mlhost {
@@ -110,6 +111,8 @@ void scan_dir(const SearchDir& dir, const DiscoveryOptions& options, Discovery& 
         plugin.refused = std::string("cannot hash the library for the plugin allow-list: ") + e.what();
       }
     }
+    if (!plugin.refused)
+      for (std::string& note : manifest_notes(m)) plugin.warnings.push_back(std::move(note));
     out.plugins.push_back(std::move(plugin));
   }
 }

@@ -1,6 +1,7 @@
 #include "probe/probe.hpp"
 
 #include "plugins/isolated.hpp"
+#include "plugins/manifest_notes.hpp"
 #include "plugins/plugin_loader.hpp"
 
 namespace mlhost {
@@ -55,6 +56,7 @@ std::vector<PluginProbe> probe_device_plugins(const Discovery& discovery, std::c
   std::vector<PluginProbe> probes;
   std::vector<IsolatedJob> jobs;
   std::vector<size_t> job_owner;
+  std::vector<const PluginManifest*> job_manifest;
   for (const DiscoveredPlugin& p : discovery.plugins) {
     if (p.manifest.kind != "device") continue;
     PluginProbe probe;
@@ -70,6 +72,7 @@ std::vector<PluginProbe> probe_device_plugins(const Discovery& discovery, std::c
       const PluginManifest manifest = p.manifest;
       jobs.push_back([manifest] { return probe_one_plugin(manifest).dump(); });
       job_owner.push_back(probes.size());
+      job_manifest.push_back(&p.manifest);
     }
     probes.push_back(std::move(probe));
   }
@@ -91,6 +94,7 @@ std::vector<PluginProbe> probe_device_plugins(const Discovery& discovery, std::c
         continue;
       }
       probe.abi = answer.at("abi").get<std::string>();
+      if (auto mismatch = negotiated_abi_mismatch(*job_manifest[k], probe.abi)) probe.warnings.push_back(*mismatch);
       for (const json& d : answer.at("devices")) probe.devices.push_back(device_from_json(d));
       probe.status = PluginProbe::Status::kOk;
     } catch (const std::exception& e) {
