@@ -44,11 +44,14 @@ std::optional<std::string> device_no_effect(PlanField field, const json& plan, c
   const Device& d = *in.device;
   if (!asks_for_something(field, field_value(plan, field))) return std::nullopt;
   const std::string id = d.id();
-  const bool cuda = d.kind == "cuda", cpu = d.kind == "cpu", mps = d.kind == "mps";
+  // What a value does is up to the worker's LibTorch, which sees the torch device, not the
+  // plugin's kind: a third-party "cpuset" device runs on LibTorch's cpu and is capped like it.
+  const std::string torch_type = d.torch_device.substr(0, d.torch_device.find(':'));
+  const bool cuda = torch_type == "cuda", cpu = torch_type == "cpu", mps = torch_type == "mps";
   switch (field) {
     case PlanField::kPinnedMemory:
       if (cpu) return "batches are in host memory already on " + id;
-      if (!cuda) return "LibTorch pins host memory for copies to CUDA GPUs only (" + id + " is " + d.kind + ")";
+      if (!cuda) return "LibTorch pins host memory for copies to CUDA GPUs only (" + id + " runs on torch device '" + d.torch_device + "')";
       break;
     case PlanField::kCudnnBenchmark:
       if (!cuda) return "cuDNN runs on CUDA GPUs only";
@@ -68,7 +71,9 @@ std::optional<std::string> device_no_effect(PlanField field, const json& plan, c
       break;
     case PlanField::kMemoryFraction:
     case PlanField::kMemoryLimitBytes:
-      if (!cuda && !cpu && !mps) return "mlhost enforces memory limits on cpu, cuda and mps devices only";
+      if (!cuda && !cpu && !mps)
+        return "mlhost enforces memory limits on LibTorch's cpu, cuda and mps devices only (" + id +
+               " runs on torch device '" + d.torch_device + "')";
       if (field == PlanField::kMemoryLimitBytes && mps)
         return "MPS is capped by memory_fraction, a share of Metal's recommended working set, not in bytes";
       break;

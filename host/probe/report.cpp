@@ -29,11 +29,17 @@ std::string ms_text(double ms) {
   return buf;
 }
 
+// The processor's name: the built-in cpu plugin's CPU device, else the first CPU-class device
+// another plugin reports (a third-party CPU plugin loaded alone).
 std::string processor_name(const std::vector<PluginProbe>& plugins) {
+  const Device* first_cpu = nullptr;
   for (const auto& p : plugins)
-    for (const auto& d : p.devices)
-      if (d.device_class == MLH_DEVICE_CLASS_CPU && p.name == "cpu") return d.name;
-  return "";
+    for (const auto& d : p.devices) {
+      if (d.device_class != MLH_DEVICE_CLASS_CPU) continue;
+      if (p.name == "cpu") return d.name;
+      if (!first_cpu) first_cpu = &d;
+    }
+  return first_cpu ? first_cpu->name : "";
 }
 
 // "CUDA (NVIDIA GPU): available - NVIDIA A100-SXM4-40GB, compute capability 8.0, 40.0 GiB"
@@ -130,7 +136,7 @@ std::string probe_report_to_text(const ProbeReport& r) {
   const std::string processor = processor_name(r.plugins);
   o << "mlhost " << MLHOST_VERSION << " probe\n";
   o << "  platform   " << r.platform.os << " " << r.platform.kernel << " " << r.platform.arch << "\n";
-  o << "  processor  " << (processor.empty() ? "unknown (no cpu plugin answered)" : processor) << "\n";
+  o << "  processor  " << (processor.empty() ? "unknown (no CPU device was reported)" : processor) << "\n";
   o << "  cpu threads " << r.platform.cpu_threads_online << " online\n";
   o << "  plugin path";
   for (const auto& d : r.discovery.search_path) o << " " << d.path.string() << " (" << d.origin << ")";
@@ -151,8 +157,8 @@ std::string probe_report_to_text(const ProbeReport& r) {
       if (d.logical_units != MLH_UNKNOWN) o << " / " << d.logical_units << " logical";
       o << "\n        memory " << format_bytes(d.memory_total_bytes) << " total, " << format_bytes(d.memory_free_bytes)
         << " free" << (d.memory_unified ? " (shared with the host)" : "") << "\n";
-      o << "        precisions " << join(precision_names(d.precisions), " ") << " (fast: "
-        << join(precision_names(d.fast_precisions), " ") << ")";
+      o << "        precisions " << join(precision_names(d.precisions), " ");
+      if (d.fast_precisions) o << " (fast: " << join(precision_names(d.fast_precisions), " ") << ")";
       if (d.recommended_threads != MLH_UNKNOWN) o << ", recommended threads " << d.recommended_threads;
       o << "\n";
       if (!d.features.empty()) o << "        features " << join(d.features, " ") << "\n";

@@ -131,6 +131,9 @@ int run_workers(const RunJob& job) {
                                                      run_dir / "telemetry.jsonl", kTelemetryInterval);
   });
   telemetry.reset();
+  if (owns_run_dir && !fs::exists(run_dir / "telemetry.jsonl"))
+    spdlog::info("no telemetry.jsonl: device plugin '{}' gave no sample of {} during the run", job.device_plugin.name,
+                 planned.workers.front().device.id());
 
   if (launch.distributed() && !group.killed_on_request) {
     const int failed = culprit(specs, group);

@@ -24,8 +24,9 @@ namespace {
     const mlh_device_plugin* table = plugin.device_table();
     if (!table->telemetry) ::_exit(0);
     PluginInstance<mlh_device_plugin> instance(table, manifest.name);
-    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) ::_exit(1);
+    // The file is made with the first sample: a plugin that has none leaves no empty file,
+    // and the host says so after the run.
+    int fd = -1;
     const auto start = std::chrono::steady_clock::now();
     // Stop when the worker or the host is gone.
     while (::kill(worker, 0) == 0 && ::getppid() == host) {
@@ -43,11 +44,13 @@ namespace {
         if (s.valid_fields & MLH_TELEMETRY_TEMPERATURE) line["temperature_celsius"] = s.temperature_celsius;
         if (s.valid_fields & MLH_TELEMETRY_POWER) line["power_watts"] = s.power_watts;
         const std::string text = line.dump() + "\n";
+        if (fd < 0) fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0) ::_exit(1);
         if (::write(fd, text.data(), text.size()) < 0) break;  // one write: lines never interleave
       }
       std::this_thread::sleep_for(interval);
     }
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
   } catch (...) {
     ::_exit(1);
   }

@@ -17,7 +17,7 @@ class TelemetrySampler {
   // Starts sampling `worker` on device `device_index` of `plugin`. Each line of `out` is a
   // JSON object: time (seconds since the start), and the fields the plugin knows of
   // utilization_percent, memory_used_bytes, memory_total_bytes, temperature_celsius,
-  // power_watts. A plugin without telemetry writes nothing.
+  // power_watts. A plugin without telemetry (or whose samples all fail) leaves no file.
   TelemetrySampler(const PluginManifest& plugin, int32_t device_index, pid_t worker,
                    const std::filesystem::path& out, std::chrono::milliseconds interval);
   ~TelemetrySampler();  // stops the sampler

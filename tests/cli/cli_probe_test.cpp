@@ -260,6 +260,23 @@ TEST_F(ProbeTest, StandardPluginsNotFoundAreReportedAsNotInstalled) {
   EXPECT_TRUE(contains(r.out, "not installed")) << r.describe();
 }
 
+// A third-party CPU device loaded alone (the cpuset example) names the processor, and a
+// device that reports no fast precision shows no empty "(fast: )".
+TEST_F(ProbeTest, AThirdPartyCpuDeviceAloneNamesTheProcessor) {
+  REQUIRE_CASE("cpuset");
+  const std::vector<std::string> only_cpuset = {"--no-default-plugin-dir", "--plugin-dir", case_dir("cpuset").string()};
+  std::vector<std::string> args = {"--probe"};
+  args.insert(args.end(), only_cpuset.begin(), only_cpuset.end());
+  const Result r = host(args);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json report = probe(only_cpuset);
+  const json* d = find_device(report, "cpuset:0");
+  ASSERT_NE(d, nullptr) << report.dump(2);
+  EXPECT_EQ(report["platform"]["processor"], (*d)["name"]) << report.dump(2);
+  EXPECT_TRUE(contains(r.out, "processor  " + str((*d)["name"]))) << r.describe();
+  EXPECT_FALSE(contains(r.out, "(fast: )")) << r.describe();
+}
+
 TEST_F(ProbeTest, ProbeDoesNotDependOnTheWorkingFolder) {
   // The default plugin folder is found from the executable, not from the current folder.
   RunOptions o;

@@ -75,7 +75,7 @@ std::string plan_effects_report_json() {
   if (const std::optional<int64_t> cap = cpu_memory_limit())
     report["memory_limit_bytes"]["cpu_tensor_cap"] = *cap;
   // The OpenMP runtime reads these when it starts, before any of our code runs: what the
-  // device plugin's prepare set is what this process got.
+  // host set in this worker's environment is what this process got.
   for (const auto& [field, variable] : {std::pair<const char*, const char*>{"omp_proc_bind", "OMP_PROC_BIND"},
                                         {"omp_wait_policy", "OMP_WAIT_POLICY"}}) {
     const char* value = std::getenv(variable);
