@@ -111,7 +111,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     return "at iteration " + std::to_string(t.iteration()) + ", step " + std::to_string(t.global_step());
   });
   if (dist.is_main()) write_network_json(ctx.run_dir(), t.net().spec());
-  const int64_t iterations = cfg.num_iterations();
+  const int64_t iterations = session.step_limit(cfg.num_iterations());  // fewer under --max-steps
   const int64_t total_steps = iterations * cfg.batch_size();  // this rank's; the run's is x ranks
   ctx.info("ppo on " + cfg.env + ": network " + t.net().spec().kind + " (" + std::to_string(t.net().parameter_count()) +
            " parameters), " + std::to_string(iterations) + " iterations of " + std::to_string(cfg.num_envs) + " envs x " +
@@ -463,6 +463,8 @@ std::string describe_run(const mlh::RunContext& ctx) {
   d.no_effect("prefetch_factor", rollouts);
   d.uses_if(command == "train", "empty_cache_steps", "releases the device's cached memory every N iterations",
             command + " does not release the cache");
+  d.uses_if(command == "train", "max_steps", "trains that many iterations (a rollout and its update each)",
+            not_training);
   return d.json();
 }
 

@@ -41,6 +41,8 @@ std::string describe_run(const mlh::RunContext& ctx) {
   d.uses_if(episodes, "prefetch_factor", "episodes each data worker keeps ready", command + " assembles its episodes itself");
   d.uses_if(command == "train", "empty_cache_steps", "releases the device's cached memory every N episodes",
             command + " does not release the cache");
+  d.uses_if(command == "train", "max_steps", "trains that many episodes (one optimizer step each), then validates "
+            "and saves as at the end of the last epoch", command + " does not train");
   d.uses("channels_last", "Conv-4's weights and its input images in NHWC layout");
   d.uses("cudnn_benchmark", "cuDNN picks Conv-4's convolution algorithms by timing them");
   return d.json();

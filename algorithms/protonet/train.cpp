@@ -85,11 +85,12 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
            (plan.gradient_checkpointing ? ", gradient checkpointing" : "") + ", " +
            std::to_string(at::get_num_threads()) + " threads");
   mlh::rt::ThroughputMeter speed(ctx);
-  const int64_t per_epoch = cfg.episodes_per_epoch, total = cfg.epochs * per_epoch;
+  const int64_t per_epoch = cfg.episodes_per_epoch, total = session.step_limit(cfg.epochs * per_epoch);
   const int64_t images_per_episode = static_cast<int64_t>(shape.way) * (shape.shot + shape.query);
   double last_train_loss = 0, last_train_acc = 0;
   l.net->train();
-  while (progress.epoch < cfg.epochs && !progress.stopped_early) {
+  bool at_max_steps = false;  // --max-steps: this epoch is the last, validated and saved as any
+  while (progress.epoch < cfg.epochs && !progress.stopped_early && !at_max_steps) {
     const int64_t skip = progress.episode_in_epoch;
     const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, shape, per_epoch, mlh::rt::host_rng());
     mlh::rt::Prefetcher<Episode> batches(
@@ -115,7 +116,8 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       ++progress.episode;
       speed.record_step(images_per_episode, progress.episode);
       ctx.progress(progress.episode, total, "episodes");
-      session.after_step(progress.episode, [&] { session.save(state(), progress.episode); });
+      at_max_steps = session.after_step(progress.episode, [&] { session.save(state(), progress.episode); });
+      if (at_max_steps) break;
     }
     // Means over every rank's episodes; the validation figures agree everywhere, so every
     // rank takes the same best-epoch and early-stop decisions.

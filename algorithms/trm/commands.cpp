@@ -191,7 +191,8 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   auto last_log = Clock::now();
   StepStats s;
   bool out_of_time = false;
-  while (t.global_step() < cfg.train_steps) {
+  const int64_t train_steps = session.step_limit(cfg.train_steps);  // fewer under --max-steps
+  while (t.global_step() < train_steps) {
     const auto step_start = Clock::now();
     s = t.step(batches.next());
     s.loss = dist.mean(s.loss);  // the global batch's loss
@@ -206,13 +207,13 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
       ctx.metric("train/q_halt_accuracy", s.q_halt_accuracy, step);
       ctx.metric("train/steps", s.steps, step);
     }
-    ctx.progress(step, cfg.train_steps, "steps");
+    ctx.progress(step, train_steps, "steps");
     // Every rank must take the same decision, or one would wait for the others forever.
     if (cfg.max_minutes > 0) out_of_time = dist.any(seconds_since(start) >= cfg.max_minutes * 60.0);
-    const bool last = step == cfg.train_steps || out_of_time;
+    const bool last = step == train_steps || out_of_time;
     if (seconds_since(last_log) >= 5.0 || last) {
       last_log = Clock::now();
-      ctx.info("step " + std::to_string(step) + "/" + std::to_string(cfg.train_steps) + ": loss " + fmt(s.loss, 4) +
+      ctx.info("step " + std::to_string(step) + "/" + std::to_string(train_steps) + ": loss " + fmt(s.loss, 4) +
                (s.count > 0 ? ", halted rows: accuracy " + fmt(s.accuracy, 3) + ", exact " + fmt(s.exact_accuracy, 3) +
                                   ", steps " + fmt(s.steps)
                             : std::string()) +

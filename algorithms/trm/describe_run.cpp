@@ -72,6 +72,8 @@ std::string describe_run(const mlh::RunContext& ctx) {
   d.uses_if(command == "train", "prefetch_factor", "training batches each data worker keeps ready", in_order);
   d.uses_if(command == "train", "empty_cache_steps", "releases the device's cached memory every N steps",
             command + " does not release the cache");
+  d.uses_if(command == "train", "max_steps", "trains that many optimizer steps, then evaluates and saves as at the end",
+            command + " does not train");
   d.no_effect("channels_last", "TRM has no convolutions");
   d.no_effect("cudnn_benchmark", "TRM has no convolutions");
   return d.json();

@@ -145,7 +145,7 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
   dist.broadcast_module(*model);  // rank 0's initial weights everywhere
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(cfg.at("lr").get<double>()));
   mlh::rt::GradScaler scaler(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16);
-  const int64_t block = cfg.at("block_size"), iters = cfg.at("max_iters");
+  const int64_t block = cfg.at("block_size"), iters = session.step_limit(cfg.at("max_iters"));  // --max-steps
   const int64_t batch = cfg.at("batch_size").get<int64_t>() > 0 ? cfg.at("batch_size").get<int64_t>()
                                                                  : std::min<int64_t>(plan.batch_size.value_or(32), 64);
   int64_t step = 0;

@@ -36,10 +36,11 @@ void train(mlh::RunContext& ctx) {
   const json cfg = json::parse(ctx.config_json());
   const auto plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
   mlh::rt::apply_plan(plan);
-  const int64_t steps = cfg.at("steps"), batch = cfg.at("batch_size");
+  const int64_t batch = cfg.at("batch_size");
   const uint64_t seed = cfg.at("seed");
   mlh::rt::TrainingSession session(ctx, plan, {/*keep_checkpoints=*/3, mlh::rt::Goal::Minimize,
                                                /*checkpoint_every=*/cfg.at("checkpoint_every").get<int64_t>()});
+  const int64_t steps = session.step_limit(cfg.at("steps"));  // fewer under --max-steps
   mlh::rt::seed_everything(seed);
   torch::nn::Sequential net(torch::nn::Linear(1, 16), torch::nn::Tanh(), torch::nn::Linear(16, 1));
   net->to(plan.device);

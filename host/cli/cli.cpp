@@ -64,7 +64,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("run-dir", po::value<std::string>(), "folder for this run's outputs (default runs/<algorithm>-<time>)")
       ("resume", "continue the run in --run-dir from its newest checkpoint")
       ("benchmark", "run the algorithm's benchmark command on the chosen device and print a table (--json: JSON)");
-  std::string precision, allocator, batch_size;
+  std::string precision, allocator, batch_size, max_steps;
   po::options_description planning("Planning (docs/plan.md)");
   planning.add_options()
       ("precision", po::value(&precision), "auto, fp32, fp16 or bf16 (default: auto, or the settings file)")
@@ -84,7 +84,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                     "precisions, cache the fastest per machine and algorithm (all algorithms without --algorithm)")
       ("no-calibrate", "run with cached or default settings; never calibrate first")
       ("calibration-seconds", po::value(&o.calibration_seconds)->default_value(60),
-       "the most seconds a calibration may take");
+       "the most seconds a calibration may take")
+      ("max-steps", po::value(&max_steps),
+       "end training after N optimizer steps, validating and saving as at a normal end (a smoke test of a "
+       "plugin; every algorithm on the training session honours it)");
   po::options_description distributed("Distributed data-parallel training (torchrun's options)");
   distributed.add_options()
       ("nproc-per-node", po::value(&o.nproc_per_node), "worker processes (ranks) to start on this machine")
@@ -175,6 +178,15 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       throw CliError("--allocator '" + allocator + "' is not one of auto, glibc, glibc-tuned, jemalloc, tcmalloc");
     o.allocator = allocator;
   }
+  if (vm.count("max-steps")) {
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(max_steps.c_str(), &end, 10);
+    if (max_steps.empty() || *end != '\0' || errno != 0 || n < 1 || n > INT32_MAX)
+      throw CliError("--max-steps must be a whole number from 1 to " + std::to_string(INT32_MAX) + ", got '" +
+                     max_steps + "'");
+    o.max_steps = n;
+  }
   o.no_calibrate = vm.count("no-calibrate") > 0;
   if (o.calibration_seconds < 1)
     throw CliError("--calibration-seconds must be at least 1, got " + std::to_string(o.calibration_seconds));
@@ -216,7 +228,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   }
   if (!planning_action) {
     for (const char* opt : {"config", "set", "precision", "batch-size", "hardware-config", "rules", "nproc-per-node",
-                            "allocator", "no-calibrate"})
+                            "allocator", "no-calibrate", "max-steps"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm or --print-plan");
   }
   if (calibrating && (o.no_calibrate || vm.count("nproc-per-node")))

@@ -52,6 +52,7 @@ struct CliOptions {
   std::optional<std::string> allocator;      // --allocator
   bool no_calibrate = false;                 // --no-calibrate
   int calibration_seconds = 60;              // --calibration-seconds
+  std::optional<int64_t> max_steps;          // --max-steps N: end the run after N optimizer steps
 
   // Distributed (docs: README "Distributed training"); 0 / empty: not given.
   int nproc_per_node = 0;     // --nproc-per-node

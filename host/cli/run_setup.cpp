@@ -38,6 +38,7 @@ PlanOverrides overrides(const CliOptions& options) {
   o.batch_size = options.batch_size;
   o.batch_size_auto = options.batch_size_auto;
   if (options.allocator && *options.allocator != "auto") o.allocator = options.allocator;
+  o.max_steps = options.max_steps;
   return o;
 }
 

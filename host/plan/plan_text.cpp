@@ -79,6 +79,7 @@ std::string plan_to_text(const json& plan) {
   row("TF32 matmul", show(plan["tf32_matmul"]), "tf32_matmul");
   row("deterministic", show(plan["deterministic"]), "deterministic");
   row("channels last", show(plan["channels_last"]), "channels_last");
+  if (plan.contains("max_steps") && !plan["max_steps"].is_null()) row("max steps", show(plan["max_steps"]), "max_steps");
   if (plan.contains("distributed")) {
     const json& d = plan["distributed"];
     row("distributed", show(d["world_size"]) + " ranks, " + show(d["backend"]), "distributed");

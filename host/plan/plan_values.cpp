@@ -40,6 +40,7 @@ class Decisions {
   void memory_and_data();
   void backend_switches();
   void allocator();
+  void max_steps();
 
   void calibration_report() {
     if (in_.calibration_status.empty() && !in_.calibration) return;
@@ -393,6 +394,14 @@ bool torch_version_at_least(const std::string& version, int major, int minor) {
   return got_major > major || (got_major == major && got_minor >= minor);
 }
 
+// How long the run trains: the algorithm's config, unless --max-steps ends it sooner.
+void Decisions::max_steps() {
+  if (req_.overrides.max_steps)
+    plan_.set(PlanField::kMaxSteps, *req_.overrides.max_steps, from(SourceKind::kCommandLine, "command line --max-steps"));
+  else
+    plan_.set(PlanField::kMaxSteps, nullptr, from(SourceKind::kDefault, "default: the algorithm's config"));
+}
+
 void decide_plan_values(PlanWriter& plan, const PlanValueInputs& in) {
   Decisions d(plan, in);
   d.device_facts();
@@ -404,6 +413,7 @@ void decide_plan_values(PlanWriter& plan, const PlanValueInputs& in) {
   d.memory_and_data();
   d.backend_switches();
   d.allocator();
+  d.max_steps();
   d.calibration_report();
 }
 

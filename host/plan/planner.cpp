@@ -154,7 +154,7 @@ class Planner {
   const PlanRequest& request_;
   PlanServices& services_;
   const AlgorithmInfo* algorithm_;
-  PlanValueInputs inputs_{request_};
+  PlanValueInputs inputs_{request_, nullptr, "", nullptr, ""};  // filled in as planning goes
   PlanWriter plan_;
   json config_;
   json batch_search_;

@@ -61,6 +61,7 @@ struct PlanOverrides {
   std::optional<int64_t> batch_size;     // --batch-size N
   bool batch_size_auto = false;          // --batch-size auto: the batch size finder
   std::optional<std::string> allocator;  // --allocator
+  std::optional<int64_t> max_steps;      // --max-steps N
 };
 
 // Whether planning may measure (calibration and the batch size finder), and where results

@@ -225,9 +225,15 @@ TEST_F(RunTest, AThirdPartyDeviceGetsThePlansThreadsAndAllocatorWithoutCodeOfIts
     const std::string planned = plan["allocator"]["name"];
     const std::string running = summary["worker"]["allocator"];
     EXPECT_EQ(running.substr(0, running.find(' ')), planned == "glibc-tuned" ? "glibc" : planned) << summary.dump(2);
-    if (planned == "glibc-tuned") EXPECT_TRUE(contains(running, "glibc.malloc.mmap_threshold")) << running;
-    if (allocator == "glibc-tuned") EXPECT_EQ(planned, "glibc-tuned");
-    if (allocator == "auto") EXPECT_EQ(plan["source_kinds"]["allocator"], "default") << "auto is no choice of the user's";
+    if (planned == "glibc-tuned") {
+      EXPECT_TRUE(contains(running, "glibc.malloc.mmap_threshold")) << running;
+    }
+    if (allocator == "glibc-tuned") {
+      EXPECT_EQ(planned, "glibc-tuned");
+    }
+    if (allocator == "auto") {
+      EXPECT_EQ(plan["source_kinds"]["allocator"], "default") << "auto is no choice of the user's";
+    }
   }
 }
 
@@ -465,6 +471,36 @@ TEST_F(RunTest, TrainingLeavesCheckpointsAndSafetensorsWeights) {
   EXPECT_EQ(header["weight"]["dtype"], "F32") << header.dump(2);
   EXPECT_EQ(header["weight"]["shape"], json::parse("[1, 1]"));
   EXPECT_TRUE(header.contains("bias")) << header.dump(2);
+}
+
+// --max-steps ends training early as at a normal end: the last checkpoint, the weights and a
+// completed summary that says so; the plan shows where the value came from, and a command
+// that does not train marks it as doing nothing.
+TEST_F(RunTest, MaxStepsEndsTrainingEarlyAsANormalEnd) {
+  const Result r = train({"--set", "steps=500", "--set", "checkpoint_every=4", "--max-steps", "7"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json summary = file_json(run_dir_ / "summary.json");
+  EXPECT_EQ(summary["status"], "completed") << summary.dump(2);
+  EXPECT_EQ(summary["result"]["steps"], 7) << summary.dump(2);
+  EXPECT_EQ(summary["result"]["max_steps"], 7) << summary.dump(2);
+  for (const char* f : {"step-000000004.ckpt", "step-000000007.ckpt", "best.ckpt"})
+    EXPECT_TRUE(fs::is_regular_file(run_dir_ / "checkpoints" / f)) << f;
+  EXPECT_FALSE(fs::exists(run_dir_ / "checkpoints" / "step-000000008.ckpt"));
+  EXPECT_TRUE(fs::is_regular_file(run_dir_ / "model.safetensors"));
+  EXPECT_EQ(metric("train/loss", run_dir_).size(), 7u);
+  EXPECT_TRUE(contains(r.err, "--max-steps 7: training ends at step 7")) << r.describe();
+  const json plan = file_json(run_dir_ / "plan.json");
+  EXPECT_EQ(plan["max_steps"], 7);
+  EXPECT_EQ(plan["source_kinds"]["max_steps"], "command_line") << plan.dump(2);
+  EXPECT_FALSE(plan.value("no_effect", json::object()).contains("max_steps")) << plan.dump(2);
+
+  const Result shown = run_toyreg({"--print-plan", "--max-steps", "7"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.describe();
+  EXPECT_TRUE(contains(shown.out, "max steps                7")) << shown.describe();
+  EXPECT_TRUE(contains(shown.out, "command line --max-steps")) << shown.describe();
+  const Result eval = train({"--resume", "--command", "eval", "--max-steps", "7"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.describe();
+  EXPECT_TRUE(contains(eval.out + eval.err, "7 (no effect: eval does not train)")) << eval.describe();
 }
 
 TEST_F(RunTest, BenchmarkPrintsATableOrJson) {

@@ -112,6 +112,21 @@ TEST_F(PpoHost, TrainAndEvalCartPole) {
   EXPECT_GT(e["result"]["mean_return"].get<double>(), 9.0) << e.dump();
 }
 
+// --max-steps counts PPO's iterations (a rollout of num_envs x num_steps and its update):
+// the run ends there as at its end, with the last checkpoint and the weights.
+TEST_F(PpoHost, MaxStepsEndsAfterThatManyIterations) {
+  const std::string run = dir_ + "/short";
+  const Result train = host("--algorithm ppo --device cpu --run-dir " + run + " --max-steps 3");
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json s = read_json(run + "/summary.json");
+  EXPECT_EQ(s["status"], "completed") << s.dump();
+  EXPECT_EQ(s["result"]["iterations"], 3) << s.dump();
+  EXPECT_EQ(s["result"]["global_step"], 3 * 4 * 128) << "3 iterations of 4 envs x 128 steps: " << s.dump();
+  EXPECT_EQ(s["result"]["max_steps"], 3) << s.dump();
+  EXPECT_TRUE(fs::exists(run + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(run + "/checkpoints/step-000001536.ckpt")) << "filed by environment step";
+}
+
 TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
   const std::string run = dir_ + "/puzzle";
   const std::string common = " --device cpu --run-dir " + run +

@@ -101,15 +101,20 @@ TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
 
 // Plan fields checked from inside the worker (docs/plan.md, "What each field does"):
 // channels-last converts Conv-4's weights, a data worker assembles the episodes, gradient
-// checkpointing recomputes the blocks.
+// checkpointing recomputes the blocks, --max-steps ends the epoch early and validates it.
 TEST_F(ProtonetHost, PlanFieldsTakeEffectInTheWorker) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << PROTONET_FASHION_MNIST_DIR;
   write_text_file(dir_ + "/hw.ini", "channels_last = true\ndataloader_workers = 1\ngradient_checkpointing = true\n");
   const std::string run = dir_ + "/run";
   const Result train = host("--algorithm protonet --device cpu --hardware-config " + dir_ + "/hw.ini --run-dir " + run +
-                            " --set epochs=1 --set episodes_per_epoch=4 --set val_episodes=2 --set train_way=5"
-                            " --set width=16");
+                            " --set epochs=3 --set episodes_per_epoch=50 --max-steps 4 --set val_episodes=2"
+                            " --set train_way=5 --set width=16");
   ASSERT_EQ(train.rc, 0) << train.output;
+  const json result = read_json_file(run + "/summary.json")["result"];
+  EXPECT_EQ(result["episodes"], 4) << result.dump(2);
+  EXPECT_EQ(result["epochs"], 1) << "the epoch --max-steps ended is validated and counted: " << result.dump(2);
+  EXPECT_EQ(result["max_steps"], 4) << result.dump(2);
+  EXPECT_TRUE(fs::exists(run + "/model.safetensors"));
   const json applied = plan_applied(run);
   EXPECT_EQ(applied["channels_last"]["tensors_converted"], 4) << "the four convolutions' weights: " << applied.dump(2);
   EXPECT_EQ(applied["dataloader_workers"]["threads"], 1) << applied.dump(2);

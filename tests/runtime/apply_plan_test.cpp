@@ -90,6 +90,7 @@ TEST_F(ApplyPlan, BadFieldsAreErrorsNamingTheField) {
   EXPECT_NE(error_of(R"({"memory_fraction": 1.5})").find("'memory_fraction'"), std::string::npos);
   EXPECT_NE(error_of(R"({"torch_device": "gpu!"})").find("'torch_device'"), std::string::npos);
   EXPECT_NE(error_of(R"({"precision": "fp8"})").find("'precision'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"max_steps": 0})").find("'max_steps'"), std::string::npos);
   EXPECT_NE(error_of(R"({"seed": -1})").find("'seed'"), std::string::npos);
   EXPECT_NE(error_of(R"({"deterministic": "yes"})").find("'deterministic'"), std::string::npos);
   EXPECT_NE(error_of("[1]").find("expected a JSON object"), std::string::npos);

@@ -377,6 +377,44 @@ TEST(TrainingSession, ExportsTheWeightsAndSendsTheSummaryWithItsFields) {
   EXPECT_EQ(code_of([&] { session.finish(*m.net, json::array({1, 2})); }), MLH_ERR_INTERNAL);
 }
 
+// --max-steps (the plan's max_steps): a loop sized by step_limit stops there; after_step says
+// so from that step on, for loops it cannot size; the summary and the log say so; without it
+// nothing changes.
+TEST(TrainingSession, MaxStepsShortensTheLoopAndEndsItAsANormalEnd) {
+  TempDir dir;
+  RunFolder run(dir.path());
+  run.c.plan_json = R"({"torch_device": "cpu", "max_steps": 3})";
+  mlh::RunContext ctx(run.c);
+  const auto plan = mlh::rt::RuntimePlan::parse(run.c.plan_json);
+  ASSERT_EQ(plan.max_steps, 3);
+  TrainingSession session(ctx, plan, {/*keep_checkpoints=*/3, mlh::rt::Goal::Minimize, /*checkpoint_every=*/2});
+  EXPECT_EQ(session.step_limit(10), 3);
+  EXPECT_EQ(session.step_limit(2), 2) << "a shorter run is not lengthened";
+  Model m(1);
+  const int64_t steps = session.step_limit(10);
+  std::vector<bool> ends;
+  while (m.step < steps) {
+    const double loss = m.train_step(session, 100 + static_cast<uint64_t>(m.step));
+    ends.push_back(session.after_step(m.step, [&] { session.save(m.state(), m.step, loss); }, m.step == steps));
+  }
+  EXPECT_EQ(ends, (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(saved_steps(dir.str()), (std::vector<int64_t>{2, 3})) << "every 2 steps, and the last once";
+  EXPECT_TRUE(run.logged("--max-steps 3: training ends at step 3"));
+  EXPECT_TRUE(session.after_step(4, [] {})) << "past the limit too";
+  session.finish(*m.net, {{"steps", m.step}});
+  EXPECT_EQ(json::parse(run.host.summary).at("max_steps"), 3);
+
+  // Without it: the loop's own length, and after_step never ends it.
+  TempDir plain_dir;
+  RunFolder plain(plain_dir.path());
+  mlh::RunContext plain_ctx(plain.c);
+  TrainingSession unlimited(plain_ctx, mlh::rt::RuntimePlan::parse(plain.c.plan_json));
+  EXPECT_EQ(unlimited.step_limit(10), 10);
+  EXPECT_FALSE(unlimited.after_step(1000, [] {}));
+  unlimited.finish(*m.net, nullptr);
+  EXPECT_FALSE(json::parse(plain.host.summary).contains("max_steps"));
+}
+
 TEST(TrainingSession, BadOptionsAreRefusedBeforeJoiningAGroup) {
   // A rank 0 of two whose peer never comes would wait for it: the options fail first.
   ::setenv("MASTER_PORT", std::to_string(free_loopback_port_for_test()).c_str(), 1);

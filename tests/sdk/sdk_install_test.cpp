@@ -69,14 +69,17 @@ const json* find_device(const json& probe, const std::string& id) {
   return nullptr;
 }
 
-// Configures and builds an example from the installed prefix; returns its build folder.
-fs::path build_example(const std::string& name, std::string& failure) {
-  const fs::path build = kWork / ("example-" + name);
+// Configures and builds an example from the installed prefix into example-<name><suffix>
+// with `build_type` ("": none given); returns its build folder.
+fs::path build_example(const std::string& name, std::string& failure, const std::string& build_type = "Release",
+                       const std::string& suffix = "") {
+  const fs::path build = kWork / ("example-" + name + suffix);
   // The prefix alone: the installed package finds the LibTorch the SDK was built with.
   const std::string prefix_path = kPrefix.string();
   Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote((kPrefix / "share/mlhost/examples" / name).string()) +
                 " -B " + quote(build.string()) + " -G " + quote(MLH_SDK_TEST_GENERATOR) +
-                " -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) +
+                (build_type.empty() ? "" : " -DCMAKE_BUILD_TYPE=" + build_type) +
+                " -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) +
                 " -DCMAKE_PREFIX_PATH=" + quote(prefix_path));
   if (r.exit_code == 0) r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --build " + quote(build.string()));
   if (r.exit_code != 0) failure += "building example " + name + " failed:\n" + r.output + "\n";
@@ -94,7 +97,8 @@ class InstalledSdk : public ::testing::Test {
       failure_ = "cmake --install failed:\n" + r.output;
       return;
     }
-    cpuset_ = build_example("cpuset-device", failure_) / "plugins";
+    // The device example as a plugin author builds it first: no build type given.
+    cpuset_ = build_example("cpuset-device", failure_, "") / "plugins";
     chargpt_ = build_example("chargpt", failure_) / "plugins";
     mlp_fit_ = build_example("mlp-fit", failure_) / "plugins";
     // A small corpus with an obvious style: the model should learn its character statistics.
@@ -123,9 +127,29 @@ TEST_F(InstalledSdk, PrefixHoldsHostPluginsShareAndSdk) {
                         "lib/cmake/mlhost/mlhostConfig.cmake", "lib/cmake/mlhost/mlhostConfigVersion.cmake",
                         "lib/cmake/mlhost/MlhostPlugin.cmake", "share/mlhost/examples/chargpt/chargpt.cpp",
                         "share/mlhost/examples/cpuset-device/cpuset_device.cpp",
-                        "share/mlhost/examples/mlp-fit/mlp_fit.cpp", "share/mlhost/examples/mlp-fit/CMakeLists.txt"})
+                        "share/mlhost/examples/mlp-fit/mlp_fit.cpp", "share/mlhost/examples/mlp-fit/CMakeLists.txt",
+                        "share/doc/mlhost/README.md", "share/doc/mlhost/docs/plugin-guide.md",
+                        "share/doc/mlhost/docs/plan.md"})
     EXPECT_TRUE(fs::exists(kPrefix / f)) << f;
   EXPECT_FALSE(fs::exists(kPrefix / "lib/mlhost/plugins/crash.plugin.json")) << "test plugins must not be installed";
+}
+
+// A plugin project that names no build type is optimized (the package's default), and one
+// built for debugging is listed with a note that it is not.
+TEST_F(InstalledSdk, PluginsBuildOptimizedUnlessTheProjectChoosesOtherwise) {
+  EXPECT_EQ(read_json(cpuset_ / "cpuset.plugin.json")["build"]["build_type"], "Release");
+  const Result plain = sh(host() + " --plugin-dir " + quote(cpuset_.string()) + " --list-plugins");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("without optimization"), std::string::npos) << plain.output;
+
+  std::string failure;
+  const fs::path debug = build_example("cpuset-device", failure, "Debug", "-debug") / "plugins";
+  ASSERT_TRUE(failure.empty()) << failure;
+  EXPECT_EQ(read_json(debug / "cpuset.plugin.json")["build"]["build_type"], "Debug");
+  const Result listed = sh(host() + " --plugin-dir " + quote(debug.string()) + " --list-plugins");
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_NE(listed.output.find("warning: built without optimization (build_type 'Debug')"), std::string::npos)
+      << listed.output;
 }
 
 TEST_F(InstalledSdk, InstalledHostFindsItsInstalledPluginsWithoutFlags) {
@@ -181,10 +205,39 @@ TEST_F(InstalledSdk, ExampleDeviceIsProbedWithItsCoreSet) {
   EXPECT_NE(d->dump().find("MLH_CPUSET: 'x-1'"), std::string::npos) << d->dump(2);
 }
 
+// What the worker of a run reports (summary.json) agrees with what its plan says, for each
+// value the worker can see: threads, allocator, the OpenMP settings and the CPU memory cap.
+void expect_worker_followed_plan(const json& plan, const json& summary) {
+  const json& applied = summary["result"]["plan_applied"];
+  EXPECT_EQ(applied["threads"]["intra_op"], plan["threads"]["intra_op"]) << applied.dump(2);
+  const std::string planned_allocator = plan["allocator"]["name"];
+  const std::string running_allocator = summary["worker"]["allocator"];
+  EXPECT_EQ(running_allocator.substr(0, running_allocator.find(' ')),
+            planned_allocator == "glibc-tuned" ? "glibc" : planned_allocator)
+      << summary["worker"].dump(2);
+  const json& env = plan["environment"];
+  for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    EXPECT_EQ(env.value(var, ""), std::to_string(plan["threads"]["intra_op"].get<int>())) << var << env.dump(2);
+  for (const char* field : {"omp_proc_bind", "omp_wait_policy"}) {
+    if (plan.contains(field) && !plan[field].is_null()) {
+      EXPECT_EQ(applied[field], plan[field]) << field;
+    }
+  }
+  if (plan.contains("memory_limit_bytes") && plan["memory_limit_bytes"].is_number()) {
+    EXPECT_FALSE(plan["no_effect"].contains("memory_limit_bytes")) << plan.dump(2);
+    EXPECT_EQ(applied["memory_limit_bytes"]["cpu_tensor_cap"], plan["memory_limit_bytes"]) << applied.dump(2);
+  }
+}
+
+// The example device (built out of tree against the installed prefix) and the example
+// algorithm: it learns, the worker does what the plan says, and it samples from the run.
 TEST_F(InstalledSdk, ExampleAlgorithmTrainsOnTheExampleDeviceAndSamples) {
   const fs::path run = kWork / "chargpt-run";
   const std::string dirs = " --plugin-dir " + quote(cpuset_.string()) + " --plugin-dir " + quote(chargpt_.string());
+  const fs::path settings = kWork / "cpuset-hardware.ini";
+  std::ofstream(settings) << "memory_limit_gb = 8\n";
   const Result train = sh(host() + dirs + " --algorithm chargpt --device cpuset:0 --run-dir " + quote(run.string()) +
+                          " --hardware-config " + quote(settings.string()) +
                           " --set text_file=" + quote((kWork / "corpus.txt").string()) +
                           " --set max_iters=150 --set eval_interval=50 --set n_embd=64 --set block_size=32"
                           " --set batch_size=16 --set checkpoint_every=50");
@@ -194,6 +247,8 @@ TEST_F(InstalledSdk, ExampleAlgorithmTrainsOnTheExampleDeviceAndSamples) {
   const json plan = read_json(run / "plan.json");
   EXPECT_EQ(plan.value("device", ""), "cpuset:0") << plan.dump(2);
   EXPECT_TRUE(plan["environment"].contains("GOMP_CPU_AFFINITY")) << "prepare's environment: " << plan.dump(2);
+  EXPECT_EQ(plan["memory_limit_bytes"], int64_t{8} << 30) << plan.dump(2);
+  expect_worker_followed_plan(plan, read_json(run / "summary.json"));
 
   // It learns: the validation loss falls well below its start (ln(vocab) ~ 3).
   std::vector<double> val;
@@ -243,6 +298,19 @@ TEST_F(InstalledSdk, MlpFitLearnsAndAStoppedRunResumes) {
   EXPECT_EQ(fit["ranks_agree"], true) << fit.dump(2);
   EXPECT_TRUE(fs::exists(run / "model.safetensors"));
   EXPECT_EQ(newest_checkpoint(run), 1000);
+  expect_worker_followed_plan(read_json(run / "plan.json"), done);  // the built-in cpu device
+
+  // --max-steps, the smoke test of a plugin: the session ends the loop there, and the run
+  // ends as at its normal end (last checkpoint, weights, a completed summary).
+  const fs::path quick = kWork / "mlp-fit-quick";
+  const Result smoke = sh(host() + plugin + " --run-dir " + quote(quick.string()) + " --max-steps 30");
+  ASSERT_EQ(smoke.exit_code, 0) << smoke.output;
+  const json q = read_json(quick / "summary.json");
+  EXPECT_EQ(q.value("status", ""), "completed") << q.dump(2);
+  EXPECT_EQ(q["result"]["steps"], 30) << q.dump(2);
+  EXPECT_EQ(q["result"]["max_steps"], 30) << q.dump(2);
+  EXPECT_EQ(newest_checkpoint(quick), 30);
+  EXPECT_TRUE(fs::exists(quick / "model.safetensors"));
 
   // A long run, stopped with SIGINT once it has trained 50 steps: the session saves where it
   // stopped and the run ends as cancelled.

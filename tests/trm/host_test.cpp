@@ -43,12 +43,13 @@ TEST_F(TrmHost, BuildDataTrainEvalSolve) {
 
   const std::string common = " --device cpu --run-dir " + run;
   const HostResult t = host("--algorithm trm" + common + " --set preset=sudoku-easy --set data.dir=" + data +
-                            " --set train_steps=6 --set batch_size=8 --set eval_every=3 --set model.hidden=32");
+                            " --max-steps 6 --set batch_size=8 --set eval_every=3 --set model.hidden=32");
   ASSERT_EQ(t.rc, 0) << t.output;
   EXPECT_NE(t.output.find("cpu:0"), std::string::npos) << t.output;
   const json s = read_json_file(run + "/summary.json");
   EXPECT_EQ(s["status"], "completed") << s.dump();
-  EXPECT_EQ(s["result"]["steps"], 6);
+  EXPECT_EQ(s["result"]["steps"], 6) << "--max-steps ends the preset's run: " << s.dump();
+  EXPECT_EQ(s["result"]["max_steps"], 6);
   EXPECT_TRUE(s["last_metrics"].contains("train/loss"));
   EXPECT_TRUE(s["last_metrics"].contains("eval/exact_accuracy"));
   EXPECT_TRUE(fs::exists(run + "/model.safetensors"));

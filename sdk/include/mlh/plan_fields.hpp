@@ -35,6 +35,7 @@ enum class PlanField {
   kTf32Matmul,
   kDeterministic,
   kDistributed,
+  kMaxSteps,
 };
 
 // Who knows whether a value does anything on a run. The worker's side: the device and the
@@ -71,6 +72,7 @@ inline constexpr PlanFieldInfo kPlanFields[] = {
     {PlanField::kTf32Matmul, "tf32_matmul", PlanFieldDecider::kWorker},
     {PlanField::kDeterministic, "deterministic", PlanFieldDecider::kWorker},
     {PlanField::kDistributed, "distributed", PlanFieldDecider::kWorker},
+    {PlanField::kMaxSteps, "max_steps", PlanFieldDecider::kAlgorithm},
 };
 
 inline constexpr size_t kPlanFieldCount = sizeof kPlanFields / sizeof kPlanFields[0];

@@ -1,5 +1,6 @@
 #include "mlh/runtime/training_session.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include <mlh/plugin.hpp>
@@ -34,6 +35,7 @@ MemoryMonitorOptions memory_options(MemoryMonitorOptions options, const RuntimeP
 TrainingSession::TrainingSession(const mlh::RunContext& ctx, const RuntimePlan& plan, SessionOptions options)
     : ctx_(ctx),
       device_(plan.device),
+      max_steps_(plan.max_steps),
       options_(checked(std::move(options))),
       dist_(ctx, plan.device),
       checkpoints_(ctx.run_dir(), options_.keep_checkpoints, options_.goal, warn_sink(ctx)),
@@ -58,11 +60,23 @@ std::string TrainingSession::save(const TrainingState& state, int64_t step, std:
   return checkpoints_.save(state, step, metric);
 }
 
-void TrainingSession::after_step(int64_t step, const SaveFn& save, bool save_now) {
+int64_t TrainingSession::step_limit(int64_t planned) const {
+  return max_steps_ ? std::min(planned, *max_steps_) : planned;
+}
+
+bool TrainingSession::after_step(int64_t step, const SaveFn& save, bool save_now) {
   memory_.step(step);
+  // At --max-steps the loop ends and the run's own end saves, as at any normal end.
+  const bool last = max_steps_ && step >= *max_steps_;
   const bool due = save_now || (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0);
   if (due) save();
   stop_if_asked("at " + options_.step_name + " " + std::to_string(step), due ? SaveFn() : save);
+  if (last && !max_steps_logged_) {
+    ctx_.info("--max-steps " + std::to_string(*max_steps_) + ": training ends at " + options_.step_name + " " +
+              std::to_string(step));
+    max_steps_logged_ = true;
+  }
+  return last;
 }
 
 void TrainingSession::stop_if_asked(const std::string& where, const SaveFn& save) {
@@ -85,6 +99,7 @@ void TrainingSession::finish(torch::nn::Module& model, nlohmann::json summary) {
   if (!summary.is_object())
     throw mlh::Error(MLH_ERR_INTERNAL, "training session: the summary must be a JSON object, got " + summary.dump());
   summary["world_size"] = dist_.world_size();
+  if (max_steps_) summary["max_steps"] = *max_steps_;
   summary["ranks_agree"] = dist_.parameters_agree(model);
   ctx_.summary(summary.dump());
 }

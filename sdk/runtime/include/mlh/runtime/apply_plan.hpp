@@ -40,6 +40,7 @@ struct RuntimePlan {
   bool deterministic = false;
   bool channels_last = false;  // convolutional models in NHWC layout (to_channels_last below)
   std::optional<uint64_t> seed;
+  std::optional<int64_t> max_steps;  // --max-steps: TrainingSession::step_limit and after_step end the loop there
 
   // Throws mlh::Error naming the field of a malformed value (see mlh::PlanReader).
   static RuntimePlan parse(const std::string& plan_json);

@@ -25,6 +25,7 @@
 //     step = c.values.at("step");
 //     return "at step " + std::to_string(step);            // log: "resumed at step 200 (<file>)"
 //   });
+//   const int64_t steps = session.step_limit(config_steps);  // --max-steps may end it sooner
 //   while (step < steps) {
 //     ... forward, backward, session.dist().average_gradients(net->parameters()), optimizer.step() ...
 //     ++step;
@@ -93,12 +94,19 @@ class TrainingSession {
   // A checkpoint now, filed under `step`; `metric` ranks it for best.ckpt. Returns its path.
   std::string save(const TrainingState& state, int64_t step, std::optional<double> metric = std::nullopt);
 
-  // Call after each step of the loop, on every rank, with the loop's count so far (from 1):
-  // records memory (labelled `step`); calls `save` when `step` is a multiple of
-  // checkpoint_every or when `save_now` (the last step, say); then, if the host asked to stop
-  // (stop_if_asked), saves unless it just did and throws MLH_ERR_CANCELLED "stopped at
-  // <step_name> <step> (checkpoint saved)". A failing save throws its own error instead.
-  void after_step(int64_t step, const SaveFn& save, bool save_now = false);
+  // The number of steps to train: `planned` (the config's), or fewer under --max-steps (the
+  // plan's max_steps). A loop sized by it ends at --max-steps as at its normal end.
+  int64_t step_limit(int64_t planned) const;
+
+  // Call after each optimizer step of the loop, on every rank, with the loop's count so far
+  // (from 1): records memory (labelled `step`); calls `save` when `step` is a multiple of
+  // checkpoint_every or when `save_now` (the last step, say); then, if the
+  // host asked to stop (stop_if_asked), saves unless it just did and throws MLH_ERR_CANCELLED
+  // "stopped at <step_name> <step> (checkpoint saved)". A failing save throws its own error
+  // instead. Returns true from --max-steps on: a loop whose length step_limit cannot size
+  // (epochs of episodes, say) leaves its loops there and ends as at a normal end (its last
+  // checkpoint, validation, weights, finish).
+  bool after_step(int64_t step, const SaveFn& save, bool save_now = false);
 
   // Whether to stop here, agreed by every rank (Distributed::should_stop): if so, calls
   // `save` (null: the caller has just saved) and throws mlh::Error(MLH_ERR_CANCELLED,
@@ -111,14 +119,16 @@ class TrainingSession {
   std::string export_weights(const torch::nn::Module& model, std::map<std::string, std::string> metadata = {});
   std::string weights_path() const;
 
-  // Ends the run: adds "world_size" and "ranks_agree" (every rank holds the same parameters
-  // and buffers as `model`: Distributed::parameters_agree) to `summary` and sends it to the
-  // host. Collective.
+  // Ends the run: adds "world_size", "ranks_agree" (every rank holds the same parameters
+  // and buffers as `model`: Distributed::parameters_agree) and, under --max-steps,
+  // "max_steps" to `summary` and sends it to the host. Collective.
   void finish(torch::nn::Module& model, nlohmann::json summary);
 
  private:
   const mlh::RunContext& ctx_;
   c10::Device device_;  // where checkpoints load to
+  std::optional<int64_t> max_steps_;  // the plan's --max-steps
+  bool max_steps_logged_ = false;
   SessionOptions options_;
   Distributed dist_;
   CheckpointManager checkpoints_;
