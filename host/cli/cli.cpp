@@ -86,8 +86,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("calibration-seconds", po::value(&o.calibration_seconds)->default_value(60),
        "the most seconds a calibration may take")
       ("max-steps", po::value(&max_steps),
-       "end training after N optimizer steps, validating and saving as at a normal end (a smoke test of a "
-       "plugin; every algorithm on the training session honours it)");
+       "end training after N steps of its loop (optimizer steps; PPO: iterations, ProtoNet: episodes), "
+       "validating and saving as at a normal end: a smoke test of a plugin or a config");
   po::options_description distributed("Distributed data-parallel training (torchrun's options)");
   distributed.add_options()
       ("nproc-per-node", po::value(&o.nproc_per_node), "worker processes (ranks) to start on this machine")
