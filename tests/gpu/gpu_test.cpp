@@ -66,7 +66,9 @@ class Gpu : public HostTempDirTest {
                                                                                  args.find("--run-dir ") - 10) +
                                   "/summary.json");
     EXPECT_EQ(s.value("status", ""), "completed") << what << ": " << s.dump();
-    for (const auto& [name, value] : s.value("last_metrics", json::object()).items()) {
+    // A named copy: items() of the temporary value() returns would outlive it in the loop.
+    const json last_metrics = s.value("last_metrics", json::object());
+    for (const auto& [name, value] : last_metrics.items()) {
       if (name.find("loss") != std::string::npos) {
         EXPECT_TRUE(value.is_number() && std::isfinite(value.get<double>())) << what << ": " << name << " = " << value;
       }
