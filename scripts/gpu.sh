@@ -7,7 +7,8 @@
 # as the LibTorch 2.x build of CI (--torch pypi).
 #   bash scripts/gpu.sh [DEB_FOLDER]      (default .debs)
 # Environment: PYTHON (python3), TORCH_ROOT (default: the torch package of $PYTHON),
-# BUILD_DIR (build-gpu), JOBS (all cores), GPU_ONLY=1 to skip the CPU suite.
+# BUILD_DIR (build-gpu), JOBS (all cores), GPU_ONLY=1 to skip the CPU suite (and build only
+# the test folders the GPU tests need, which saves most of the build's time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 debs=${1:-.debs}
@@ -21,14 +22,20 @@ for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$prefix"; done
 lib=$prefix/usr/lib/x86_64-linux-gnu
 
 torch_root=${TORCH_ROOT:-$(${PYTHON:-python3} -c 'import importlib.util; print(importlib.util.find_spec("torch").submodule_search_locations[0])')}
+areas=()
+[[ "${GPU_ONLY:-0}" == 1 ]] && areas=(-DMLH_TEST_AREAS="algorithm_plugins;gpu")
 echo "gpu.sh: LibTorch from $torch_root; Debian packages in $prefix"
 # The packages' CMake files find their libraries relative to themselves; headers without a
-# CMake package (stb) come from the prefix's include folder, after every other one.
+# CMake package (stb) come from the prefix's include folder. It must be -isystem, searched
+# before the compiler's own folders: with -idirafter, CMake took the folder for one of the
+# compiler's implicit ones and dropped Boost's include path, so a newer Boost's headers in
+# the GPU image's /usr/include were compiled against the prefix's 1.74 libraries (undefined
+# boost::filesystem::detail::path_algorithms at link).
 MLH_PREFIX_PATH="$prefix/usr;$lib/cmake" BUILD_DIR=$build CMAKE_BUILD_PARALLEL_LEVEL=$jobs \
   bash scripts/build.sh --torch "$torch_root" \
-  -DCMAKE_C_FLAGS="-idirafter $prefix/usr/include" -DCMAKE_CXX_FLAGS="-idirafter $prefix/usr/include" \
+  -DCMAKE_C_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" \
   -DCMAKE_EXE_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib" -DCMAKE_SHARED_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib" \
-  -DCMAKE_MODULE_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib"
+  -DCMAKE_MODULE_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib" "${areas[@]}"
 
 export MLH_FASHION_MNIST_DIR=$prefix/usr/share/datasets/fashion-mnist
 status=0

@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "remove_tree.hpp"
+
 struct HostResult {
   int rc = -1;
   std::string output;  // stdout and stderr
@@ -69,10 +71,10 @@ class HostTempDirTest : public ::testing::Test {
   explicit HostTempDirTest(std::string prefix) : prefix_(std::move(prefix)) {}
   void SetUp() override {
     dir_ = (std::filesystem::temp_directory_path() / (prefix_ + std::to_string(::getpid()))).string();
-    std::filesystem::remove_all(dir_);
+    remove_tree(dir_);
     std::filesystem::create_directories(dir_);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { remove_tree(dir_); }
   std::string prefix_;
   std::string dir_;
 };

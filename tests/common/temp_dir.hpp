@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "remove_tree.hpp"
+
 class TempDir {
  public:
   explicit TempDir(const std::string& prefix = "mlhost-test-") {
@@ -23,15 +25,7 @@ class TempDir {
     // is a link on some machines).
     path_ = std::filesystem::canonical(pattern);
   }
-  ~TempDir() {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    ::chmod(path_.c_str(), 0700);
-    for (auto it = fs::recursive_directory_iterator(path_, fs::directory_options::skip_permission_denied, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-      if (it->is_directory(ec) && !it->is_symlink(ec)) ::chmod(it->path().c_str(), 0700);
-    fs::remove_all(path_, ec);
-  }
+  ~TempDir() { remove_tree(path_.string()); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 

@@ -85,13 +85,32 @@ TEST(BatchFinder, StopsAtItsTimeBoundWithWhatItTried) {
   EXPECT_NE(r.reason.find("the time bound stopped the search"), std::string::npos) << r.reason;
 }
 
-TEST(BatchFinder, SaysSoWhenNotEvenTheFirstBatchFits) {
+TEST(BatchFinder, SaysSoWhenNotEvenABatchOfOneFits) {
   mlh::rt::BatchSearchOptions options;
-  options.start = 2;
+  options.start = 4;
   const mlh::rt::BatchSearchResult r = mlh::rt::find_batch_size(
       [](int64_t) -> double { throw c10::OutOfMemoryError({"f", "file", 1}, "CUDA out of memory"); }, at::kCPU, options);
   EXPECT_EQ(r.batch, 0);
-  EXPECT_EQ(r.reason, "even a batch of 2 does not fit (out of memory)");
+  ASSERT_EQ(r.trials.size(), 3u) << r.to_json().dump() << ": 4, 2 and 1";
+  EXPECT_EQ(r.reason, "even a batch of 1 does not fit (out of memory)");
+}
+
+// A start above what fits (a rule's batch for a larger card): it halves down, then bisects up
+// between the batch that fitted and the one that did not. Seen on an H100 under a 5% memory
+// fraction, where the cuda rule's start of 256 did not fit and the search gave up.
+TEST(BatchFinder, HalvesDownFromAStartThatDoesNotFit) {
+  mlh::rt::BatchSearchOptions options;
+  options.start = 256;
+  const mlh::rt::BatchSearchResult r = mlh::rt::find_batch_size(
+      [](int64_t batch) -> double {
+        if (batch > 40) throw c10::OutOfMemoryError({"f", "file", 1}, "CUDA out of memory");
+        return static_cast<double>(batch);
+      },
+      at::kCPU, options);
+  EXPECT_EQ(r.trials.front().batch, 256);
+  EXPECT_GE(r.batch, 32) << r.to_json().dump();
+  EXPECT_LE(r.batch, 40) << r.to_json().dump();
+  EXPECT_NE(r.reason.find("does not (out of memory)"), std::string::npos) << r.reason;
 }
 
 TEST(BatchFinder, OtherErrorsPropagate) {

@@ -116,6 +116,9 @@ void apply_plan(const RuntimePlan& plan) {
 #if MLH_TORCH_HAS_CUDA
   if (cuda && plan.memory_fraction) {
     const c10::DeviceIndex index = plan.device.has_index() ? plan.device.index() : c10::cuda::current_device();
+    // LibTorch 2.x sets up the caching allocator lazily, at the first CUDA tensor, and refuses a
+    // fraction before that ("Allocator not initialized for device"): an empty tensor makes it.
+    at::empty({0}, at::TensorOptions().device(c10::Device(c10::DeviceType::CUDA, index)));
     c10::cuda::CUDACachingAllocator::setMemoryFraction(*plan.memory_fraction, index);
     note_plan_effect("memory_fraction", "cuda_caching_allocator", *plan.memory_fraction);
   }

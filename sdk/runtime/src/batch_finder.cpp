@@ -57,7 +57,9 @@ BatchSearchResult find_batch_size(const BatchTrialFn& trial, c10::Device device,
     reset_peak_memory(device);
     try {
       t.throughput = trial(batch);
-      t.peak_bytes = tensor_memory_peak(device).value_or(0);
+      // The allocator's peak, not the tensors': on an H100 under a 5% fraction, 30 rows
+      // "fitted" at a tensor peak of 3.03 of 3.96 GiB, and training at 30 then hit the cap.
+      t.peak_bytes = capped_memory_peak(device).value_or(0);
       t.fits = !usable || t.peak_bytes <= *usable;
       if (!t.fits)
         t.why = "its peak of " + format_gib(t.peak_bytes) + " leaves less than " + std::to_string(static_cast<int>(o.headroom * 100)) +
@@ -74,27 +76,42 @@ BatchSearchResult find_batch_size(const BatchTrialFn& trial, c10::Device device,
 
   std::optional<BatchTrial> good, bad;
   std::string stopped;
-  for (int64_t batch = std::min(o.start, o.max);;) {
-    const BatchTrial t = attempt(batch);
-    if (!t.fits) {
-      bad = t;
-      break;
-    }
-    if (good && t.throughput < good->throughput * (1.0 + o.min_gain)) {
-      // Within the margin is noise: the smaller batch, which leaves more memory free.
-      stopped = "larger batches stop paying (" + std::to_string(t.batch) + " ran at " + rate(t.throughput) + ")";
-      break;
-    }
+  int64_t batch = std::min(o.start, o.max);
+  BatchTrial t = attempt(batch);
+  // A start that does not fit (the plan's batch / 8 from a rule written for a larger card, or
+  // a memory fraction the user lowered): halve until a batch fits, then bisect up from there.
+  while (!t.fits && batch > 1 && !out_of_time()) {
+    bad = t;
+    batch /= 2;
+    t = attempt(batch);
+  }
+  if (!t.fits) {
+    bad = t;
+  } else if (bad) {
     good = t;
-    if (batch >= o.max) {
-      stopped = std::to_string(batch) + " is the largest allowed";
-      break;
+  } else {
+    for (;;) {
+      if (!t.fits) {
+        bad = t;
+        break;
+      }
+      if (good && t.throughput < good->throughput * (1.0 + o.min_gain)) {
+        // Within the margin is noise: the smaller batch, which leaves more memory free.
+        stopped = "larger batches stop paying (" + std::to_string(t.batch) + " ran at " + rate(t.throughput) + ")";
+        break;
+      }
+      good = t;
+      if (batch >= o.max) {
+        stopped = std::to_string(batch) + " is the largest allowed";
+        break;
+      }
+      if (out_of_time()) {
+        r.complete = false;
+        break;
+      }
+      batch = std::min(batch * 2, o.max);
+      t = attempt(batch);
     }
-    if (out_of_time()) {
-      r.complete = false;
-      break;
-    }
-    batch = std::min(batch * 2, o.max);
   }
   // Between the last batch that fitted and the first that did not, to within an eighth.
   while (good && bad && stopped.empty() && bad->batch - good->batch > std::max<int64_t>(1, good->batch / 8)) {
@@ -102,12 +119,12 @@ BatchSearchResult find_batch_size(const BatchTrialFn& trial, c10::Device device,
       r.complete = false;
       break;
     }
-    const BatchTrial t = attempt(good->batch + (bad->batch - good->batch) / 2);
-    (t.fits ? good : bad) = t;
+    const BatchTrial mid = attempt(good->batch + (bad->batch - good->batch) / 2);
+    (mid.fits ? good : bad) = mid;
   }
 
   if (!good) {
-    r.reason = "even a batch of " + std::to_string(o.start) + " does not fit (" + (bad ? bad->why : "not tried") + ")";
+    r.reason = "even a batch of " + std::to_string(bad ? bad->batch : o.start) + " does not fit (" + (bad ? bad->why : "not tried") + ")";
     return r;
   }
   r.batch = good->batch;

@@ -71,6 +71,7 @@ MemoryStats memory_stats(at::Device device) {
     stats.allocated = cuda.allocated_bytes[0].current;
     stats.reserved = cuda.reserved_bytes[0].current;
     stats.peak = cuda.allocated_bytes[0].peak;
+    stats.peak_reserved = cuda.reserved_bytes[0].peak;
   }
 #endif
 #if MLH_TORCH_HAS_MPS_MEMORY
@@ -109,6 +110,11 @@ void reset_peak_memory(at::Device device) {
 std::optional<int64_t> tensor_memory_peak(at::Device device) {
   if (device.is_cpu()) return cpu_memory_peak();
   return memory_stats(device).peak;
+}
+
+std::optional<int64_t> capped_memory_peak(at::Device device) {
+  if (device.is_cuda()) return memory_stats(device).peak_reserved;
+  return tensor_memory_peak(device);
 }
 
 std::optional<int64_t> device_memory_total(at::Device device) {

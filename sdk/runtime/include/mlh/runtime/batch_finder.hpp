@@ -41,7 +41,7 @@ struct BatchTrial {
   int64_t batch = 0;
   bool fits = false;
   double throughput = 0;   // items per second, when it ran
-  int64_t peak_bytes = 0;  // the most tensor memory its steps held (0 when unknown)
+  int64_t peak_bytes = 0;  // the most memory its steps held as the cap counts it (capped_memory_peak; 0 when unknown)
   std::string why;         // why it does not fit
 };
 

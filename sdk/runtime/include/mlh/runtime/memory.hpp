@@ -25,6 +25,7 @@ struct MemoryStats {
   std::optional<int64_t> allocated;  // bytes held by tensors
   std::optional<int64_t> reserved;   // bytes held by the allocator, tensors and cache
   std::optional<int64_t> peak;       // most bytes held by tensors at once (CUDA)
+  std::optional<int64_t> peak_reserved;  // most bytes the allocator held at once (CUDA)
   int64_t rss = 0;                   // the process's resident host memory, bytes
 };
 
@@ -45,6 +46,10 @@ void reset_peak_memory(at::Device device);
 // The most tensor memory held since reset_peak_memory(): CUDA's caching allocator's peak, or
 // on the CPU the capped allocator's (memory_limit.hpp; 0 before a cap was set).
 std::optional<int64_t> tensor_memory_peak(at::Device device);
+// What a memory cap counts since the last reset: on CUDA the caching allocator's reserved
+// peak (the plan's memory fraction caps what the allocator holds, cached blocks included);
+// elsewhere the tensor peak.
+std::optional<int64_t> capped_memory_peak(at::Device device);
 
 // The device's memory in bytes: CUDA's total, the host's MemTotal for the CPU; nothing where
 // unknown.
