@@ -22,4 +22,4 @@ echo "validation accuracy by epoch (from $run_dir/metrics.csv):"
 grep val/acc "$run_dir/metrics.csv" | cut -d, -f1,3
 echo
 echo "== 5-way 5-shot on the unseen classes 5-9 =="
-build/bin/host --algorithm protonet --run-dir "$run_dir" --resume --command eval --set eval_episodes=300
+build/bin/host --algorithm protonet --run-dir "$run_dir" --resume --command eval --set eval_episodes=300  # into $run_dir/commands/eval-1

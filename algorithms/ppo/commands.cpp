@@ -18,6 +18,7 @@
 #include <mlh/runtime/seed.hpp>
 #include <mlh/runtime/throughput.hpp>
 #include <mlh/runtime/training_session.hpp>
+#include <mlh/runtime/trained_run.hpp>
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
@@ -72,11 +73,12 @@ struct Policy {
 
 Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   Policy p;
-  const NetworkSpec spec = read_network_json(ctx.run_dir());
+  const std::string trained = mlh::rt::trained_run_dir(ctx);
+  const NetworkSpec spec = read_network_json(trained);
   p.net = make_network(spec);
   p.net->to(plan.device);
   p.updater = std::make_unique<PpoUpdater>(p.net, cfg.lr, UpdateOptions{}, plan.device);
-  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, mlh::rt::Goal::Maximize,
+  mlh::rt::CheckpointManager checkpoints(trained, cfg.keep_checkpoints, mlh::rt::Goal::Maximize,
                                          mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState s;
   s.add("model", *p.net).add("optimizer", p.updater->optimizer());

@@ -7,6 +7,7 @@
 #include <mlh/runtime/precision.hpp>
 #include <mlh/runtime/prefetcher.hpp>
 #include <mlh/runtime/throughput.hpp>
+#include <mlh/runtime/trained_run.hpp>
 #include <torch/utils.h>
 
 #include "episode_data.hpp"
@@ -122,7 +123,7 @@ EpisodeStats evaluate(Learner& l, const ImageSet& set, const std::vector<Episode
 }
 
 mlh::rt::LoadedCheckpoint load_trained(const mlh::RunContext& ctx, const Config& cfg, Learner& l) {
-  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), cfg.keep_checkpoints, mlh::rt::Goal::Minimize,
+  mlh::rt::CheckpointManager checkpoints(mlh::rt::trained_run_dir(ctx), cfg.keep_checkpoints, mlh::rt::Goal::Minimize,
                                          mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState s = l.state();
   auto loaded = cfg.checkpoint == "latest" ? checkpoints.load_latest(s, l.plan.device)

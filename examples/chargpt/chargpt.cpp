@@ -27,6 +27,7 @@
 #include <mlh/runtime/seed.hpp>
 #include <mlh/runtime/throughput.hpp>
 #include <mlh/runtime/training_session.hpp>
+#include <mlh/runtime/trained_run.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
 #include <torch/nn/utils/clip_grad.h>
@@ -213,10 +214,11 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
 void sample(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
   mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());  // the same text for the same seed
   // The vocabulary, and so the model's shape, come from the checkpoint: read it first.
-  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize, mlh::rt::warn_sink(ctx));
+  mlh::rt::CheckpointManager checkpoints(mlh::rt::trained_run_dir(ctx), 3, mlh::rt::Goal::Minimize,
+                                         mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState probe;
   auto info = checkpoints.load_best(probe, at::kCPU);
-  if (!info) throw mlh::Error(MLH_ERR_IO, "no checkpoint in the run folder '" + ctx.run_dir() + "': train first");
+  if (!info) throw mlh::Error(MLH_ERR_IO, "no checkpoint in '" + checkpoints.dir() + "': train first");
   const std::vector<std::string> vocab = info->values.at("vocab");
   chargpt::Gpt model(model_config(cfg, static_cast<int64_t>(vocab.size())));
   mlh::rt::TrainingState s;

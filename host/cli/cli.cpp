@@ -1,5 +1,7 @@
 #include "cli/cli.hpp"
 
+#include "common/stop_request.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -29,7 +31,19 @@ const char* kUsage =
 
 CliOptions parse_cli(int argc, const char* const* argv) {
   CliOptions o;
-  std::string device = "auto";
+  std::string device = "auto", resume_mode, preempt_signal;
+  // "--resume auto" as "--resume=auto": Boost takes an option's optional value only from the
+  // same token.
+  std::vector<std::string> merged(argv, argv + argc);
+  for (size_t i = 1; i + 1 < merged.size(); ++i)
+    if (merged[i] == "--resume" && merged[i + 1] == "auto") {
+      merged[i] = "--resume=auto";
+      merged.erase(merged.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    }
+  std::vector<const char*> merged_argv;
+  for (const std::string& a : merged) merged_argv.push_back(a.c_str());
+  argc = static_cast<int>(merged_argv.size());
+  argv = merged_argv.data();
 
   po::options_description general("General");
   general.add_options()
@@ -62,7 +76,12 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("set", po::value<std::vector<std::string>>()->composing(),
        "key=value config override (repeatable; dotted keys; wins over --config)")
       ("run-dir", po::value<std::string>(), "folder for this run's outputs (default runs/<algorithm>-<time>)")
-      ("resume", "continue the run in --run-dir from its newest checkpoint")
+      ("resume", po::value(&resume_mode)->implicit_value("yes")->value_name("auto"),
+       "continue the run in --run-dir from its newest checkpoint; '--resume auto': continue it if the folder "
+       "holds a run, else start one there (the same command for every launch of a preemptible job)")
+      ("preempt-signal", po::value(&preempt_signal),
+       "a signal that preempts the run as SIGTERM does (e.g. USR1, for SLURM's --signal=USR1@120): every rank "
+       "saves a checkpoint at its next step and the host exits 75; default $MLH_PREEMPT_SIGNAL")
       ("benchmark", "run the algorithm's benchmark command on the chosen device and print a table (--json: JSON)");
   std::string precision, allocator, batch_size, max_steps;
   po::options_description planning("Planning (docs/plan.md)");
@@ -141,7 +160,12 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   o.no_gpu = vm.count("no-gpu") > 0;
   o.no_default_plugin_dir = vm.count("no-default-plugin-dir") > 0;
   o.allow_unsafe_plugins = vm.count("allow-unsafe-plugins") > 0;
-  o.resume = vm.count("resume") > 0;
+  if (vm.count("resume")) {
+    if (resume_mode != "yes" && resume_mode != "auto")
+      throw CliError("--resume takes no value, or 'auto'; got '" + resume_mode + "'");
+    o.resume = resume_mode == "yes";
+    o.resume_auto = resume_mode == "auto";
+  }
   o.benchmark = vm.count("benchmark") > 0;
   if (vm.count("plugin-dir"))
     for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) {
@@ -187,6 +211,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                      max_steps + "'");
     o.max_steps = n;
   }
+  if (!vm.count("preempt-signal"))
+    if (const char* env = std::getenv("MLH_PREEMPT_SIGNAL"); env && *env) preempt_signal = env;
+  if (!preempt_signal.empty()) {
+    o.preempt_signal = parse_signal(preempt_signal);
+    if (o.preempt_signal == 0)
+      throw CliError("--preempt-signal '" + preempt_signal +
+                     "' is not a signal a job can be sent to preempt it (e.g. USR1, USR2, TERM, HUP, QUIT, ALRM, XCPU)");
+  }
   o.no_calibrate = vm.count("no-calibrate") > 0;
   if (o.calibration_seconds < 1)
     throw CliError("--calibration-seconds must be at least 1, got " + std::to_string(o.calibration_seconds));
@@ -223,7 +255,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   const bool planning_action = running || calibrating || o.action == CliOptions::Action::kPrintPlan;
   if (!running) {
     for (const char* opt : {"command", "run-dir", "resume", "benchmark", "nnodes", "node-rank", "master-addr",
-                            "master-port"})
+                            "master-port", "preempt-signal"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm");
   }
   if (!planning_action) {
@@ -242,7 +274,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   }
   if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins && !o.benchmark)
     throw CliError("--json only applies with --probe, --list-plugins or --benchmark");
-  if (o.resume && o.run_dir.empty()) throw CliError("--resume needs --run-dir naming the run to continue");
+  if ((o.resume || o.resume_auto) && o.run_dir.empty())
+    throw CliError(std::string("--resume") + (o.resume_auto ? " auto" : "") + " needs --run-dir naming the run to continue");
   if (vm.count("nproc-per-node") && o.nproc_per_node < 1)
     throw CliError("--nproc-per-node must be at least 1, got " + std::to_string(o.nproc_per_node));
   if (vm.count("nnodes") && o.nnodes < 1) throw CliError("--nnodes must be at least 1, got " + std::to_string(o.nnodes));

@@ -38,7 +38,9 @@ struct CliOptions {
   std::filesystem::path config_file;
   std::vector<std::string> sets;  // --set key=value, in order
   std::filesystem::path run_dir;  // empty: runs/<algorithm>-<time>
-  bool resume = false;
+  bool resume = false;       // --resume: the folder must hold a run
+  bool resume_auto = false;  // --resume auto: continue the run the folder holds, else start one
+  int preempt_signal = 0;    // --preempt-signal (or MLH_PREEMPT_SIGNAL): preempts like SIGTERM; 0: none
   bool benchmark = false;  // --benchmark: run the algorithm's benchmark command, print a table
 
   // Planning.

@@ -8,9 +8,11 @@
 #include "cli/commands.hpp"
 #include "cli/launch_options.hpp"
 #include "cli/run_setup.hpp"
+#include "common/stop_request.hpp"
 #include "plan/plan_text.hpp"
 #include "plugins/plugin_calls.hpp"
 #include "run/benchmark_report.hpp"
+#include "run/run_files.hpp"
 #include "run/run_workers.hpp"
 
 namespace mlhost {
@@ -79,7 +81,28 @@ int command_print_plan(const CliOptions& options) {
   return 0;
 }
 
+namespace {
+
+// Stop requests are kept from here to the end of the run, the preemption signal included, and
+// the workers learn which signal that is (they inherit MLH_PREEMPT_SIGNAL).
+void keep_stop_requests(const CliOptions& options) {
+  set_preemption_signal(options.preempt_signal);
+  if (options.preempt_signal != 0) ::setenv("MLH_PREEMPT_SIGNAL", std::to_string(options.preempt_signal).c_str(), 1);
+  record_stop_signals();
+}
+
+// A stop that came while planning: nothing trained, nothing written.
+int stopped_before_training(int sig) {
+  const bool preempted = is_preemption(sig);
+  spdlog::warn("{} while planning: {} before training; nothing was written", signal_name(sig),
+               preempted ? "preempted" : "stopped");
+  return preempted ? kExitPreempted : kExitCancelled;
+}
+
+}  // namespace
+
 int command_run(const CliOptions& options) {
+  keep_stop_requests(options);
   const Launch launch = launch_of(options);
   // The default folder's name holds the time, which differs between the hosts of one run.
   if (launch.distributed() && (launch.external() || launch.nnodes > 1) && options.run_dir.empty())
@@ -92,6 +115,7 @@ int command_run(const CliOptions& options) {
                     "(host --algorithm NAME --batch-size auto), then give every rank --batch-size N",
                     kExitBadInput);
   const RunSetup s = setup_run(options, launch, run_measurement(options, launch));
+  if (const int sig = first_stop_signal()) return stopped_before_training(sig);
   const RankedDevice& chosen = s.probe.ranking.devices[*s.probe.ranking.chosen];
   spdlog::info("device: {} ({}), {}", s.device.id(), s.device.name, chosen.reason);
 
@@ -101,11 +125,27 @@ int command_run(const CliOptions& options) {
   job.planned = &s.planned;
   job.probe = probe_report_to_json(s.probe);
   job.run_dir = s.run_dir;
-  job.resume = options.resume;
+  job.resume = s.resume;
   job.launch = launch;
   job.resume_command = "host --algorithm " + s.algorithm->name() + " --run-dir " + s.run_dir.string() + " --resume";
+  if (s.on_trained_run) {
+    // Its own folder, made by this host: the hosts of several machines would each make another.
+    if (launch.first_rank != 0 || launch.nnodes > 1)
+      throw HostError("--command " + s.planned.command + " on a trained run runs on one machine (its ranks from "
+                      "--nproc-per-node at most): it writes a folder of its own inside " + s.run_dir.string(),
+                      kExitBadInput);
+    try {
+      job.run_dir = make_command_dir(s.run_dir, s.planned.command);
+    } catch (const std::exception& e) {
+      throw HostError(e.what(), kExitBadInput);
+    }
+    job.resume = false;
+    spdlog::info("{} of the run in {}: its files go to {}; the run's own files stay as they are", s.planned.command,
+                 s.run_dir.string(), job.run_dir.string());
+  }
   const int status = run_workers(job);
-  if (status == 0 && options.benchmark && launch.first_rank == 0) print_benchmark(options, s.run_dir, s.planned.plan);
+  if (status == 0 && options.benchmark && launch.first_rank == 0) print_benchmark(options, job.run_dir, s.planned.plan);
+  if (s.on_trained_run) std::cerr << s.planned.command << ": results in " << job.run_dir.string() << "\n";
   return status;
 }
 

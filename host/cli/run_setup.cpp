@@ -20,10 +20,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // What the user set: the resumed run's config (when resuming), then --config, then --set.
-json user_config(const CliOptions& options, const json& schema, const fs::path& run_dir) {
+json user_config(const CliOptions& options, bool resume, const json& schema, const fs::path& run_dir) {
   json config = json::object();
   try {
-    if (options.resume) config = load_config_file(run_dir / "config.json");
+    if (resume) config = load_config_file(run_dir / "config.json");
     if (!options.config_file.empty()) config = merge_config(config, load_config_file(options.config_file));
     for (const auto& s : options.sets) apply_set(config, s, schema);
   } catch (const ConfigError& e) {
@@ -61,17 +61,28 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
   if (!options.algorithm.empty()) {
     s.algorithm = describe_algorithm(s.discovery.usable_algorithm(options.algorithm).manifest);
     s.run_dir = options.run_dir.empty() ? default_run_dir(s.algorithm->name()) : options.run_dir;
-    if (options.resume) {
+    s.resume = options.resume;
+    if (options.resume_auto) {
+      // Every launch of a preemptible job runs this same command. The ranks of one launch may
+      // decide differently (rank 0 wrote config.json a moment before another looked), which
+      // is safe: a rank resuming where no checkpoint exists yet starts from the beginning too.
+      s.resume = holds_run(s.run_dir);
+      spdlog::info("--resume auto: {} in {}", s.resume ? "continuing the run" : "starting a new run", s.run_dir.string());
+    }
+    if (s.resume) {
       try {
         prepare_run_dir(s.run_dir, true);
       } catch (const std::exception& e) {
         throw HostError(e.what(), kExitBadInput);
       }
     }
+    const std::string command = options.command.empty() ? s.algorithm->default_command() : options.command;
+    s.on_trained_run = s.resume && command != s.algorithm->default_command();
     request.algorithm = s.algorithm;
     request.command = options.command;
     request.run_dir = s.run_dir;
-    request.user_config = user_config(options, s.algorithm->config_schema, s.run_dir);
+    request.on_trained_run = s.on_trained_run;
+    request.user_config = user_config(options, s.resume, s.algorithm->config_schema, s.run_dir);
   }
 
   const std::vector<PluginManifest> algorithms =

@@ -19,6 +19,10 @@ struct RunSetup {
   Discovery discovery;
   std::optional<AlgorithmInfo> algorithm;  // none without --algorithm
   std::filesystem::path run_dir;
+  bool resume = false;  // --resume, or --resume auto on a folder that holds a run
+  // A command other than training on a trained run (--resume --command eval): it runs in a
+  // folder of its own inside run_dir (run/run_files.hpp, make_command_dir).
+  bool on_trained_run = false;
   ProbeReport probe;
   Device device;  // the chosen one
   PlannedRun planned;

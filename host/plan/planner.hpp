@@ -91,6 +91,7 @@ struct PlanRequest {
   std::optional<AlgorithmInfo> algorithm;  // none: a plan of the device alone (--print-plan)
   std::string command;                     // the algorithm's command (its default when empty)
   std::filesystem::path run_dir;           // describe_run reads a trained model from it
+  bool on_trained_run = false;  // a command on the trained run in run_dir: the plan names it (trained_run_dir)
   nlohmann::json user_config = nlohmann::json::object();  // what the user set of the config
   PlanOverrides overrides;
   std::optional<HardwareSettings> settings;

@@ -36,7 +36,8 @@ std::optional<int64_t> oom_kill_count(const fs::path& memory_events) {
 
 std::optional<std::string> memory_kill_explanation(std::optional<int64_t> before, std::optional<int64_t> after,
                                                    const fs::path& telemetry, const json& plan,
-                                                   const std::string& resume_hint) {
+                                                   const std::string& resume_hint, const std::string& algorithm,
+                                                   bool takes_batch_size) {
   // The worker's resident memory in its last telemetry sample.
   std::optional<int64_t> last_rss;
   std::ifstream in(telemetry);
@@ -58,6 +59,9 @@ std::optional<std::string> memory_kill_explanation(std::optional<int64_t> before
     text += "the worker's resident memory was " + format_bytes(*last_rss) +
             (total > 0 ? " of " + format_bytes(total) : std::string()) + " a moment before";
   }
+  if (!takes_batch_size)  // protonet's episodes and ppo's rollouts are sized by their own config keys
+    return text + ". Resume with less memory a step: " + resume_hint + " with smaller sizes in " + algorithm +
+           "'s config (--set KEY=VALUE; 'host --describe " + algorithm + "' lists them), or a lower memory_fraction";
   text += ". Resume with a smaller batch: " + resume_hint;
   if (plan.value("batch_size", json()).is_number_integer() && plan["batch_size"].get<int64_t>() > 1)
     text += " --batch-size " + std::to_string(plan["batch_size"].get<int64_t>() / 2);

@@ -24,10 +24,12 @@ std::optional<int64_t> oom_kill_count(const std::filesystem::path& memory_events
 // The explanation to add to "killed by signal 9", or nothing when memory is not the likely
 // cause. `oom_kills_before`/`after`: the counts around the run; `telemetry`: the run's
 // telemetry.jsonl; `plan`: its plan (memory_total_bytes, batch_size); `resume_hint`: the
-// command to resume with (the batch size is appended).
+// command to resume with: a smaller --batch-size is appended where `algorithm` takes one
+// (`takes_batch_size`), else the advice names its config.
 std::optional<std::string> memory_kill_explanation(std::optional<int64_t> oom_kills_before,
                                                    std::optional<int64_t> oom_kills_after,
                                                    const std::filesystem::path& telemetry, const nlohmann::json& plan,
-                                                   const std::string& resume_hint);
+                                                   const std::string& resume_hint, const std::string& algorithm,
+                                                   bool takes_batch_size);
 
 }  // namespace mlhost

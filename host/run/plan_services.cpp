@@ -52,6 +52,10 @@ CalibrateOutcome WorkerPlanServices::calibrate(const AlgorithmInfo& algorithm, c
   CalibrateOutcome outcome;
   const GroupOutcome group = supervise_workers({spec}, nullptr, deadline);
   if (group.killed_on_request) throw HostError("calibration stopped on request", 130);
+  if (group.not_started) {  // a stop request came: the run ends once planning returns
+    outcome.error = "stopped on request";
+    return outcome;
+  }
   if (group.timed_out) {
     outcome.timed_out = true;
     return outcome;

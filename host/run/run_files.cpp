@@ -20,11 +20,33 @@ void prepare_run_dir(const fs::path& dir, bool resume) {
   if (exists) {
     if (!fs::is_directory(dir, ec)) throw std::runtime_error("--run-dir '" + dir.string() + "' is not a folder");
     if (!fs::is_empty(dir, ec))
-      throw std::runtime_error("run folder '" + dir.string() +
-                               "' already holds files; pass --resume to continue that run or choose another --run-dir");
+      throw std::runtime_error(
+          holds_run(dir) ? "run folder '" + dir.string() +
+                               "' already holds a run; pass --resume (or --resume auto) to continue it, or choose "
+                               "another --run-dir"
+                         : "run folder '" + dir.string() +
+                               "' holds files but no run (no config.json), which a new run could overwrite; choose "
+                               "another --run-dir");
   }
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create run folder '" + dir.string() + "': " + ec.message());
+}
+
+bool holds_run(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "config.json", ec);
+}
+
+fs::path make_command_dir(const fs::path& run_dir, const std::string& command) {
+  const fs::path parent = run_dir / "commands";
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) throw std::runtime_error("cannot create '" + parent.string() + "': " + ec.message());
+  for (int n = 1;; ++n) {
+    const fs::path dir = parent / (command + "-" + std::to_string(n));
+    if (fs::create_directory(dir, ec)) return dir;  // false when it exists: another command's
+    if (ec) throw std::runtime_error("cannot create '" + dir.string() + "': " + ec.message());
+  }
 }
 
 fs::path default_run_dir(const std::string& algorithm) {

@@ -10,6 +10,15 @@ namespace mlhost {
 // be overwritten); a resumed run needs the folder to exist. Throws std::runtime_error.
 void prepare_run_dir(const std::filesystem::path& dir, bool resume);
 
+// Whether `dir` holds a run (its config.json), for --resume auto.
+bool holds_run(const std::filesystem::path& dir);
+
+// A new folder of its own for a command run on the trained run in `run_dir` (eval, classify,
+// play, ...): run_dir/commands/<command>-<N>, N the first number free (made atomically, so
+// commands started at once get different folders). The run's own files are never touched.
+// Throws std::runtime_error.
+std::filesystem::path make_command_dir(const std::filesystem::path& run_dir, const std::string& command);
+
 // runs/<algorithm>-<YYYYmmdd-HHMMSS> under the current folder.
 std::filesystem::path default_run_dir(const std::string& algorithm);
 

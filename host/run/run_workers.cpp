@@ -1,5 +1,7 @@
 #include "run/run_workers.hpp"
 
+#include "common/stop_request.hpp"
+
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -85,6 +87,17 @@ void write_summary(const fs::path& run_dir, const json& summary) {
   write_file_atomically(run_dir / "summary.json", summary.dump(2) + "\n");
 }
 
+// The summary the worker wrote on its stop, as a preemption: status, signal, resumable.
+void mark_preempted(const fs::path& run_dir, const std::string& signal) {
+  std::ifstream in(run_dir / "summary.json");
+  json summary = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!summary.is_object()) summary = json::object();
+  summary["status"] = "preempted";
+  summary["stop_signal"] = signal;
+  summary["resumable"] = true;
+  write_summary(run_dir, summary);
+}
+
 }  // namespace
 
 int run_workers(const RunJob& job) {
@@ -153,6 +166,15 @@ int run_workers(const RunJob& job) {
                       (spec.output_dir() / "log.txt").string() + ")");
     }
   }
+  const int stop = first_stop_signal();
+  const bool preempted = is_preemption(stop);
+  if (group.not_started) {
+    write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", preempted ? "preempted" : "cancelled"},
+                            {"stop_signal", signal_name(stop)}, {"resumable", true},
+                            {"error", signal_name(stop) + " came before the workers started"}});
+    spdlog::warn("{} before training started; nothing trained", signal_name(stop));
+    return preempted ? kExitPreempted : kWorkerCancelled;
+  }
   const WorkerOutcome& outcome = group.workers[0];  // this machine's first rank speaks for the run
   if (group.killed_on_request) {
     // The user stopped the run twice: a cancellation, though the worker could not save.
@@ -167,13 +189,21 @@ int run_workers(const RunJob& job) {
                         strsignal(outcome.signal) + ")";
     if (outcome.signal == SIGKILL)
       if (auto why = memory_kill_explanation(oom_kills_before, oom_kill_count(memory_events), run_dir / "telemetry.jsonl",
-                                             planned.plan, job.resume_command))
+                                             planned.plan, job.resume_command, algorithm,
+                                             planned.config.is_object() && planned.config.contains("batch_size")))
         error += "; " + *why;
     write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "crashed"},
                             {"signal", outcome.signal}, {"error", error}});
     throw HostError("training " + error + "; outputs kept in " + run_dir.string() + " (log.txt)");
   }
   if (outcome.exit_code == kWorkerCancelled) {
+    if (preempted) {
+      // The worker saved a checkpoint and wrote "cancelled": say it was preempted and resumable.
+      if (owns_run_dir) mark_preempted(run_dir, signal_name(stop));
+      spdlog::warn("run preempted ({}): a checkpoint was saved; the same command with --resume (or --resume auto) "
+                   "continues it; outputs in {}", signal_name(stop), run_dir.string());
+      return kExitPreempted;
+    }
     spdlog::warn("run stopped on request; outputs in {}", run_dir.string());
     return kWorkerCancelled;
   }

@@ -1,5 +1,7 @@
 #include "run/worker.hpp"
 
+#include "common/stop_request.hpp"
+
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -34,6 +36,14 @@ volatile sig_atomic_t g_host_signals = 0;
 
 void on_worker_signal(int) { g_stop_requested = 1; }
 
+// The signal that preempts besides SIGTERM, from the host (MLH_PREEMPT_SIGNAL): it must stop
+// the worker at a step boundary too, not end it as its default action would.
+int worker_preemption_signal() {
+  const char* v = std::getenv("MLH_PREEMPT_SIGNAL");
+  const int sig = v ? std::atoi(v) : 0;
+  return sig > 0 && sig < NSIG ? sig : 0;
+}
+
 // In the host: the first SIGINT/SIGTERM/SIGHUP asks the workers to stop, a second one kills them.
 
 extern "C" {
@@ -54,6 +64,7 @@ int worker_main(const WorkerSpec& spec) {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  if (const int preempt = worker_preemption_signal()) ::sigaction(preempt, &sa, nullptr);
 
   std::unique_ptr<RunSink> sink;
   json summary = {{"algorithm", spec.algorithm.name}, {"command", spec.command}};
@@ -245,7 +256,8 @@ constexpr int kMaxWorkers = 1024;
 volatile sig_atomic_t g_worker_pids[kMaxWorkers];
 volatile sig_atomic_t g_worker_count = 0;
 
-void on_host_group_signal(int) {
+void on_host_group_signal(int sig) {
+  record_stop_signal(sig);
   ++g_host_signals;
   for (int i = 0; i < g_worker_count; ++i)
     if (g_worker_pids[i] > 0) ::kill(g_worker_pids[i], g_host_signals == 1 ? SIGINT : SIGKILL);
@@ -277,12 +289,28 @@ GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::
   const pid_t host = ::getpid();
   g_host_signals = 0;
   g_worker_count = 0;
-  struct sigaction sa {}, old_int{}, old_term{}, old_hup{};
+  struct sigaction sa {}, old_int{}, old_term{}, old_hup{}, old_preempt{};
   sa.sa_handler = on_host_group_signal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   ::sigaction(SIGHUP, &sa, &old_hup);
+  const int preempt = preemption_signal();
+  if (preempt != 0) ::sigaction(preempt, &sa, &old_preempt);
+  auto restore_signals = [&] {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::sigaction(SIGHUP, &old_hup, nullptr);
+    if (preempt != 0) ::sigaction(preempt, &old_preempt, nullptr);
+  };
+  // A stop asked for earlier (while planning, or during a calibration worker before this one)
+  // is not forgotten: nothing more starts.
+  if (first_stop_signal() != 0) {
+    restore_signals();
+    GroupOutcome stopped;
+    stopped.not_started = true;
+    return stopped;
+  }
 
   // The worker program: this very executable (the host), started afresh.
   std::error_code ec;
@@ -360,9 +388,7 @@ GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::
       kill_at = std::chrono::steady_clock::now() + kFailureGrace;
     }
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  ::sigaction(SIGHUP, &old_hup, nullptr);
+  restore_signals();
   g_worker_count = 0;
   out.killed_on_request = g_host_signals > 1;
   return out;

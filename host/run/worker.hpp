@@ -69,6 +69,8 @@ struct GroupOutcome {
   // waited for it in a collective until the timeout), by index.
   std::vector<int> stopped_by_host;
   bool timed_out = false;  // the deadline came first, and the workers were killed
+  // A stop request (common/stop_request.hpp) had come before: no worker was started.
+  bool not_started = false;
 };
 
 // Runs every spec in its own supervised child process and waits for all; `started` is called

@@ -1,5 +1,9 @@
 // Bad command lines: exit status 2 and a message on stderr naming the option or value;
 // help and version.
+#include <regex>
+#include <set>
+#include <sstream>
+
 #include "cli_harness.hpp"
 
 namespace mlhost::cli_test {
@@ -82,6 +86,30 @@ TEST_F(HelpTest, HelpOption) {
   const Result r = host({"--help", "--probe"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(contains(r.out, "Usage: host")) << r.describe();
+}
+
+// The README's option table names every option --help lists, so the table stays complete as
+// options are added (and names none that --help does not know).
+TEST_F(HelpTest, TheReadmesOptionTableHasEveryOptionOfHelp) {
+  const Result r = host({"--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  // Options start two spaces in; wrapped descriptions are indented further.
+  const std::regex help_option(R"(^  (?:-\w \[ )?(--[a-z][a-z-]*))");
+  std::set<std::string> in_help;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, help_option)) in_help.insert(m[1]);
+  }
+  ASSERT_GT(in_help.size(), 30u) << r.out;
+  const std::string readme = read_file(MLH_CLI_README);
+  ASSERT_FALSE(readme.empty()) << "cannot read " << MLH_CLI_README;
+  std::set<std::string> in_table;
+  const std::regex table_row(R"(\n\| `(--[a-z][a-z-]*))");
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), table_row); it != std::sregex_iterator(); ++it)
+    in_table.insert((*it)[1]);
+  for (const std::string& option : in_help) EXPECT_TRUE(in_table.count(option)) << option << " is not in README.md's option table";
+  for (const std::string& option : in_table) EXPECT_TRUE(in_help.count(option)) << option << " in README.md is not a host option";
 }
 
 TEST_F(HelpTest, VersionPrintsTheVersion) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <thread>
 
 #include "cli_harness.hpp"
@@ -175,6 +176,115 @@ TEST_F(DistributedTest, TorchrunEnvironmentMakesEachHostOneRank) {
   EXPECT_EQ(plan["distributed"]["source"], "torchrun environment") << plan.dump(2);
   EXPECT_EQ(plan["distributed"]["world_size"], 2);
   EXPECT_EQ(plan["distributed"]["master"], "127.0.0.1:" + port);
+}
+
+// The real torchrun of PyTorch 2.x (.venv/bin/torchrun, made by scripts/torch-venv.sh; or
+// MLH_TORCHRUN) starting the host as its workers, in each of its two ways of meeting: its agent
+// serving the c10d store the workers join (TORCHELASTIC_USE_AGENT_STORE=True, the default),
+// and the workers' rank 0 serving one (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 with the c10d
+// rendezvous). Each run must match our own launcher's result on the same global batch. A
+// LibTorch 1.x worker cannot speak a 2.x agent's store protocol (the connection is reset):
+// there the agent-store launches must fail with the advice to use the other mode.
+constexpr Millis kTorchrunTimeout{150000};
+
+class TorchrunTest : public DistributedTest {
+ protected:
+  void SetUp() override {
+    DistributedTest::SetUp();
+    const char* named = std::getenv("MLH_TORCHRUN");
+    torchrun_ = named && *named ? named : MLH_CLI_TORCHRUN;
+    if (::access(torchrun_.c_str(), X_OK) != 0)
+      GTEST_SKIP() << "no torchrun at " << torchrun_
+                   << " (bash scripts/torch-venv.sh installs PyTorch's into .venv/; MLH_TORCHRUN names another)";
+    const Result listed = host({"--plugin-dir", toyreg_, "--list-plugins", "--json"});
+    for (const json& p : stdout_json(listed).value("plugins", json::array()))
+      if (p.value("name", "") == "toyreg") torch_major_ = std::stoi(p["build"]["torch"]["version"].get<std::string>());
+  }
+
+  // torchrun `launch` ... --no-python host (toyreg, 30 steps, 16 a rank).
+  // Joining the agent's store fails at once on 1.x: a short --dist-timeout bounds it.
+  std::vector<std::string> torchrun_args(const std::vector<std::string>& launch, const fs::path& run_dir,
+                                         bool agent_store) {
+    std::vector<std::string> args{torchrun_};
+    args.insert(args.end(), launch.begin(), launch.end());
+    args.push_back("--no-python");
+    std::vector<std::string> run{"--set", "steps=30", "--set", "lr=0.05", "--batch-size", "16"};
+    if (agent_store && torch_major_ < 2) run.insert(run.end(), {"--dist-timeout", "15"});
+    for (const std::string& a : toyreg_args(run_dir, run)) args.push_back(a);
+    return args;
+  }
+
+  // Both ranks finished with the same weights, equal to one process on the global batch, and
+  // met at `store` ("torchrun agent" or "rank 0": Distributed::store()).
+  void expect_matches_one_process(const fs::path& dir, const std::string& what, const std::string& store) {
+    const fs::path one = tmp() / "one";
+    if (!fs::exists(one / "summary.json")) {
+      const Result single = run_toyreg(one, {"--set", "steps=30", "--set", "lr=0.05", "--batch-size", "32"});
+      ASSERT_EQ(single.exit_code, 0) << single.describe();
+    }
+    const Weights w0 = weights_of(dir / "summary.json"), w1 = weights_of(dir / "ranks" / "1" / "summary.json");
+    EXPECT_EQ(w0.w, w1.w) << what;
+    EXPECT_EQ(w0.b, w1.b) << what;
+    EXPECT_NEAR(w0.w, weights_of(one / "summary.json").w, 1e-5) << what;
+    const json plan = file_json(dir / "plan.json");
+    EXPECT_EQ(plan["distributed"]["source"], "torchrun environment") << what << ": " << plan.dump(2);
+    EXPECT_EQ(plan["distributed"]["world_size"], 2) << what;
+    EXPECT_EQ(file_json(dir / "summary.json")["result"]["store"], store) << what;
+    EXPECT_EQ(file_json(dir / "ranks" / "1" / "summary.json")["result"]["store"], store) << what;
+  }
+
+  // With the agent's store: completes on LibTorch 2.x; on 1.x fails, naming the way out.
+  void expect_agent_store_outcome(const std::vector<Result>& results, const fs::path& dir, const std::string& what) {
+    if (torch_major_ >= 2) {
+      for (const Result& r : results) ASSERT_EQ(r.exit_code, 0) << what << "\n" << r.describe();
+      expect_matches_one_process(dir, what, "torchrun agent");
+      return;
+    }
+    bool advised = false;
+    for (const Result& r : results) {
+      EXPECT_NE(r.exit_code, 0) << what << "\n" << r.describe();
+      advised |= contains(r.err + r.out, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 so that rank 0 serves a store of its own");
+    }
+    EXPECT_TRUE(advised) << what << "\n" << results.front().describe();
+  }
+
+  std::string torchrun_;
+  int torch_major_ = 0;
+};
+
+TEST_F(TorchrunTest, OneNodeWithTheAgentsStore) {
+  const fs::path dir = tmp() / "run";
+  RunOptions o;
+  o.timeout = kTorchrunTimeout;
+  const std::string port = std::to_string(free_port());
+  const Result r =
+      Process(torchrun_args({"--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", port}, dir, true), o)
+          .wait(kTorchrunTimeout);
+  EXPECT_FALSE(contains(r.err + r.out, "Address already in use")) << r.describe();
+  expect_agent_store_outcome({r}, dir, "torchrun --nproc-per-node 2");
+}
+
+TEST_F(TorchrunTest, TwoAgentsOnLoopbackWithEitherStore) {
+  for (const bool share : {false, true}) {
+    const fs::path dir = tmp() / (share ? "shared" : "own");
+    RunOptions o;
+    o.timeout = kTorchrunTimeout;
+    // Without sharing, the agents meet at the rendezvous endpoint and the workers at a port of
+    // their own that torchrun picks (MASTER_PORT), which rank 0 serves.
+    if (!share) o.env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1";
+    const std::vector<std::string> launch{"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                                          "--rdzv-endpoint", "127.0.0.1:" + std::to_string(free_port()),
+                                          "--rdzv-id", share ? "shared" : "own"};
+    Process first(torchrun_args(launch, dir, share), o), second(torchrun_args(launch, dir, share), o);
+    const Result r0 = first.wait(kTorchrunTimeout), r1 = second.wait(kTorchrunTimeout);
+    if (share) {
+      expect_agent_store_outcome({r0, r1}, dir, "two agents, the agents' store");
+    } else {
+      ASSERT_EQ(r0.exit_code, 0) << r0.describe();
+      ASSERT_EQ(r1.exit_code, 0) << r1.describe();
+      expect_matches_one_process(dir, "two agents, rank 0's store", "rank 0");
+    }
+  }
 }
 
 TEST_F(DistributedTest, ACrashingRankEndsTheRunNamingItAndLeavesNoProcess) {

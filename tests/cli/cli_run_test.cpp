@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli_harness.hpp"
+#include "run_snapshot.hpp"
 
 namespace mlhost::cli_test {
 namespace {
@@ -148,15 +149,63 @@ TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
   EXPECT_EQ(probe_json["chosen"], "cpu:0");
   EXPECT_TRUE(contains(read_file(run_dir_ / "log.txt"), "final loss")) << read_file(run_dir_ / "log.txt");
 
-  // Evaluate the trained model in the same folder.
-  const Result e = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval"});
+  // Evaluate the trained model: in a folder of its own inside the run, whose files stay as
+  // they were (a later --resume trains on with the training config).
+  const auto trained = training_files(run_dir_.string());
+  const Result e = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval", "--set", "lr=0.9"});
   ASSERT_EQ(e.exit_code, 0) << e.describe();
-  const json eval = file_json(run_dir_ / "summary.json");
+  EXPECT_EQ(changed_files(trained, training_files(run_dir_.string())), "");
+  EXPECT_TRUE(contains(e.err, "eval: results in " + (run_dir_ / "commands" / "eval-1").string())) << e.describe();
+  EXPECT_EQ(file_json(run_dir_ / "commands" / "eval-1" / "config.json")["lr"], 0.9);
+  EXPECT_EQ(file_json(run_dir_ / "commands" / "eval-1" / "plan.json")["trained_run_dir"],
+            fs::absolute(run_dir_).string());
+  EXPECT_TRUE(fs::exists(run_dir_ / "commands" / "eval-1" / "log.txt"));
+  const Result again = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval"});
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_TRUE(fs::exists(run_dir_ / "commands" / "eval-2" / "summary.json")) << "a second eval, a second folder";
+  EXPECT_EQ(changed_files(trained, training_files(run_dir_.string())), "");
+  const json eval = file_json(run_dir_ / "commands" / "eval-1" / "summary.json");
   ASSERT_FALSE(eval.is_discarded());
   EXPECT_EQ(eval["status"], "completed") << eval.dump(2);
   EXPECT_EQ(eval["command"], "eval");
   ASSERT_TRUE(eval["result"]["parameter_error"].is_number()) << eval.dump(2);
   EXPECT_LT(eval["result"]["parameter_error"].get<double>(), 0.05) << eval.dump(2);
+}
+
+// --resume auto: one command for every launch of a preemptible or requeued job. A missing
+// folder starts a run; the same command again continues it; an empty folder starts one; a
+// folder of other files is refused, naming it, and nothing in it is touched.
+TEST_F(RunTest, ResumeAutoStartsOrContinuesTheRunWithTheSameCommand) {
+  const std::vector<std::string> same{"--resume", "auto", "--set", "steps=20", "--set", "checkpoint_every=5"};
+  const Result first = train(same);
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  EXPECT_TRUE(contains(first.err, "--resume auto: starting a new run in " + run_dir_.string())) << first.describe();
+  EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "completed");
+  ASSERT_EQ(metric("train/loss", run_dir_).size(), 20u);
+
+  const Result again = train(same);
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_TRUE(contains(again.err, "--resume auto: continuing the run in")) << again.describe();
+  EXPECT_TRUE(contains(read_file(run_dir_ / "log.txt"), "resumed from step 20")) << read_file(run_dir_ / "log.txt");
+  EXPECT_EQ(metric("train/loss", run_dir_).size(), 20u) << "nothing trained twice";
+
+  const fs::path empty = tmp() / "empty";
+  fs::create_directories(empty);
+  const Result fresh = run_toyreg({"--resume=auto", "--run-dir", empty.string(), "--set", "steps=5"});
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.describe();
+  EXPECT_EQ(file_json(empty / "summary.json")["status"], "completed");
+
+  const fs::path other = tmp() / "other";
+  write_file(other / "notes.txt", "mine");
+  const Result refused = run_toyreg({"--resume", "auto", "--run-dir", other.string(), "--set", "steps=5"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.describe();
+  EXPECT_TRUE(contains(refused.err, "'" + other.string() + "' holds files but no run")) << refused.describe();
+  EXPECT_EQ(read_file(other / "notes.txt"), "mine");
+  EXPECT_FALSE(fs::exists(other / "config.json"));
+
+  const Result bad = run_toyreg({"--resume=later", "--run-dir", other.string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_TRUE(contains(bad.err, "--resume takes no value, or 'auto'; got 'later'")) << bad.describe();
 }
 
 TEST_F(RunTest, ConfigFileAndSetOverrides) {
@@ -550,13 +599,52 @@ class WorkerLifetimeTest : public RunTest {
   }
 };
 
-TEST_F(WorkerLifetimeTest, SigtermCancelsLikeCtrlC) {
+// SIGTERM (what a cluster scheduler, Kubernetes or torchrun sends before it kills) preempts:
+// a checkpoint at the next step, summary "preempted" and resumable, exit 75; the same command
+// with --resume auto continues from that step to the end.
+TEST_F(WorkerLifetimeTest, SigtermPreemptsAndTheSameCommandContinues) {
   auto p = start_long_run(20);
   ASSERT_TRUE(p);
   ASSERT_EQ(::kill(p->pid(), SIGTERM), 0);
   const Result r = p->wait(Millis(20000));
-  EXPECT_EQ(r.exit_code, 130) << r.describe();
-  EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "cancelled");
+  EXPECT_EQ(r.exit_code, 75) << r.describe();
+  EXPECT_TRUE(contains(r.err, "run preempted (SIGTERM): a checkpoint was saved")) << r.describe();
+  const json summary = file_json(run_dir_ / "summary.json");
+  EXPECT_EQ(summary["status"], "preempted") << summary.dump(2);
+  EXPECT_EQ(summary["resumable"], true);
+  EXPECT_EQ(summary["stop_signal"], "SIGTERM");
+  const size_t trained = metric("train/loss", run_dir_).size();
+  ASSERT_GE(trained, 2u);
+  const int64_t target = static_cast<int64_t>(trained) + 10;
+  const Result resumed = run_toyreg({"--resume", "auto", "--run-dir", run_dir_.string(), "--set",
+                                     "steps=" + std::to_string(target), "--set", "step_delay_ms=0"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  EXPECT_TRUE(contains(read_file(run_dir_ / "log.txt"), "resumed from step " + std::to_string(trained)))
+      << read_file(run_dir_ / "log.txt");
+  EXPECT_EQ(file_json(run_dir_ / "summary.json")["status"], "completed");
+  EXPECT_EQ(metric("train/loss", run_dir_).size(), static_cast<size_t>(target)) << "no step trained twice";
+}
+
+// SLURM's --signal=USR1@120 warns a job before its time limit: --preempt-signal USR1 makes that
+// signal preempt as SIGTERM does (without it, USR1 would end the host outright). Ctrl-C still
+// cancels (InterruptCancelsAndResumeContinues).
+TEST_F(WorkerLifetimeTest, APreemptionSignalOfTheUsersChoicePreempts) {
+  RunOptions o;
+  o.cwd = tmp();
+  Process p({host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", run_dir_.string(),
+             "--set", "steps=100000", "--set", "step_delay_ms=20", "--preempt-signal", "USR1"},
+            o);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (std::chrono::steady_clock::now() < deadline && p.running() && metric("train/loss", run_dir_).size() < 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(::kill(p.pid(), SIGUSR1), 0);
+  const Result r = p.wait(Millis(20000));
+  EXPECT_EQ(r.exit_code, 75) << r.describe();
+  EXPECT_EQ(file_json(run_dir_ / "summary.json")["stop_signal"], "SIGUSR1");
+
+  const Result bad = run_toyreg({"--run-dir", (tmp() / "x").string(), "--preempt-signal", "KILL"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_TRUE(contains(bad.err, "--preempt-signal 'KILL' is not a signal")) << bad.describe();
 }
 
 TEST_F(WorkerLifetimeTest, SecondCtrlCStopsAtOnceAndIsNotACrash) {

@@ -2,6 +2,9 @@
 // how results are cached and checked, and how the plan takes them.
 #include "plan/calibration/result.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -114,7 +117,7 @@ TEST(Calibration, UntrustworthyResultsAreRejectedNamingTheField) {
   EXPECT_NE(error(json::array()).find("expected an object"), std::string::npos);
 }
 
-TEST(CalibrationCache, StoresByKeyAndReplacesTheAlgorithmsOlderEntry) {
+TEST(CalibrationCache, KeepsOneEntryPerKey) {
   TempDir dir;
   const fs::path file = fs::path(dir.path()) / "mlhost" / "calibration.json";
   CalibrationCache cache(file);
@@ -126,18 +129,92 @@ TEST(CalibrationCache, StoresByKeyAndReplacesTheAlgorithmsOlderEntry) {
   reread.load();
   ASSERT_TRUE(reread.find(key("protonet")));
   ASSERT_TRUE(reread.find(key("trm")));
-  // A changed key (a new LibTorch) finds nothing, and its result replaces the old one.
+  // A changed key (the other LibTorch build) finds nothing; its result is kept beside the
+  // first one's, so switching back and forth measures neither again.
   CalibrationKey changed = key();
   changed.torch_version = "2.15.0";
   EXPECT_FALSE(reread.find(changed));
   CalibrationResult newer = result();
   newer.key = changed;
   reread.store(newer);
+  reread.store(newer);  // measured again: replaces its own entry
   CalibrationCache third(file);
   third.load();
   EXPECT_TRUE(third.find(changed));
-  EXPECT_FALSE(third.find(key())) << "the entry for the old key is gone";
+  EXPECT_TRUE(third.find(key())) << "the other build's entry stays";
   EXPECT_TRUE(third.find(key("trm")));
+  const json stored = json::parse(std::ifstream(file));
+  EXPECT_EQ(stored["calibrations"].size(), 3u) << stored.dump(2);
+}
+
+TEST(CalibrationCache, KeepsTheMostRecentEntriesOfOneAlgorithmAndDevice) {
+  TempDir dir;
+  const fs::path file = fs::path(dir.path()) / "calibration.json";
+  CalibrationCache cache(file);
+  std::vector<CalibrationKey> keys;
+  for (size_t i = 0; i < CalibrationCache::kKeptPerDevice + 2; ++i) {
+    CalibrationResult r = result();
+    r.key.host_version = "0." + std::to_string(i);
+    keys.push_back(r.key);
+    cache.store(r);
+  }
+  cache.store(result("trm"));
+  CalibrationCache reread(file);
+  reread.load();
+  EXPECT_FALSE(reread.find(keys[0]));
+  EXPECT_FALSE(reread.find(keys[1]));
+  for (size_t i = 2; i < keys.size(); ++i) EXPECT_TRUE(reread.find(keys[i])) << i;
+  EXPECT_TRUE(reread.find(key("trm")));
+}
+
+// Two runs that read the cache before either stored (the race of two runs calibrating at
+// once): each store re-reads the file under its lock, so neither entry is lost.
+TEST(CalibrationCache, TwoRunsStoringAtOnceKeepBothEntries) {
+  TempDir dir;
+  const fs::path file = fs::path(dir.path()) / "calibration.json";
+  CalibrationCache first(file), second(file);
+  first.load();
+  second.load();
+  first.store(result("protonet"));
+  second.store(result("trm"));
+  CalibrationCache reread(file);
+  reread.load();
+  EXPECT_TRUE(reread.find(key("protonet")));
+  EXPECT_TRUE(reread.find(key("trm")));
+  // And from two processes storing many entries at once.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    CalibrationCache mine(file);
+    for (int i = 0; i < 20; ++i) {
+      CalibrationResult r = result("child" + std::to_string(i));
+      mine.store(r);
+    }
+    ::_exit(0);
+  }
+  CalibrationCache mine(file);
+  for (int i = 0; i < 20; ++i) mine.store(result("parent" + std::to_string(i)));
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  reread.load();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(reread.find(key("child" + std::to_string(i)))) << i;
+    EXPECT_TRUE(reread.find(key("parent" + std::to_string(i)))) << i;
+  }
+}
+
+// A damaged file reads as an error (the planner warns and measures again), and the next store
+// replaces it with a valid file holding just that entry.
+TEST(CalibrationCache, AStoreReplacesADamagedFile) {
+  TempDir dir;
+  const fs::path file = fs::path(dir.path()) / "calibration.json";
+  std::ofstream(file) << "{not json";
+  CalibrationCache cache(file);
+  EXPECT_THROW(cache.load(), CalibrationError);
+  cache.store(result("trm"));
+  CalibrationCache reread(file);
+  reread.load();
+  EXPECT_TRUE(reread.find(key("trm")));
 }
 
 TEST(CalibrationCache, BadContentIsAnErrorNamingTheFileAndNothingOfItIsUsed) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "algorithm_host_test.hpp"
+#include "run_snapshot.hpp"
 
 namespace {
 
@@ -106,10 +107,12 @@ TEST_F(PpoHost, TrainAndEvalCartPole) {
   EXPECT_TRUE(fs::exists(run + "/metrics.jsonl"));
   EXPECT_FALSE(fs::is_empty(run + "/checkpoints"));
 
+  const auto trained = training_files(run);
   const Result eval = host("--algorithm ppo --command eval --resume" + common + " --set eval_episodes=5");
   ASSERT_EQ(eval.rc, 0) << eval.output;
-  const json e = read_json(run + "/summary.json");
+  const json e = read_json(run + "/commands/eval-1/summary.json");
   EXPECT_GT(e["result"]["mean_return"].get<double>(), 9.0) << e.dump();
+  EXPECT_EQ(changed_files(trained, training_files(run)), "");
 }
 
 // --max-steps counts PPO's iterations (a rollout of num_envs x num_steps and its update):
@@ -135,9 +138,10 @@ TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
   const Result train = host("--algorithm ppo" + common + " --set total_timesteps=2048 --set num_envs=8 --set num_steps=32");
   ASSERT_EQ(train.rc, 0) << train.output;
   EXPECT_TRUE(read_json(run + "/summary.json")["last_metrics"].contains("curriculum/level"));
+  const auto trained = training_files(run);
   const Result eval = host("--algorithm ppo --command eval --resume" + common);
   ASSERT_EQ(eval.rc, 0) << eval.output;
-  const json e = read_json(run + "/summary.json");
+  const json e = read_json(run + "/commands/eval-1/summary.json");
   EXPECT_TRUE(e["result"].contains("solve_rate")) << e.dump();
   EXPECT_TRUE(e["result"].contains("random_solve_rate") && e["result"].contains("random_valid_solve_rate")) << e.dump();
 
@@ -149,6 +153,8 @@ TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
   const Result bad = host("--algorithm ppo --command play --resume" + common + " --set level_file=" + dir_ + "/none.txt");
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.output.find("none.txt"), std::string::npos) << bad.output;
+  EXPECT_TRUE(fs::exists(run + "/commands/play-1/summary.json"));
+  EXPECT_EQ(changed_files(trained, training_files(run)), "");
 }
 
 // Two CPU ranks (Gloo): CartPole on the plain-C++ update and the puzzle on the autograd
@@ -171,7 +177,7 @@ TEST_F(PpoHost, TwoRanksTrainCartPoleAndThePuzzleInLockstep) {
   const Result eval = host("--algorithm ppo --command eval --resume --device cpu --run-dir " + run +
                            " --set eval_episodes=5");
   ASSERT_EQ(eval.rc, 0) << eval.output;
-  EXPECT_GT(read_json(run + "/summary.json")["result"]["mean_return"].get<double>(), 9.0);
+  EXPECT_GT(read_json(run + "/commands/eval-1/summary.json")["result"]["mean_return"].get<double>(), 9.0);
 
   const std::string puzzle = dir_ + "/puzzle2";
   const Result p = host("--algorithm ppo --device cpu --nproc-per-node 2 --run-dir " + puzzle +

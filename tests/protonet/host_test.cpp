@@ -14,6 +14,7 @@
 #include <stb/stb_image_write.h>
 
 #include "algorithm_host_test.hpp"
+#include "run_snapshot.hpp"
 
 namespace {
 
@@ -72,9 +73,10 @@ TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
   EXPECT_TRUE(ts["last_metrics"].contains("val/acc"));
   EXPECT_TRUE(fs::exists(run + "/model.safetensors"));
 
+  const auto trained = training_files(run);
   const Result eval = host("--algorithm protonet --command eval --resume" + common);
   ASSERT_EQ(eval.rc, 0) << eval.output;
-  const json es = read_json(run + "/summary.json");
+  const json es = read_json(run + "/commands/eval-1/summary.json");
   // 5-way on the unseen classes 5-9: chance is 0.2.
   EXPECT_GT(es["result"]["accuracy"].get<double>(), 0.4) << es.dump();
   EXPECT_NE(eval.output.find("(95% CI)"), std::string::npos);
@@ -89,7 +91,8 @@ TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
   const Result cls = host("--algorithm protonet --command classify --resume" + common + " --set support_dir=" + dir_ +
                           "/support --set query=" + dir_ + "/query");
   ASSERT_EQ(cls.rc, 0) << cls.output;
-  const json cs = read_json(run + "/summary.json");
+  const json cs = read_json(run + "/commands/classify-1/summary.json");
+  EXPECT_EQ(changed_files(trained, training_files(run)), "");
   const json& p = cs["result"]["predictions"];
   ASSERT_EQ(p.size(), 2u) << cs.dump();
   EXPECT_EQ(p[0]["class"], "vertical") << cs.dump();
@@ -191,7 +194,7 @@ TEST_F(ProtonetHost, TwoRanksTrainInLockstep) {
   EXPECT_EQ(s["result"]["best_val_loss"], s1["result"]["best_val_loss"]);
   const Result eval = host("--algorithm protonet --command eval --resume" + common);
   ASSERT_EQ(eval.rc, 0) << eval.output;
-  EXPECT_GT(read_json(run + "/summary.json")["result"]["accuracy"].get<double>(), 0.4);
+  EXPECT_GT(read_json(run + "/commands/eval-1/summary.json")["result"]["accuracy"].get<double>(), 0.4);
 }
 
 }  // namespace

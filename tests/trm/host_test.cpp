@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "algorithm_host_test.hpp"
+#include "run_snapshot.hpp"
 
 namespace {
 
@@ -55,12 +56,18 @@ TEST_F(TrmHost, BuildDataTrainEvalSolve) {
   EXPECT_TRUE(fs::exists(run + "/model.safetensors"));
   EXPECT_FALSE(fs::is_empty(run + "/checkpoints"));
 
+  // eval and solve write into folders of their own; the training run's files stay as they were.
+  const auto trained = training_files(run);
   const HostResult e = host("--algorithm trm --command eval --resume" + common);
   ASSERT_EQ(e.rc, 0) << e.output;
-  EXPECT_EQ(read_json_file(run + "/summary.json")["result"]["examples"], 10);
+  EXPECT_EQ(read_json_file(run + "/commands/eval-1/summary.json")["result"]["examples"], 10);
+  EXPECT_NE(e.output.find("eval: results in " + run + "/commands/eval-1"), std::string::npos) << e.output;
   const HostResult so = host("--algorithm trm --command solve --resume" + common + " --set solve.index=3");
   ASSERT_EQ(so.rc, 0) << so.output;
   EXPECT_NE(so.output.find("model's answer"), std::string::npos) << so.output;
+  EXPECT_TRUE(fs::exists(run + "/commands/solve-1/summary.json"));
+  EXPECT_EQ(changed_files(trained, training_files(run)), "");
+  EXPECT_EQ(read_json_file(run + "/summary.json")["command"], "train");
 }
 
 TEST_F(TrmHost, BadSettingIsRefused) {

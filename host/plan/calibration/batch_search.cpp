@@ -32,7 +32,8 @@ BatchSearch batch_size_for_plan(const PlanRequest& request, const json& plan, co
   try {
     cache.load();
   } catch (const CalibrationError& e) {
-    throw PlanError(std::string(e.what()) + " (not used; delete the file, or run 'host --calibrate' to replace it)");
+    spdlog::warn("{}: not used; the batch is sought again, and the file replaced", e.what());
+    cache = CalibrationCache(cache.file());
   }
   BatchSearch out;
   if (auto cached = cache.find_batch_size(key, config_hash)) {

@@ -1,5 +1,9 @@
 #include "plan/calibration/cache.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -110,14 +114,72 @@ std::optional<CalibrationCache::BatchSize> CalibrationCache::find_batch_size(con
   return std::nullopt;
 }
 
-void CalibrationCache::store_batch_size(const BatchSize& entry) {
-  std::vector<BatchSize> kept;
-  for (auto& b : batch_sizes_)
-    if (b.key.algorithm != entry.key.algorithm || b.key.device != entry.key.device || b.config != entry.config)
-      kept.push_back(std::move(b));
-  kept.push_back(entry);
-  batch_sizes_ = std::move(kept);
+namespace {
+
+// `entries` without the one `same` matches, with `entry` appended, and no more than `keep` of
+// those `related` matches (the oldest go first: entries are kept in the order stored).
+template <typename T, typename Same, typename Related>
+std::vector<T> with_entry(std::vector<T> entries, const T& entry, Same same, Related related, size_t keep) {
+  std::vector<T> out;
+  for (T& e : entries)
+    if (!same(e)) out.push_back(std::move(e));
+  out.push_back(entry);
+  size_t count = 0;
+  for (const T& e : out) count += related(e) ? 1 : 0;
+  std::vector<T> kept;
+  for (T& e : out) {
+    if (related(e) && count > keep) {
+      --count;
+      continue;
+    }
+    kept.push_back(std::move(e));
+  }
+  return kept;
+}
+
+// An exclusive lock on `file`.lock for as long as it lives; none when the lock file cannot be
+// made (the store then goes on unlocked, as before locks).
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& file) {
+    fd_ = ::open((file.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+void CalibrationCache::update(const std::function<void()>& change) {
+  if (file_.empty()) throw std::runtime_error("no calibration cache: neither XDG_CACHE_HOME nor HOME is set");
+  std::error_code ec;
+  fs::create_directories(file_.parent_path(), ec);
+  if (ec) throw std::runtime_error("cannot create '" + file_.parent_path().string() + "': " + ec.message());
+  FileLock lock(file_);
+  try {
+    load();  // what other runs stored since this one read the file
+  } catch (const CalibrationError&) {
+    results_.clear();  // damaged: replaced by what this store writes
+    batch_sizes_.clear();
+  }
+  change();
   write();
+}
+
+void CalibrationCache::store_batch_size(const BatchSize& entry) {
+  update([&] {
+    batch_sizes_ = with_entry(
+        std::move(batch_sizes_), entry, [&](const BatchSize& b) { return b.key == entry.key && b.config == entry.config; },
+        [&](const BatchSize& b) { return b.key.algorithm == entry.key.algorithm && b.key.device == entry.key.device; },
+        kKeptPerDevice);
+  });
 }
 
 std::optional<CalibrationResult> CalibrationCache::find(const CalibrationKey& key) const {
@@ -127,23 +189,21 @@ std::optional<CalibrationResult> CalibrationCache::find(const CalibrationKey& ke
 }
 
 void CalibrationCache::store(const CalibrationResult& result) {
-  std::vector<CalibrationResult> kept;
-  for (auto& r : results_)
-    if (r.key.algorithm != result.key.algorithm || r.key.device != result.key.device) kept.push_back(std::move(r));
-  kept.push_back(result);
-  results_ = std::move(kept);
-  write();
+  update([&] {
+    results_ = with_entry(
+        std::move(results_), result, [&](const CalibrationResult& r) { return r.key == result.key; },
+        [&](const CalibrationResult& r) {
+          return r.key.algorithm == result.key.algorithm && r.key.device == result.key.device;
+        },
+        kKeptPerDevice);
+  });
 }
 
 void CalibrationCache::write() const {
-  if (file_.empty()) throw std::runtime_error("no calibration cache: neither XDG_CACHE_HOME nor HOME is set");
   json calibrations = json::array(), batch_sizes = json::array();
   for (const auto& r : results_) calibrations.push_back(r.to_json());
   for (const auto& b : batch_sizes_)
     batch_sizes.push_back({{"key", b.key.to_json()}, {"config", b.config}, {"result", b.result}, {"measured_at", b.measured_at}});
-  std::error_code ec;
-  fs::create_directories(file_.parent_path(), ec);
-  if (ec) throw std::runtime_error("cannot create '" + file_.parent_path().string() + "': " + ec.message());
   write_file_atomically(file_, json{{"schema_version", kSchemaVersion}, {"calibrations", calibrations},
                                     {"batch_sizes", batch_sizes}}.dump(2) + "\n");
 }

@@ -4,11 +4,16 @@
 //   {"schema_version": 1, "calibrations": [<CalibrationResult::to_json()>, ...],
 //    "batch_sizes": [{"key": <CalibrationKey>, "config": "<sha256 of the config>",
 //                     "result": <BatchSearchResult::to_json()>, "measured_at": "..."}, ...]}
-// A result is used only for its exact key (calibration.hpp); content that does not read as
-// such a file is an error naming the file and the field, and nothing of it is used.
+// A result is used only for its exact key (calibration.hpp), and each key keeps its own entry
+// (switching between two LibTorch builds finds each one's). Content that does not read as such
+// a file is an error naming the file and the field, and nothing of it is used; the planner
+// warns and measures again, and the next store replaces the file. Stores re-read the file
+// under a lock (calibration.json.lock) and write it atomically, so two runs storing at once
+// both keep their entries.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -36,12 +41,15 @@ class CalibrationCache {
   void load();
   // The calibration for exactly this key, if there is one.
   std::optional<CalibrationResult> find(const CalibrationKey& key) const;
-  // Adds `result`, replacing any for the same algorithm and device (an older key, or the same
-  // one measured again), and writes the file atomically. Throws std::runtime_error naming it.
+  // Adds `result`, replacing one for the same key (measured again), and keeping at most
+  // kKeptPerDevice entries of one algorithm and device (the most recent). Re-reads the file
+  // under its lock first (a damaged file counts as empty) and writes it atomically. Throws
+  // std::runtime_error naming the file.
   void store(const CalibrationResult& result);
+  static constexpr size_t kKeptPerDevice = 8;
 
   // The batch found for this key and config (the hex SHA-256 of the config without its
-  // batch size), and storing one, replacing any for the same algorithm, device and config.
+  // batch size), and storing one, replacing one for the same key and config (as store()).
   struct BatchSize {
     CalibrationKey key;
     std::string config;
@@ -55,6 +63,8 @@ class CalibrationCache {
 
  private:
   void write() const;
+  // Under the file's lock: re-reads the file, applies `change` and writes the result.
+  void update(const std::function<void()>& change);
 
   std::filesystem::path file_;
   std::vector<CalibrationResult> results_;

@@ -25,9 +25,11 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
   try {
     cache.load();
   } catch (const CalibrationError& e) {
-    if (policy.calibrate != Calibrate::kAlways)
-      throw PlanError(std::string(e.what()) + " (not used; delete the file, or run 'host --calibrate' to replace it)");
-    spdlog::warn("{}: not used, and replaced by this calibration", e.what());
+    // Derived data: a damaged file is never a reason to stop a run. Nothing of it is used, and
+    // the next calibration stored replaces it.
+    spdlog::warn("{}: not used; {}", e.what(),
+                 policy.calibrate == Calibrate::kCachedOnly ? "the next run that calibrates replaces it"
+                                                            : "measured again, and replaced");
     cache = CalibrationCache(cache.file());
   }
   if (policy.calibrate != Calibrate::kAlways)

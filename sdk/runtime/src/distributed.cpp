@@ -1,7 +1,9 @@
 #include "mlh/runtime/distributed.hpp"
 
 #include <cstdlib>
+#include <future>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -23,6 +25,7 @@
 #else
 #define MLH_RT_HAS_GLOO 0
 #endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if MLH_RT_HAS_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -65,6 +68,11 @@ DistributedSettings DistributedSettings::from_context(const mlh::RunContext& ctx
   if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) s.master_addr = addr;
   s.master_port = env_int("MASTER_PORT", s.master_port, 1, 65535);
   s.timeout = std::chrono::seconds(env_int("MLH_DIST_TIMEOUT_S", 300, 1, 86400));
+  // As torch.distributed's env:// rendezvous reads it (rendezvous.py, _create_c10d_store).
+  if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") {
+    s.agent_store = true;
+    s.agent_store_prefix = "/worker/attempt_" + std::to_string(env_int("TORCHELASTIC_RESTART_COUNT", 0, 0, 1 << 30));
+  }
   return s;
 }
 
@@ -92,15 +100,40 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(s.master_port);
-    options.isServer = rank_ == 0;
+    // Under torchrun's agent store, a server of our own on its port fails ("Address already in
+    // use"): the agent's store is the one every rank meets at.
+    options.isServer = rank_ == 0 && !s.agent_store;
     options.numWorkers = static_cast<std::size_t>(world_size_);
-    options.waitWorkers = true;
+    options.waitWorkers = true;  // clients count themselves in, as torch.distributed's do
     options.timeout = timeout_;
-    group->store = c10::make_intrusive<c10d::TCPStore>(s.master_addr, options);
+    // Connected on a thread of its own and bounded by the timeout: a LibTorch 1.13 client of the
+    // agent's store of torchrun 2.15 hung in TCPStore's constructor long past its own timeout.
+    // A thread still stuck there is left behind; the worker ends with the error below.
+    std::packaged_task<c10::intrusive_ptr<c10d::TCPStore>()> connect(
+        [addr = s.master_addr, options] { return c10::make_intrusive<c10d::TCPStore>(addr, options); });
+    std::future<c10::intrusive_ptr<c10d::TCPStore>> connected = connect.get_future();
+    std::thread(std::move(connect)).detach();
+    if (connected.wait_for(timeout_ + std::chrono::seconds(5)) != std::future_status::ready)
+      throw std::runtime_error("no answer within " + std::to_string(timeout_.count() / 1000 + 5) + " s");
+    auto tcp = connected.get();
+    if (s.agent_store)
+      group->store = c10::make_intrusive<c10d::PrefixStore>(s.agent_store_prefix, tcp);
+    else
+      group->store = tcp;
+    store_ = s.agent_store ? "torchrun agent" : "rank 0";
   } catch (const std::exception& e) {
+    // Seen with Debian's LibTorch 1.13 under the torchrun of PyTorch 2.15: the agent's store
+    // resets the connection of a client that speaks the older store protocol.
+    const std::string agent_hint =
+        s.agent_store ? " (torchrun's agent serves this store, TORCHELASTIC_USE_AGENT_STORE=True; a LibTorch older than "
+                        "torchrun's PyTorch may not speak its store protocol, and this one is " +
+                            std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                            ": use the LibTorch 2.x build, or launch with torchrun --rdzv-backend c10d and "
+                            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 so that rank 0 serves a store of its own)"
+                      : std::string();
     throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank_) + " of " +
                                               std::to_string(world_size_) + ": rendezvous at " + where +
-                                              " failed: " + e.what());
+                                              " failed: " + e.what() + agent_hint);
   }
   try {
 #if MLH_RT_HAS_NCCL

@@ -24,6 +24,7 @@
 #include <mlh/runtime/seed.hpp>
 #include <mlh/runtime/throughput.hpp>
 #include <mlh/runtime/training_session.hpp>
+#include <mlh/runtime/trained_run.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
@@ -185,7 +186,7 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
   session.finish(*t.model, {{"final_loss", loss}, {"w", t.weight()}, {"b", t.bias()}, {"steps", steps},
                             {"torch_threads", at::get_num_threads()}, {"label", cfg.at("label")},
                             {"batch_size", t.batch}, {"samples", cfg.at("samples")}, {"rank", t.dist.rank()},
-                            {"backend", t.dist.backend()}, {"oom_backoffs", t.micro.backoffs()},
+                            {"backend", t.dist.backend()}, {"store", t.dist.store()}, {"oom_backoffs", t.micro.backoffs()},
                             {"micro_batch", t.micro.micro_batch(t.batch)},
                             {"lr", t.optimizer.param_groups()[0].options().get_lr()}, {"scaler", t.scaler.state()}});
 }
@@ -193,7 +194,8 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
 void evaluate(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
   mlh::rt::Distributed dist(ctx, plan.device);
   Trainer t(ctx, cfg, plan, dist);
-  mlh::rt::CheckpointManager checkpoints(ctx.run_dir(), 3, mlh::rt::Goal::Minimize, mlh::rt::warn_sink(ctx));
+  mlh::rt::CheckpointManager checkpoints(mlh::rt::trained_run_dir(ctx), 3, mlh::rt::Goal::Minimize,
+                                         mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState s = t.state(0);
   auto loaded = checkpoints.load_best(s, t.device);
   if (!loaded) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder ('" + checkpoints.dir() + "')");
@@ -206,9 +208,10 @@ void evaluate(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan&
 // and in the asked precision (the host's calibration).
 void calibrate(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
   mlh::rt::Distributed dist(ctx, plan.device);
-  Trainer t(ctx, cfg, plan, dist);
   const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
   if (request.batch_search) {
+    // No trainer at the plan's batch first: that batch is only where the search starts, and it
+    // may not fit the data (the cuda rule's 2048 over 256 samples) or the memory.
     // Each trial a fresh trainer at that batch: three steps, the last two timed.
     mlh::rt::BatchSearchOptions options = mlh::rt::BatchSearchOptions::from_plan(ctx.plan_json());
     options.max = std::min(options.max, cfg.at("samples").get<int64_t>() / dist.world_size());
@@ -230,6 +233,7 @@ void calibrate(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan
     ctx.summary(json{{"batch_search", result.to_json()}}.dump());
     return;
   }
+  Trainer t(ctx, cfg, plan, dist);
   json reply = {{"calibration", mlh::rt::time_calibration_step("train_step", [&] { t.step(); },
                                                                static_cast<double>(t.batch), "samples", plan.device,
                                                                request)}};

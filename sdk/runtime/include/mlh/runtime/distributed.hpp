@@ -12,8 +12,10 @@
 //
 // With world_size 1 (no launcher) every call is a no-op, so one loop serves both.
 //
-// The group forms through a c10d TCPStore at MASTER_ADDR:MASTER_PORT (rank 0 serves it), the
-// environment torchrun sets and the host sets for the workers it starts. Gloo carries CPU
+// The group forms through a c10d TCPStore at MASTER_ADDR:MASTER_PORT, the environment torchrun
+// sets and the host sets for the workers it starts. Rank 0 serves it, unless torchrun's agent
+// already does (TORCHELASTIC_USE_AGENT_STORE=True): then every rank joins the agent's store,
+// under the prefix PyTorch's own workers use for that restart (/worker/attempt_N). Gloo carries CPU
 // tensors; NCCL carries CUDA tensors when this LibTorch was built with it (MLH_RT_HAS_NCCL),
 // else Gloo does. MPS is refused. A collective that does not complete within the timeout
 // (MLH_DIST_TIMEOUT_S, default 300 s) because a peer died throws mlh::Error naming this rank.
@@ -45,6 +47,10 @@ struct DistributedSettings {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR
   int master_port = 29500;                // MASTER_PORT
+  // torchrun's agent serves the store (TORCHELASTIC_USE_AGENT_STORE=True); every rank's keys
+  // then live under this prefix ("/worker/attempt_" TORCHELASTIC_RESTART_COUNT).
+  bool agent_store = false;
+  std::string agent_store_prefix;
   std::chrono::milliseconds timeout{300000};  // MLH_DIST_TIMEOUT_S
   bool group_of_one = false;  // form a group even for world_size 1 (to check a backend initializes)
 
@@ -76,6 +82,9 @@ class Distributed {
   int local_rank() const { return local_rank_; }
   bool is_main() const { return rank_ == 0; }
   std::string backend() const;  // "gloo", "nccl", or "none"
+  // Where the ranks met: "torchrun agent" (the store torchrun's agent serves), "rank 0" (the
+  // store rank 0 serves), or "none" (no group).
+  const std::string& store() const { return store_; }
 
   // Rank 0's parameters and buffers replace every other rank's.
   void broadcast_module(torch::nn::Module& module);
@@ -115,6 +124,7 @@ class Distributed {
   std::unique_ptr<Group> group_;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0;
   std::chrono::milliseconds timeout_{300000};
+  std::string store_ = "none";
   // Where collectives run: the rank's GPU under NCCL (it carries no CPU tensors), else the
   // CPU. Tensors elsewhere are copied there and back.
   c10::Device comm_device_{c10::DeviceType::CPU};
