@@ -244,7 +244,10 @@ std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, 
     }
   }
   if (const int sig = interrupts->signal()) {
-    interrupts.reset();  // the default action again: die of the signal, as without children
+    interrupts.reset();
+    // Die of the signal, as without children: its default action, not the handler the host had
+    // before (a run's handler only records stop requests, common/stop_request.hpp).
+    ::signal(sig, SIG_DFL);
     ::raise(sig);
   }
   return outcomes;
