@@ -1,5 +1,7 @@
 #include "run/plan_services.hpp"
 
+#include "common/stop_request.hpp"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -51,7 +53,7 @@ CalibrateOutcome WorkerPlanServices::calibrate(const AlgorithmInfo& algorithm, c
   spec.quiet = true;
   CalibrateOutcome outcome;
   const GroupOutcome group = supervise_workers({spec}, nullptr, deadline);
-  if (group.killed_on_request) throw HostError("calibration stopped on request", 130);
+  if (group.killed_on_request) throw HostError("calibration stopped on request", kExitCancelled);
   if (group.not_started) {  // a stop request came: the run ends once planning returns
     outcome.error = "stopped on request";
     return outcome;

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/stop_request.hpp"
 #include "plan/planner.hpp"
 #include "plugins/manifest.hpp"
 
@@ -52,7 +53,7 @@ WorkerSpec worker_spec(const PluginManifest& algorithm, const std::string& comma
 // Exit statuses of the worker process.
 constexpr int kWorkerCompleted = 0;
 constexpr int kWorkerFailed = 1;
-constexpr int kWorkerCancelled = 130;
+constexpr int kWorkerCancelled = kExitCancelled;  // the host exits with it too
 
 struct WorkerOutcome {
   int exit_code = -1;  // when it exited
