@@ -115,7 +115,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("master-addr", po::value(&o.master_addr), "address of node 0, where the ranks meet (default 127.0.0.1 on one machine)")
       ("master-port", po::value(&o.master_port), "its TCP port (default: a free port on one machine, else 29500)")
       ("dist-timeout", po::value(&o.dist_timeout_s)->default_value(300),
-       "seconds a rank waits for the others (rendezvous, collectives) before it fails");
+       "seconds a rank waits for the others (rendezvous, collectives) before it fails")
+      ("max-restarts", po::value(&o.max_restarts)->default_value(0),
+       "when a worker this host started crashes, is killed or fails, stop the others and start them all again "
+       "from the last checkpoint, up to N times (give every machine the same N)");
   po::options_description all;
   all.add(general).add(plugins).add(run).add(planning).add(distributed);
 
@@ -284,6 +287,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                    " (--nnodes " + std::to_string(std::max(o.nnodes, 1)) + ")");
   if (vm.count("master-port") && (o.master_port < 1 || o.master_port > 65535))
     throw CliError("--master-port must be from 1 to 65535, got " + std::to_string(o.master_port));
+  if (o.max_restarts < 0) throw CliError("--max-restarts must be 0 or more, got " + std::to_string(o.max_restarts));
   if (o.dist_timeout_s < 1) throw CliError("--dist-timeout must be at least 1 second, got " + std::to_string(o.dist_timeout_s));
   if (vm.count("master-addr") && o.master_addr.empty()) throw CliError("--master-addr needs an address");
   if (o.nnodes > 1 && o.master_addr.empty())

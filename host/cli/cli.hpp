@@ -63,6 +63,7 @@ struct CliOptions {
   std::string master_addr;    // --master-addr
   int master_port = 0;        // --master-port
   int dist_timeout_s = 300;   // --dist-timeout
+  int max_restarts = 0;       // --max-restarts: restarts from the last checkpoint after a worker fails
 
   std::string help;  // the --help text
 };

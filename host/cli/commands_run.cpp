@@ -12,6 +12,7 @@
 #include "plan/plan_text.hpp"
 #include "plugins/plugin_calls.hpp"
 #include "run/benchmark_report.hpp"
+#include "run/restarts.hpp"
 #include "run/run_files.hpp"
 #include "run/run_workers.hpp"
 
@@ -110,6 +111,11 @@ int command_run(const CliOptions& options) {
                                                   : "a run across machines (--nnodes)") +
                         " needs --run-dir, a folder every rank sees: rank 0 writes the run there",
                     kExitBadInput);
+  if (launch.external() && options.max_restarts > 0)
+    throw HostError("--max-restarts restarts the workers this host starts; this process is one rank started by " +
+                        launch.source.substr(0, launch.source.find(' ')) +
+                        ", which restarts ranks itself (torchrun --max-restarts N, SLURM --requeue)",
+                    kExitBadInput);
   if (launch.distributed() && options.batch_size_auto)
     throw HostError("--batch-size auto does not run in a distributed launch: find the batch with one process "
                     "(host --algorithm NAME --batch-size auto), then give every rank --batch-size N",
@@ -143,7 +149,7 @@ int command_run(const CliOptions& options) {
     spdlog::info("{} of the run in {}: its files go to {}; the run's own files stay as they are", s.planned.command,
                  s.run_dir.string(), job.run_dir.string());
   }
-  const int status = run_workers(job);
+  const int status = run_with_restarts(job, options.max_restarts);
   if (status == 0 && options.benchmark && launch.first_rank == 0) print_benchmark(options, job.run_dir, s.planned.plan);
   if (s.on_trained_run) std::cerr << s.planned.command << ": results in " << job.run_dir.string() << "\n";
   return status;

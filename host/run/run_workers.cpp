@@ -162,8 +162,9 @@ int run_workers(const RunJob& job) {
       if (owns_run_dir)
         write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "failed"},
                                 {"failed_rank", spec.rank}, {"error", message}});
-      throw HostError("distributed training failed: " + message + "; outputs kept in " + run_dir.string() + " (" +
-                      (spec.output_dir() / "log.txt").string() + ")");
+      throw WorkersFailed("distributed training failed: " + message + "; outputs kept in " + run_dir.string() + " (" +
+                              (spec.output_dir() / "log.txt").string() + ")",
+                          message);
     }
   }
   const int stop = first_stop_signal();
@@ -194,7 +195,7 @@ int run_workers(const RunJob& job) {
         error += "; " + *why;
     write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "crashed"},
                             {"signal", outcome.signal}, {"error", error}});
-    throw HostError("training " + error + "; outputs kept in " + run_dir.string() + " (log.txt)");
+    throw WorkersFailed("training " + error + "; outputs kept in " + run_dir.string() + " (log.txt)", error);
   }
   if (outcome.exit_code == kWorkerCancelled) {
     if (preempted) {
@@ -207,9 +208,15 @@ int run_workers(const RunJob& job) {
     spdlog::warn("run stopped on request; outputs in {}", run_dir.string());
     return kWorkerCancelled;
   }
-  if (outcome.exit_code != kWorkerCompleted)
-    throw HostError("training failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
-                    (run_dir / "summary.json").string());
+  if (outcome.exit_code != kWorkerCompleted) {
+    const json summary = read_summary(specs[0]);
+    const std::string cause = summary.is_object() && summary.value("error", json()).is_string()
+                                  ? "the worker failed: " + summary["error"].get<std::string>()
+                                  : "the worker failed (exit status " + std::to_string(outcome.exit_code) + ")";
+    throw WorkersFailed("training failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
+                            (run_dir / "summary.json").string(),
+                        cause);
+  }
   spdlog::info("run completed; outputs in {}", run_dir.string());
   return 0;
 }

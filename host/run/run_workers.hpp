@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/errors.hpp"
 #include "plan/planner.hpp"
 #include "plugins/manifest.hpp"
 
@@ -25,8 +26,21 @@ struct RunJob {
   std::string resume_command;
 };
 
+// A run whose workers started and then failed: one crashed, was killed, or exited with an
+// error. What --max-restarts restarts from the last checkpoint (run/restarts.hpp).
+class WorkersFailed : public HostError {
+ public:
+  WorkersFailed(const std::string& message, std::string cause) : HostError(message), cause_(std::move(cause)) {}
+  // The failure in a few words, e.g. "rank 1 was killed by signal 9 (Killed)".
+  const std::string& cause() const { return cause_; }
+
+ private:
+  std::string cause_;
+};
+
 // Returns 0 when the run completed, kWorkerCancelled when it was stopped on request (it
-// saved); throws HostError when it failed, after recording how in summary.json.
+// saved), kExitPreempted when the stop was a preemption; throws WorkersFailed when a worker
+// failed, after recording how in summary.json, and HostError when the run could not start.
 int run_workers(const RunJob& job);
 
 }  // namespace mlhost

@@ -28,7 +28,7 @@ class CalibrationTest : public ToyregTest {
  protected:
   void SetUp() override {
     ToyregTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     cache_ = tmp() / "cache";
   }
 

@@ -21,31 +21,6 @@ constexpr Millis kRunTimeout{240000};
 
 int free_port() { return free_loopback_port_for_test(); }
 
-// The pids whose parent is `parent` (from /proc).
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = read_file(e.path() / "stat");
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    int ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
-      out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
-}
-
-// The worker of `parent` for `rank` (its process name is "host-rank<rank>"); -1 when none.
-pid_t worker_of_rank(pid_t parent, int rank) {
-  for (pid_t pid : children_of(parent))
-    if (read_file(fs::path("/proc") / std::to_string(pid) / "comm") == "host-rank" + std::to_string(rank) + "\n")
-      return pid;
-  return -1;
-}
-
 class DistributedTest : public ToyregTest {
  protected:
   // What torchrun gives rank `rank` of 2 on this machine, meeting at 127.0.0.1:port.
@@ -191,6 +166,7 @@ class TorchrunTest : public DistributedTest {
  protected:
   void SetUp() override {
     DistributedTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     const char* named = std::getenv("MLH_TORCHRUN");
     torchrun_ = named && *named ? named : MLH_CLI_TORCHRUN;
     if (::access(torchrun_.c_str(), X_OK) != 0)

@@ -106,6 +106,10 @@ size_t kill_orphans();
 // Waits up to `timeout` for every orphan to exit (reaping them); returns those still running,
 // each as "pid (command line)".
 std::vector<std::string> wait_for_orphans(Millis timeout);
+// The processes whose parent is `parent`, e.g. the workers of a host (from /proc).
+std::vector<pid_t> children_of(pid_t parent);
+// The worker of the host `parent` for `rank` (its process name is "host-rank<rank>"); -1 when none.
+pid_t worker_of_rank(pid_t parent, int rank);
 
 std::string read_file(const fs::path& path);  // "" when unreadable
 void write_file(const fs::path& path, const std::string& text, fs::perms mode = fs::perms(0644));

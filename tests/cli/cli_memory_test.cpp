@@ -15,7 +15,7 @@ class MemoryTest : public ToyregTest {
  protected:
   void SetUp() override {
     ToyregTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     // 64 MiB of CPU tensor memory for the worker.
     write_file(tmp() / "hw.ini", "memory_limit_gb = 0.0625\n");
   }

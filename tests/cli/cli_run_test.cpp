@@ -19,7 +19,7 @@ class RunTest : public ToyregTest {
  protected:
   void SetUp() override {
     ToyregTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     run_dir_ = tmp() / "run";
   }
 

@@ -71,6 +71,38 @@ Metrics read_metrics(const fs::path& file) {
   return m;
 }
 
+// The step of the newest checkpoint (checkpoints/step-NNNNNNNNN.ckpt) in `dir`; 0 when none.
+int64_t latest_checkpoint_step(const fs::path& dir) {
+  int64_t latest = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() == 19 && name.rfind("step-", 0) == 0 && name.substr(14) == ".ckpt")
+      latest = std::max<int64_t>(latest, std::stoll(name.substr(5, 9)));
+  }
+  return latest;
+}
+
+// Verifies every checkpoint file in `dir`; returns how many, or fails the test naming the
+// first that does not verify. Unfinished writes (temporary names) are never read as
+// checkpoints and are collected in `interrupted`.
+size_t verify_checkpoints(const fs::path& dir, std::set<std::string>& interrupted) {
+  size_t verified = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find(".tmp-") != std::string::npos) {
+      interrupted.insert(name);
+      continue;
+    }
+    if (name.size() < 5 || name.substr(name.size() - 5) != ".ckpt") continue;
+    const std::string problem = verify_checkpoint(it->path());
+    EXPECT_EQ(problem, "") << "checkpoint " << it->path() << " is unreadable";
+    ++verified;
+  }
+  return verified;
+}
+
 uintmax_t size_of(const fs::path& p) {
   std::error_code ec;
   const uintmax_t n = fs::file_size(p, ec);
@@ -81,7 +113,7 @@ class SoakTest : public ToyregTest {
  protected:
   void SetUp() override {
     ToyregTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     hardware_ = tmp() / "single-thread.ini";
     write_file(hardware_, "intra_op_threads = 1\ninter_op_threads = 1\n");
   }
@@ -147,16 +179,6 @@ TEST_F(SoakTest, RunKilledAtRandomMomentsAndResumedMatchesAnUninterruptedRun) {
   // read back). The window adapts to what is left of the run, so that about `target_kills`
   // (40) kills happen, spread over the whole of training, before it completes.
   const double ms_per_step = train_ms / 400.0;
-  auto latest_step = [](const fs::path& dir) {
-    int64_t latest = 0;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (name.size() == 19 && name.rfind("step-", 0) == 0 && name.substr(14) == ".ckpt")
-        latest = std::max<int64_t>(latest, std::stoll(name.substr(5, 9)));
-    }
-    return latest;
-  };
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const fs::path run = tmp() / "soak";
@@ -176,7 +198,7 @@ TEST_F(SoakTest, RunKilledAtRandomMomentsAndResumedMatchesAnUninterruptedRun) {
     const bool at_startup = attempts > 1 && unit(rng) < 0.2;
     // The window: what is left of the run, at the progress rate seen so far (steps per ms of
     // delay, which includes each attempt's own overheads), shared among the kills still to come.
-    const int64_t step_before = latest_step(run / "checkpoints");
+    const int64_t step_before = latest_checkpoint_step(run / "checkpoints");
     const double kills_left = std::max(1.0, static_cast<double>(target_kills) - static_cast<double>(kills));
     const double rate = delay_total_ms > 0 ? std::max(1e-3, steps_total / delay_total_ms) : 1.0 / ms_per_step;
     const double window_ms = std::max(20.0, 2.0 * static_cast<double>(400 - step_before) / rate / (0.8 * kills_left));
@@ -202,28 +224,18 @@ TEST_F(SoakTest, RunKilledAtRandomMomentsAndResumedMatchesAnUninterruptedRun) {
     ASSERT_EQ(r.signal, SIGKILL) << r.describe();
     ++kills;
     if (at_startup) ++startup_kills;
-    kill_steps.insert(latest_step(run / "checkpoints"));
+    kill_steps.insert(latest_checkpoint_step(run / "checkpoints"));
     if (!at_startup) {
       delay_total_ms += delay;
-      steps_total += static_cast<double>(latest_step(run / "checkpoints") - step_before);
+      steps_total += static_cast<double>(latest_checkpoint_step(run / "checkpoints") - step_before);
     }
     // The worker (in a process group of its own) must die with the host.
     const std::vector<std::string> left = wait_for_orphans(Millis(10000));
     ASSERT_TRUE(left.empty()) << "still running after the host was killed: " << left.front();
 
     // Every checkpoint the kill left must verify.
-    std::error_code ec;
-    for (fs::directory_iterator it(run / "checkpoints", ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (name.find(".tmp-") != std::string::npos) {
-        interrupted_writes.insert(name);
-        continue;  // an unfinished write under a temporary name: never read as a checkpoint
-      }
-      if (name.size() < 5 || name.substr(name.size() - 5) != ".ckpt") continue;
-      const std::string problem = verify_checkpoint(it->path());
-      ASSERT_EQ(problem, "") << "after kill " << kills << ": checkpoint " << it->path() << " is unreadable";
-      ++checkpoints_verified;
-    }
+    checkpoints_verified += verify_checkpoints(run / "checkpoints", interrupted_writes);
+    ASSERT_FALSE(HasFailure()) << "after kill " << kills;
     if (ms_since(soak_start) > 100000) break;  // keep the test bounded on a slow machine
   }
   const bool finished_by_attempt = completed;
@@ -274,6 +286,108 @@ TEST_F(SoakTest, RunKilledAtRandomMomentsAndResumedMatchesAnUninterruptedRun) {
       kill_steps.empty() ? 0LL : static_cast<long long>(*kill_steps.rbegin()), kill_steps.size(),
       finished_by_attempt ? "the last attempt ran to the end" : "a final resume without kills finished it");
   RecordProperty("kills", static_cast<int>(kills));
+}
+
+// The same with two ranks started by the host with --max-restarts: one rank, either, killed
+// with SIGKILL at random moments of training, over and over in one launch. Each kill must
+// cost exactly one restart of both ranks from the last checkpoint, and the run must end with
+// what an uninterrupted two-rank run ends with: the weights (summary and model.safetensors
+// byte for byte) and every logged step's loss.
+TEST_F(SoakTest, TwoRanksWithOneKilledAtRandomMomentsRestartAndMatchAnUninterruptedRun) {
+  const auto test_start = Clock::now();
+  const uint64_t seed = env_or("MLH_SOAK_SEED", 20261126);
+  const size_t target_kills = env_or("MLH_SOAK_RANK_KILLS", 8);
+  constexpr int64_t kSteps = 200;
+  auto two_ranks = [&](const fs::path& run_dir) {
+    std::vector<std::string> a = args(run_dir, false);
+    a.insert(a.end(), {"--nproc-per-node", "2", "--batch-size", "16", "--set", "steps=" + std::to_string(kSteps),
+                       "--max-restarts", std::to_string(target_kills + 2)});
+    return a;
+  };
+
+  const fs::path ref = tmp() / "reference";
+  const auto ref_start = Clock::now();
+  const Result ref_run = run(two_ranks(ref), opts());
+  const double ref_ms = ms_since(ref_start);
+  ASSERT_EQ(ref_run.exit_code, 0) << ref_run.describe();
+  const json ref_result = file_json(ref / "summary.json")["result"];
+  std::map<int64_t, double> ref_loss;
+  for (const json& m : read_metrics(ref / "metrics.jsonl").lines)
+    if (m["name"] == "train/loss") ref_loss[m["step"].get<int64_t>()] = m["value"].get<double>();
+  ASSERT_EQ(ref_loss.size(), static_cast<size_t>(kSteps));
+
+  const fs::path run_dir = tmp() / "soak";
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double ms_per_step = std::max(1.0, ref_ms / kSteps);
+  Process p(two_ranks(run_dir), opts());
+  std::set<pid_t> seen;  // the workers of attempts already killed, which may not have been reaped yet
+  size_t kills = 0, kills_of_rank0 = 0;
+  std::set<int64_t> kill_steps;
+  while (kills < target_kills && p.running()) {
+    // This attempt's two workers, and training under way in it (its metrics file grows).
+    pid_t workers[2] = {-1, -1};
+    const uintmax_t size_before = size_of(run_dir / "metrics.jsonl");
+    const auto wait_start = Clock::now();
+    while (p.running() && ms_since(wait_start) < 60000) {
+      for (int r = 0; r < 2; ++r) workers[r] = worker_of_rank(p.pid(), r);
+      if (workers[0] > 0 && workers[1] > 0 && !seen.count(workers[0]) && !seen.count(workers[1]) &&
+          size_of(run_dir / "metrics.jsonl") > size_before)
+        break;
+      std::this_thread::sleep_for(Millis(2));
+    }
+    // No kill near the end, where a worker may already have exited successfully.
+    if (!p.running() || latest_checkpoint_step(run_dir / "checkpoints") > kSteps * 8 / 10) break;
+    seen.insert(workers[0]);
+    seen.insert(workers[1]);
+    // Anywhere in this kill's share of the steps left.
+    const double share = static_cast<double>(kSteps - latest_checkpoint_step(run_dir / "checkpoints")) /
+                         static_cast<double>(target_kills - kills + 1);
+    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(unit(rng) * share * ms_per_step * 1000)));
+    const int rank = unit(rng) < 0.5 ? 0 : 1;
+    if (!p.running() || ::kill(workers[rank], SIGKILL) != 0) break;
+    ++kills;
+    if (rank == 0) ++kills_of_rank0;
+    kill_steps.insert(latest_checkpoint_step(run_dir / "checkpoints"));
+  }
+  const Result r = p.wait(Millis(180000));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const double soak_ms = ms_since(test_start);
+
+  const json summary = file_json(run_dir / "summary.json");
+  ASSERT_EQ(summary["status"], "completed") << summary.dump(2);
+  ASSERT_EQ(summary.value("restarts", json::array()).size(), kills) << summary.dump(2);
+  for (const json& restart : summary.value("restarts", json::array()))
+    EXPECT_TRUE(contains(str(restart["cause"]), "killed by signal 9")) << restart.dump();
+  EXPECT_EQ(summary["result"]["w"].get<double>(), ref_result["w"].get<double>()) << summary.dump(2);
+  EXPECT_EQ(summary["result"]["b"].get<double>(), ref_result["b"].get<double>()) << summary.dump(2);
+  EXPECT_EQ(summary["result"]["final_loss"].get<double>(), ref_result["final_loss"].get<double>());
+  EXPECT_TRUE(read_file(run_dir / "model.safetensors") == read_file(ref / "model.safetensors"))
+      << "model.safetensors differs from the reference";
+  const Metrics metrics = read_metrics(run_dir / "metrics.jsonl");
+  std::set<int64_t> steps_seen;
+  size_t mismatched = 0;
+  for (const json& m : metrics.lines) {
+    if (m["name"] != "train/loss") continue;
+    const int64_t step = m["step"].get<int64_t>();
+    steps_seen.insert(step);
+    if (ref_loss.count(step) == 0 || ref_loss[step] != m["value"].get<double>()) ++mismatched;
+  }
+  EXPECT_EQ(mismatched, 0u) << "logged losses that differ from the uninterrupted run";
+  EXPECT_EQ(steps_seen.size(), static_cast<size_t>(kSteps));
+  std::set<std::string> interrupted_writes;
+  const size_t checkpoints_verified = verify_checkpoints(run_dir / "checkpoints", interrupted_writes);
+  EXPECT_TRUE(wait_for_orphans(Millis(10000)).empty());
+  EXPECT_GE(kills, target_kills / 2) << "too few kills to call this a soak";
+  std::printf(
+      "[ soak     ] two ranks: %zu SIGKILLs of one rank (%zu of rank 0), %zu restarts, all from the last checkpoint; "
+      "%zu checkpoint files verified, %zu interrupted writes; reference run %.1f s, soak test %.1f s; seed %llu; "
+      "kills after checkpoints of steps %lld to %lld; result equal to the uninterrupted run's\n",
+      kills, kills_of_rank0, summary.value("restarts", json::array()).size(), checkpoints_verified,
+      interrupted_writes.size(), ref_ms / 1000, soak_ms / 1000, static_cast<unsigned long long>(seed),
+      kill_steps.empty() ? 0LL : static_cast<long long>(*kill_steps.begin()),
+      kill_steps.empty() ? 0LL : static_cast<long long>(*kill_steps.rbegin()));
+  RecordProperty("rank_kills", static_cast<int>(kills));
 }
 
 }  // namespace

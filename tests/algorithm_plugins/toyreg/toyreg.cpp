@@ -49,6 +49,7 @@ const char* kSchema = R"({
     "hang_at_step": {"type": "integer", "description": "sleep forever at this step, outside any collective"},
     "hang_rank": {"type": "integer", "description": "the rank hang_at_step applies to; -1: every rank"},
     "fault_rank": {"type": "integer", "description": "the rank fail_at_step and crash_at_step apply to; -1: every rank"},
+    "fault_once": {"type": "boolean", "description": "fail_at_step and crash_at_step only in a run that did not resume: a restart runs clean"},
     "label": {"type": "string"},
     "row_bytes": {"type": "integer", "minimum": 0, "description": "extra activation memory per row in a step, for memory tests"},
     "micro_batch": {"type": "integer", "minimum": 0, "description": "rows per micro-batch from the start; 0: the whole batch"}
@@ -57,7 +58,7 @@ const char* kSchema = R"({
 
 const char* kDefaults = R"({"steps": 200, "lr": 0.1, "samples": 256, "batch_size": 64, "seed": 0,
   "checkpoint_every": 50, "step_delay_ms": 0, "fail_at_step": -1, "crash_at_step": -1, "fault_rank": -1,
-  "hang_at_step": -1, "hang_rank": -1,
+  "fault_once": false, "hang_at_step": -1, "hang_rank": -1,
   "label": "toy", "row_bytes": 0, "micro_batch": 0})";
 
 // The model, its optimizer and its data: everything a step and a checkpoint need.
@@ -138,10 +139,10 @@ struct Trainer {
 };
 
 // The faults the tests ask for at `step`: an error, a crash, a hang (fault_rank and hang_rank
-// pick the rank; -1 every rank).
-void inject_faults(const json& cfg, int rank, int64_t step) {
+// pick the rank; -1 every rank). `resumed`: this run continues from a checkpoint.
+void inject_faults(const json& cfg, int rank, int64_t step, bool resumed) {
   const int64_t fault_rank = cfg.at("fault_rank");
-  const bool faulty = fault_rank < 0 || fault_rank == rank;
+  const bool faulty = (fault_rank < 0 || fault_rank == rank) && !(resumed && cfg.at("fault_once").get<bool>());
   if (faulty && step == cfg.at("fail_at_step").get<int64_t>())
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "failing on purpose at step " + std::to_string(step));
   if (faulty && step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
@@ -171,7 +172,7 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
   mlh::rt::ThroughputMeter speed(ctx);
 
   for (int64_t step = start; step < steps; ++step) {
-    inject_faults(cfg, t.dist.rank(), step);
+    inject_faults(cfg, t.dist.rank(), step, ctx.resume());
     loss = t.step();
     speed.record_step(t.batch, step);
     ctx.metric("train/loss", loss, step);
