@@ -29,9 +29,9 @@ built=$(date +%s)
 export ASAN_OPTIONS="handle_segv=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # Left out: the tests that run the toyreg algorithm plugin, which needs LibTorch (not built
-# here): cli's RunTest.*, WorkerLifetimeTest.*, SoakTest.*, RestartTest.*, DistributedTest.*, TorchrunTest.*, CalibrationTest.*,
+# here): cli's RunTest.*, WorkerLifetimeTest.*, SoakTest.*, RestartTest.*, SharedMachineTest.*, DistributedTest.*, TorchrunTest.*, CalibrationTest.*,
 # MemoryTest.*, PlanEffectsCliTest.*
 # and one cuda test.
-needs_torch='^(RunTest|WorkerLifetimeTest|SoakTest|RestartTest|DistributedTest|TorchrunTest|CalibrationTest|MemoryTest|PlanEffectsCliTest)\.|^CudaInHost\.GpusNeedAnAlgorithmWithACudaLibTorch$'
+needs_torch='^(RunTest|WorkerLifetimeTest|SoakTest|RestartTest|SharedMachineTest|DistributedTest|TorchrunTest|CalibrationTest|MemoryTest|PlanEffectsCliTest)\.|^CudaInHost\.GpusNeedAnAlgorithmWithACudaLibTorch$'
 nice -n 19 ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E "$needs_torch" "$@"
 echo "sanitize: build $((built - start)) s, tests $(($(date +%s) - built)) s"

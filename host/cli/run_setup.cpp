@@ -1,5 +1,7 @@
 #include "cli/run_setup.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include <spdlog/spdlog.h>
@@ -8,6 +10,7 @@
 #include "plan/algorithm_config.hpp"
 #include "plan/calibration/cache.hpp"
 #include "plan/hardware_settings_location.hpp"
+#include "plan/machine_share.hpp"
 #include "plugins/plugin_calls.hpp"
 #include "run/plan_services.hpp"
 #include "run/run_files.hpp"
@@ -40,6 +43,18 @@ PlanOverrides overrides(const CliOptions& options) {
   if (options.allocator && *options.allocator != "auto") o.allocator = options.allocator;
   o.max_steps = options.max_steps;
   return o;
+}
+
+// Who else runs here. MLH_MACHINE_SHARING=dedicated plans as if nothing else did (CI jobs
+// and benchmarks that must plan the same way whatever runs beside them).
+MachineShare machine_share(const Launch& launch) {
+  const char* sharing = std::getenv("MLH_MACHINE_SHARING");
+  if (sharing && std::string(sharing) == "dedicated") return {};
+  if (sharing && *sharing && std::string(sharing) != "auto")
+    throw HostError(std::string("MLH_MACHINE_SHARING='") + sharing + "': expected auto or dedicated", kExitBadInput);
+  const std::string own_master =
+      launch.external() ? launch.master_addr + ":" + std::to_string(launch.master_port) : std::string();
+  return read_machine_share("/proc", ::getpid(), own_master);
 }
 
 }  // namespace
@@ -109,6 +124,7 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
   if (const char* path = std::getenv("MLH_ALLOCATOR_PATH")) request.allocators.path = path;
   request.measurement = measurement;
   request.launch = launch;
+  request.sharing = machine_share(launch);
 
   WorkerPlanServices services(s.discovery);
   s.planned = plan_run(request, services);

@@ -239,6 +239,20 @@ void Decisions::threads() {
     threads["intra_op"] = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
     source = from(SourceKind::kDefault, "default: all online CPUs");
   }
+  // Beside other runs' workers, the cores they hold are not ours: take what they leave, or a
+  // fair share when they hold them all (a run of one thread beside a run of all of them
+  // still trains, where a second thread per core would make both crawl).
+  const MachineShare& share = req_.sharing;
+  if (d_.device_class == MLH_DEVICE_CLASS_CPU && source.kind != SourceKind::kSettingsFile && share.shared() &&
+      share.other_workers > 0) {
+    const int64_t cores = d_.recommended_threads > 0 ? d_.recommended_threads : share.online_cpus;
+    const int64_t left = cores - share.other_worker_threads;
+    const int64_t fair = std::max<int64_t>(1, left >= 1 ? left : cores / (share.other_workers + 1));
+    if (fair < threads["intra_op"].get<int64_t>()) {
+      threads["intra_op"] = fair;
+      source.text += "; " + std::to_string(fair) + " on a shared machine (" + share.describe() + ")";
+    }
+  }
   // Inter-op pools only help graphs with independent branches, and compete with intra-op
   // threads on small machines.
   if (auto s = setting("inter_op_threads")) {
@@ -314,8 +328,16 @@ void Decisions::memory_and_data() {
 void Decisions::backend_switches() {
   from_settings_or(PlanField::kOmpProcBind, "omp_proc_bind", parse_text, nullptr,
                    from(SourceKind::kDefault, "default: the OpenMP runtime's"));
-  from_settings_or(PlanField::kOmpWaitPolicy, "omp_wait_policy", parse_text, nullptr,
-                   from(SourceKind::kDefault, "default: the OpenMP runtime's"));
+  // Idle OpenMP threads spin for a while before they sleep: on cores another run needs, that
+  // spinning is what slowed two runs on two cores 70x.
+  if (req_.sharing.shared())
+    from_settings_or(PlanField::kOmpWaitPolicy, "omp_wait_policy", parse_text, "passive",
+                     from(SourceKind::kDefault, "shared machine (" + req_.sharing.describe() +
+                                                    "): idle threads sleep rather than spin on others' cores"));
+  else
+    from_settings_or(PlanField::kOmpWaitPolicy, "omp_wait_policy", parse_text, nullptr,
+                     from(SourceKind::kDefault, req_.sharing.looked ? "default: the OpenMP runtime's (the machine is not shared)"
+                                                                    : "default: the OpenMP runtime's"));
   const bool cuda = d_.kind == "cuda";
   from_settings_or(PlanField::kCudnnBenchmark, "cudnn_benchmark", parse_bool, cuda,
                    from(SourceKind::kDefault, cuda ? "default: on for CUDA" : "default: off (cuDNN is CUDA's)"));

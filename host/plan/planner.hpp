@@ -23,6 +23,7 @@
 #include "plan/calibration/result.hpp"
 #include "plan/device_rules.hpp"
 #include "plan/hardware_settings.hpp"
+#include "plan/machine_share.hpp"
 #include "plugins/algorithm_info.hpp"
 #include "probe/device.hpp"
 #include "probe/ranking.hpp"
@@ -100,6 +101,10 @@ struct PlanRequest {
   AllocatorSearch allocators;
   MeasurementPolicy measurement;
   Launch launch;
+  // Other runs and load on this machine (not looked at unless set): a shared machine's plan
+  // leaves their cores to them and lets idle OpenMP threads sleep; calibration waits for a
+  // quiet machine.
+  MachineShare sharing;
 };
 
 // One worker this host starts: its place in the run and what it starts with.

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/stop_request.hpp"
+#include "common/worker_flag.hpp"
 #include "plan/planner.hpp"
 #include "plugins/manifest.hpp"
 
@@ -89,8 +90,8 @@ GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::
 // object says which allocator the process runs with (worker_allocator()).
 int worker_main(const WorkerSpec& spec);
 
-// The worker program's entry: reads the spec from descriptor `fd_text` and runs worker_main.
-constexpr const char* kWorkerSpecFlag = "--mlh-worker-spec-fd";
+// The worker program's entry (`host --mlh-worker-spec-fd N`, common/worker_flag.hpp): reads the spec from
+// descriptor `fd_text` and runs worker_main.
 int worker_program(const char* fd_text);
 
 // The spec as JSON and back (what travels to the exec'd worker). The algorithm's manifest

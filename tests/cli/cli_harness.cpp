@@ -119,6 +119,8 @@ Process::Process(std::vector<std::string> argv, const RunOptions& options) : arg
   // threads), and no calibration cached by the user's own runs. The calibration tests set
   // their own cache folder and unset MLH_NO_CALIBRATE.
   env["MLH_NO_CALIBRATE"] = "1";
+  // Tests run side by side: each plans as on a machine of its own (SharedMachineTest unsets it).
+  env["MLH_MACHINE_SHARING"] = "dedicated";
   env["XDG_CACHE_HOME"] = (fs::temp_directory_path() / ("mlhost-cli-test-cache-" + std::to_string(::getpid()))).string();
   for (const auto& name : options.unset_env) env.erase(name);
   for (const auto& [k, v] : options.env) env[k] = v;
@@ -290,6 +292,12 @@ Result run_host(const std::vector<std::string>& args, const RunOptions& options)
   std::vector<std::string> argv{host_path().string()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, options);
+}
+
+fs::path single_thread_settings(const fs::path& dir) {
+  const fs::path file = dir / "single-thread.ini";
+  write_file(file, "intra_op_threads = 1\ninter_op_threads = 1\n");
+  return file;
 }
 
 std::vector<pid_t> children_of(pid_t parent) {

@@ -112,6 +112,9 @@ std::vector<pid_t> children_of(pid_t parent);
 pid_t worker_of_rank(pid_t parent, int rank);
 
 std::string read_file(const fs::path& path);  // "" when unreadable
+// A hardware settings file in `dir` for single-threaded LibTorch (intra- and inter-op), which
+// keeps a run's arithmetic bit-identical from one run to the next; returns its path.
+fs::path single_thread_settings(const fs::path& dir);
 void write_file(const fs::path& path, const std::string& text, fs::perms mode = fs::perms(0644));
 // Copies a plugin folder's regular files into `to` (created 0755) with safe modes:
 // 0755 for libraries, 0644 for the rest.

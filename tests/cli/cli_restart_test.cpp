@@ -18,8 +18,7 @@ class RestartTest : public ToyregTest {
   void SetUp() override {
     ToyregTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    hardware_ = tmp() / "single-thread.ini";
-    write_file(hardware_, "intra_op_threads = 1\ninter_op_threads = 1\n");
+    hardware_ = single_thread_settings(tmp());
   }
 
   // toyreg for 30 steps, a checkpoint every 5, in `run_dir`, plus `extra`.

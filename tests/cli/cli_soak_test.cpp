@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -103,6 +104,30 @@ size_t verify_checkpoints(const fs::path& dir, std::set<std::string>& interrupte
   return verified;
 }
 
+// Every train/loss a run logged (a resumed step is logged again), by step.
+std::map<int64_t, double> losses_of(const fs::path& run_dir) {
+  std::map<int64_t, double> losses;
+  for (const json& m : read_metrics(run_dir / "metrics.jsonl").lines)
+    if (m["name"] == "train/loss") losses[m["step"].get<int64_t>()] = m["value"].get<double>();
+  return losses;
+}
+
+// Compares every train/loss `metrics` logged (redone steps each time) with the reference's
+// loss at that step: fails the test on any difference and on a step never logged.
+void expect_losses_match(const Metrics& metrics, const std::map<int64_t, double>& reference) {
+  std::set<int64_t> steps_seen;
+  size_t mismatched = 0;
+  for (const json& m : metrics.lines) {
+    if (m["name"] != "train/loss") continue;
+    const int64_t step = m["step"].get<int64_t>();
+    steps_seen.insert(step);
+    const auto ref = reference.find(step);
+    if (ref == reference.end() || ref->second != m["value"].get<double>()) ++mismatched;
+  }
+  EXPECT_EQ(mismatched, 0u) << "logged losses that differ from the uninterrupted run";
+  EXPECT_EQ(steps_seen.size(), reference.size()) << "steps never logged";
+}
+
 uintmax_t size_of(const fs::path& p) {
   std::error_code ec;
   const uintmax_t n = fs::file_size(p, ec);
@@ -114,8 +139,7 @@ class SoakTest : public ToyregTest {
   void SetUp() override {
     ToyregTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    hardware_ = tmp() / "single-thread.ini";
-    write_file(hardware_, "intra_op_threads = 1\ninter_op_threads = 1\n");
+    hardware_ = single_thread_settings(tmp());
   }
 
   std::vector<std::string> args(const fs::path& run_dir, bool resume) {
@@ -167,9 +191,7 @@ TEST_F(SoakTest, RunKilledAtRandomMomentsAndResumedMatchesAnUninterruptedRun) {
   EXPECT_EQ(ref_result["torch_threads"], 1) << "the runs must be single-threaded to be bit-identical";
   const std::string ref_weights = read_file(ref / "model.safetensors");
   ASSERT_FALSE(ref_weights.empty());
-  std::map<int64_t, double> ref_loss;
-  for (const json& m : read_metrics(ref / "metrics.jsonl").lines)
-    if (m["name"] == "train/loss") ref_loss[m["step"].get<int64_t>()] = m["value"].get<double>();
+  const std::map<int64_t, double> ref_loss = losses_of(ref);
   ASSERT_EQ(ref_loss.size(), 400u);
   const double train_ms = std::max(200.0, total_ms - startup_ms);
 
@@ -256,16 +278,7 @@ TEST_F(SoakTest, RunKilledAtRandomMomentsAndResumedMatchesAnUninterruptedRun) {
   EXPECT_TRUE(read_file(run / "model.safetensors") == ref_weights) << "model.safetensors differs from the reference";
   // Every step's loss, each time it was logged (a resumed step is redone), is the reference's.
   const Metrics metrics = read_metrics(run / "metrics.jsonl");
-  std::set<int64_t> steps_seen;
-  size_t mismatched = 0;
-  for (const json& m : metrics.lines) {
-    if (m["name"] != "train/loss") continue;
-    const int64_t step = m["step"].get<int64_t>();
-    steps_seen.insert(step);
-    if (ref_loss.count(step) == 0 || ref_loss[step] != m["value"].get<double>()) ++mismatched;
-  }
-  EXPECT_EQ(mismatched, 0u) << "logged losses that differ from the uninterrupted run";
-  EXPECT_EQ(steps_seen.size(), 400u);
+  expect_losses_match(metrics, ref_loss);
   // No resume ever skipped a checkpoint as corrupt (the loader warns into log.txt).
   const std::string log = read_file(run / "log.txt");
   EXPECT_FALSE(contains(log, "skipping checkpoint")) << log.substr(0, 4000);
@@ -311,9 +324,7 @@ TEST_F(SoakTest, TwoRanksWithOneKilledAtRandomMomentsRestartAndMatchAnUninterrup
   const double ref_ms = ms_since(ref_start);
   ASSERT_EQ(ref_run.exit_code, 0) << ref_run.describe();
   const json ref_result = file_json(ref / "summary.json")["result"];
-  std::map<int64_t, double> ref_loss;
-  for (const json& m : read_metrics(ref / "metrics.jsonl").lines)
-    if (m["name"] == "train/loss") ref_loss[m["step"].get<int64_t>()] = m["value"].get<double>();
+  const std::map<int64_t, double> ref_loss = losses_of(ref);
   ASSERT_EQ(ref_loss.size(), static_cast<size_t>(kSteps));
 
   const fs::path run_dir = tmp() / "soak";
@@ -364,17 +375,7 @@ TEST_F(SoakTest, TwoRanksWithOneKilledAtRandomMomentsRestartAndMatchAnUninterrup
   EXPECT_EQ(summary["result"]["final_loss"].get<double>(), ref_result["final_loss"].get<double>());
   EXPECT_TRUE(read_file(run_dir / "model.safetensors") == read_file(ref / "model.safetensors"))
       << "model.safetensors differs from the reference";
-  const Metrics metrics = read_metrics(run_dir / "metrics.jsonl");
-  std::set<int64_t> steps_seen;
-  size_t mismatched = 0;
-  for (const json& m : metrics.lines) {
-    if (m["name"] != "train/loss") continue;
-    const int64_t step = m["step"].get<int64_t>();
-    steps_seen.insert(step);
-    if (ref_loss.count(step) == 0 || ref_loss[step] != m["value"].get<double>()) ++mismatched;
-  }
-  EXPECT_EQ(mismatched, 0u) << "logged losses that differ from the uninterrupted run";
-  EXPECT_EQ(steps_seen.size(), static_cast<size_t>(kSteps));
+  expect_losses_match(read_metrics(run_dir / "metrics.jsonl"), ref_loss);
   std::set<std::string> interrupted_writes;
   const size_t checkpoints_verified = verify_checkpoints(run_dir / "checkpoints", interrupted_writes);
   EXPECT_TRUE(wait_for_orphans(Millis(10000)).empty());

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <functional>
 
 #include "plan/allocator.hpp"
@@ -388,6 +389,39 @@ TEST_F(PlanTest, CalibratesWhenNothingIsCachedAndTakesTheCacheAfter) {
   request.measurement.calibrate = MeasurementPolicy::Calibrate::kAlways;
   const PlannedRun none = plan_run(request, later);
   EXPECT_EQ(none.plan["calibration"]["status"], "not calibrated: algo has no calibrate command");
+}
+
+// A cached calibration made before an allocator was installed never measured it: a run that
+// may calibrate measures again (and tries it); one that may not keeps the cache and says so.
+TEST_F(PlanTest, AnAllocatorInstalledAfterTheCalibrationIsTriedByTheNextOne) {
+  if (built_with_address_sanitizer()) GTEST_SKIP() << "AddressSanitizer build: the plan keeps glibc";
+  TempDir t, libs;
+  PlanRequest request = testing::request_for(cpu());
+  request.algorithm = testing::algorithm_info(json::parse(R"({"commands": ["train", "calibrate"]})"));
+  request.allocators.system = false;
+  request.allocators.path = libs.path().string();  // nothing installed there yet
+  request.measurement.calibrate = MeasurementPolicy::Calibrate::kIfMissing;
+  request.measurement.cache_file = t / "calibration.json";
+  services_.throughput = [](const CalibrationSettings& s) { return s.allocator == "jemalloc" ? 20.0 : 5.0; };
+  const PlannedRun first = plan_run(request, services_);
+  ASSERT_TRUE(first.calibration) << first.plan["calibration"].dump(2);
+  for (const json& plan : services_.calibrate_plans) EXPECT_NE(plan["allocator"]["name"], "jemalloc");
+
+  std::ofstream(libs / allocator_library_file("jemalloc")) << "ELF";  // installed now
+  testing::FakePlanServices may_not;
+  request.measurement.calibrate = MeasurementPolicy::Calibrate::kCachedOnly;
+  const PlannedRun cached = plan_run(request, may_not);
+  EXPECT_TRUE(may_not.calibrate_plans.empty());
+  EXPECT_NE(cached.plan["calibration"]["status"].get<std::string>().find("it never measured jemalloc (installed since)"),
+            std::string::npos)
+      << cached.plan["calibration"];
+
+  testing::FakePlanServices may;
+  may.throughput = services_.throughput;
+  request.measurement.calibrate = MeasurementPolicy::Calibrate::kIfMissing;
+  const PlannedRun again = plan_run(request, may);
+  EXPECT_EQ(again.plan["calibration"]["status"].get<std::string>().rfind("measured now", 0), 0u) << again.plan["calibration"];
+  EXPECT_EQ(again.plan["allocator"]["name"], "jemalloc") << again.plan.dump(2);
 }
 
 // --batch-size auto: the finder's batch wins, the config gets it, and an algorithm whose batch

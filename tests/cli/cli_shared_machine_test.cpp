@@ -1,0 +1,130 @@
+// A run planned beside another real run on this machine: the other run's worker is found in
+// /proc, the plan leaves it its core and lets idle OpenMP threads sleep, a calibration before
+// the run is skipped, and one asked for (host --calibrate) measures but, on a machine that
+// busy, does not cache. The harness plans every other test as on a dedicated machine
+// (MLH_MACHINE_SHARING=dedicated); these tests unset it.
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli_harness.hpp"
+
+namespace mlhost::cli_test {
+namespace {
+
+constexpr Millis kTimeout{180000};
+
+class SharedMachineTest : public ToyregTest {
+ protected:
+  void SetUp() override {
+    ToyregTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    one_thread_ = tmp() / "one-thread.ini";
+    write_file(one_thread_, "intra_op_threads = 1\n");
+  }
+
+  // The other run: toyreg on one thread, training until it is stopped.
+  std::unique_ptr<Process> start_other_run() {
+    RunOptions o;
+    o.cwd = tmp();
+    o.timeout = kTimeout;
+    auto p = std::make_unique<Process>(
+        std::vector<std::string>{host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir",
+                                 (tmp() / "other").string(), "--hardware-config", one_thread_.string(), "--set",
+                                 "steps=100000000", "--set", "samples=4096", "--set", "checkpoint_every=100000000"},
+        o);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (p->running() && !fs::exists(tmp() / "other" / "metrics.jsonl") && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(Millis(20));
+    EXPECT_TRUE(p->running()) << "the other run ended early";
+    return p;
+  }
+
+  // Stops it as a user would (SIGTERM: it saves and exits), so that nothing is left running.
+  static void stop(Process& other) {
+    ::kill(other.pid(), SIGTERM);
+    const Result r = other.wait(Millis(60000));
+    EXPECT_NE(r.signal, SIGKILL) << r.describe();
+  }
+
+  // Planning as users get it: the machine looked at.
+  RunOptions looking(RunOptions o = {}) const {
+    o.timeout = kTimeout;
+    o.unset_env.push_back("MLH_MACHINE_SHARING");
+    return o;
+  }
+
+  Result short_run(const std::string& name, const RunOptions& o) {
+    return host({"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", (tmp() / name).string(), "--set",
+                 "steps=5"},
+                o);
+  }
+
+  fs::path one_thread_;
+};
+
+// Other tests may run beside this one (ctest -j2), with workers of their own: the plan must
+// count at least the other run started here, and leave at least its core.
+TEST_F(SharedMachineTest, ARunBesideAnotherLeavesItItsCoreAndSleepsWhenIdle) {
+  // Told the machine is its own, a run plans every core and the OpenMP runtime's waits.
+  RunOptions dedicated = looking();
+  dedicated.env["MLH_MACHINE_SHARING"] = "dedicated";
+  ASSERT_EQ(short_run("dedicated", dedicated).exit_code, 0);
+  const json dedicated_plan = file_json(tmp() / "dedicated" / "plan.json");
+  EXPECT_TRUE(dedicated_plan["omp_wait_policy"].is_null()) << dedicated_plan.dump(2);
+  const int cores = dedicated_plan["threads"]["intra_op"];
+
+  const auto other = start_other_run();
+  const Result beside = short_run("beside", looking());
+  ASSERT_EQ(beside.exit_code, 0) << beside.describe();
+  const json plan = file_json(tmp() / "beside" / "plan.json");
+  EXPECT_EQ(plan["omp_wait_policy"], "passive") << plan.dump(2);
+  EXPECT_TRUE(contains(str(plan["sources"]["omp_wait_policy"]), "shared machine (")) << plan["sources"].dump(2);
+  EXPECT_TRUE(contains(str(plan["sources"]["omp_wait_policy"]), " of other runs (")) << plan["sources"].dump(2);
+  const int threads = plan["threads"]["intra_op"];
+  EXPECT_LE(threads, std::max(1, cores - 1)) << plan.dump(2);
+  EXPECT_GE(threads, 1);
+  if (cores > 1) {
+    EXPECT_TRUE(contains(str(plan["sources"]["threads"]), "on a shared machine")) << plan["sources"].dump(2);
+  }
+  // The worker really runs with it.
+  EXPECT_TRUE(contains(read_file(tmp() / "beside" / "log.txt"), "torch intra-op threads: " + std::to_string(threads)));
+
+  RunOptions bad = looking();
+  bad.env["MLH_MACHINE_SHARING"] = "sometimes";
+  const Result refused = short_run("bad", bad);
+  EXPECT_EQ(refused.exit_code, 2) << refused.describe();
+  EXPECT_TRUE(contains(refused.err, "MLH_MACHINE_SHARING='sometimes': expected auto or dedicated")) << refused.err;
+  EXPECT_FALSE(fs::exists(tmp() / "bad"));
+  stop(*other);
+}
+
+TEST_F(SharedMachineTest, CalibrationWaitsForAQuietMachineAndDoesNotCacheABusyOne) {
+  const auto other = start_other_run();
+  RunOptions o = looking();
+  o.unset_env.push_back("MLH_NO_CALIBRATE");
+  o.env["XDG_CACHE_HOME"] = (tmp() / "cache").string();
+  const fs::path cache = tmp() / "cache" / "mlhost" / "calibration.json";
+
+  // A run that would calibrate first does not, and says why.
+  const Result run = short_run("run", o);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  const std::string status = file_json(tmp() / "run" / "plan.json")["calibration"]["status"];
+  EXPECT_EQ(status.rfind("not calibrated: the machine is shared (", 0), 0u) << status;
+  EXPECT_TRUE(contains(status, " of other runs (")) << status;
+
+  // Asked for, it measures; with the other run keeping a CPU busy, nothing is cached.
+  const Result calibrated = host({"--plugin-dir", toyreg_, "--calibrate", "--algorithm", "toyreg",
+                                  "--calibration-seconds", "20"},
+                                 o);
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.describe();
+  EXPECT_TRUE(contains(calibrated.out, "on a busy machine (other processes kept ")) << calibrated.out;
+  EXPECT_TRUE(contains(calibrated.out, "used for this run, not cached")) << calibrated.out;
+  const json cached = fs::exists(cache) ? file_json(cache) : json();
+  EXPECT_TRUE(cached.is_null() || cached.value("calibrations", json::array()).empty()) << cached.dump(2);
+  stop(*other);
+}
+
+}  // namespace
+}  // namespace mlhost::cli_test

@@ -1,0 +1,149 @@
+// A shared machine in the plan: the workers of other runs read from a /proc tree (a fake one
+// here, with the files the kernel writes), and the plan's threads and OpenMP wait policy that
+// follow. The real /proc with a real second run: tests/cli/cli_shared_machine_test.cpp.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <initializer_list>
+#include <string>
+
+#include "plan/machine_share.hpp"
+#include "plan/planner.hpp"
+#include "planning.hpp"
+#include "temp_dir.hpp"
+#include "test_devices.hpp"
+#include "test_files.hpp"
+
+namespace mlhost {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// A process in the fake /proc: its parent, command line and environment (NUL-separated).
+void add_process(const fs::path& proc, int pid, int parent, const std::string& cmdline, const std::string& environ) {
+  const fs::path dir = proc / std::to_string(pid);
+  fs::create_directories(dir);
+  testing::write_text(dir / "stat", std::to_string(pid) + " (host) S " + std::to_string(parent) + " 1 1 0 -1\n");
+  testing::write_text(dir / "cmdline", cmdline);
+  testing::write_text(dir / "environ", environ);
+}
+
+// Strings as /proc writes them: each ends with a NUL.
+std::string nul_joined(std::initializer_list<const char*> items) {
+  std::string out;
+  for (const char* item : items) out += std::string(item) + '\0';
+  return out;
+}
+
+const std::string kWorker = nul_joined({"/opt/mlhost/bin/host", "--mlh-worker-spec-fd", "5"});
+
+TEST(MachineShare, CountsTheWorkersOfOtherRunsAndTheirThreads) {
+  TempDir t;
+  const fs::path proc = t / "proc";
+  fs::create_directories(proc);
+  testing::write_text(proc / "loadavg", "2.50 1.00 0.50 3/200 1234\n");
+  add_process(proc, 100, 1, kWorker, nul_joined({"OMP_NUM_THREADS=2", "HOME=/root"}));  // another run
+  add_process(proc, 101, 4242, kWorker, nul_joined({"OMP_NUM_THREADS=8"}));            // our own child
+  add_process(proc, 102, 1, kWorker,
+              nul_joined({"OMP_NUM_THREADS=4", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"}));  // our run's rank
+  add_process(proc, 103, 1, nul_joined({"python3", "train.py"}), "");                       // not mlhost
+  add_process(proc, 104, 1, kWorker, "");  // another user's: no environment to read
+  add_process(proc, 105, 1, nul_joined({"/opt/mlhost/bin/host", "--algorithm", "trm"}), "");  // a host, not a worker
+
+  const MachineShare share = read_machine_share(proc, 4242, "10.0.0.1:29500");
+  EXPECT_TRUE(share.looked);
+  EXPECT_EQ(share.other_workers, 2);
+  EXPECT_EQ(share.other_worker_threads, 3) << "2 read from its environment, 1 for the unreadable one";
+  EXPECT_DOUBLE_EQ(share.load_average, 2.5);
+  EXPECT_TRUE(share.shared());
+  EXPECT_EQ(share.describe().rfind("2 mlhost workers of other runs (3 threads), load average 2.5 on ", 0), 0u)
+      << share.describe();
+
+  // Without the rendezvous, the rank counts as another run's worker.
+  EXPECT_EQ(read_machine_share(proc, 4242, "").other_workers, 3);
+}
+
+TEST(MachineShare, AQuietMachineIsNotShared) {
+  TempDir t;
+  const fs::path proc = t / "proc";
+  fs::create_directories(proc);
+  testing::write_text(proc / "loadavg", "0.20 0.10 0.05 1/100 99\n");
+  add_process(proc, 103, 1, nul_joined({"python3", "train.py"}), "");
+  const MachineShare share = read_machine_share(proc, 4242, "");
+  EXPECT_EQ(share.other_workers, 0);
+  EXPECT_FALSE(share.shared());
+  MachineShare loaded = share;
+  loaded.load_average = loaded.online_cpus;  // a load that fills every CPU
+  EXPECT_TRUE(loaded.shared());
+  EXPECT_FALSE(MachineShare{}.shared()) << "not looked at: never shared";
+}
+
+TEST(MachineShare, OthersCpuUseLeavesOutThisProcess) {
+  const CpuUseMeter meter;
+  // Busy here for a while: our own CPU time is not "others".
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  volatile double x = 0;
+  while (std::chrono::steady_clock::now() < until) x = x + 1;
+  const double others = meter.others_cpus();
+  EXPECT_GE(others, 0.0);
+  EXPECT_LT(CpuUseMeter(fs::path("/nonexistent")).others_cpus(), 0.0) << "unreadable /proc/stat";
+}
+
+class SharedMachinePlan : public ::testing::Test {
+ protected:
+  static MachineShare beside(int workers, int threads) {
+    MachineShare s;
+    s.looked = true;
+    s.other_workers = workers;
+    s.other_worker_threads = threads;
+    s.online_cpus = 2;
+    s.load_average = 1.0;
+    return s;
+  }
+  json plan(const MachineShare& share, std::function<void(PlanRequest&)> tweak = nullptr) {
+    PlanRequest request = testing::request_for(testing::epyc_cpu());
+    request.sharing = share;
+    if (tweak) tweak(request);
+    return plan_run(request, services_).plan;
+  }
+  testing::FakePlanServices services_;
+};
+
+TEST_F(SharedMachinePlan, BesideAnotherRunItTakesTheCoresLeftAndSleepsWhenIdle) {
+  // A quiet machine: every core, the OpenMP runtime's own wait policy.
+  json p = plan(MachineShare{});
+  EXPECT_EQ(p["threads"]["intra_op"], 2);
+  EXPECT_TRUE(p["omp_wait_policy"].is_null()) << p.dump(2);
+
+  // One other run holding one core: the other is ours; idle threads sleep.
+  p = plan(beside(1, 1));
+  EXPECT_EQ(p["threads"]["intra_op"], 1);
+  EXPECT_EQ(p["omp_wait_policy"], "passive");
+  EXPECT_NE(p["sources"]["threads"].get<std::string>().find("1 on a shared machine (1 mlhost worker of other runs (1 "
+                                                              "thread)"),
+            std::string::npos)
+      << p["sources"].dump(2);
+  EXPECT_NE(p["sources"]["omp_wait_policy"].get<std::string>().find("shared machine"), std::string::npos);
+
+  // Another run holding both cores: a fair share, one.
+  EXPECT_EQ(plan(beside(1, 2))["threads"]["intra_op"], 1);
+  // A load that fills the CPUs without other mlhost runs: threads stay, idle threads sleep.
+  MachineShare loaded = beside(0, 0);
+  loaded.load_average = 2.5;
+  p = plan(loaded);
+  EXPECT_EQ(p["threads"]["intra_op"], 2);
+  EXPECT_EQ(p["omp_wait_policy"], "passive");
+}
+
+TEST_F(SharedMachinePlan, TheSettingsFileStillWins) {
+  TempDir t;
+  testing::write_text(t / "hw.ini", "intra_op_threads = 2\nomp_wait_policy = active\n");
+  const HardwareSettings settings = read_hardware_settings(t / "hw.ini");
+  const json p = plan(beside(1, 2), [&](PlanRequest& r) { r.settings = settings; });
+  EXPECT_EQ(p["threads"]["intra_op"], 2);
+  EXPECT_EQ(p["omp_wait_policy"], "active");
+}
+
+}  // namespace
+}  // namespace mlhost
