@@ -54,7 +54,9 @@ MachineShare machine_share(const Launch& launch) {
     throw HostError(std::string("MLH_MACHINE_SHARING='") + sharing + "': expected auto or dedicated", kExitBadInput);
   const std::string own_master =
       launch.external() ? launch.master_addr + ":" + std::to_string(launch.master_port) : std::string();
-  return read_machine_share("/proc", ::getpid(), own_master);
+  // A tenth of a second tells a machine busy now from a quiet one (the run then loads LibTorch
+  // for half a second anyway).
+  return read_machine_share("/proc", ::getpid(), own_master, std::chrono::milliseconds(100));
 }
 
 }  // namespace

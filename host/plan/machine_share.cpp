@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "common/worker_flag.hpp"
@@ -74,22 +75,25 @@ double wall_seconds() {
 }  // namespace
 
 bool MachineShare::shared() const {
-  return looked && (other_workers > 0 || (online_cpus > 0 && load_average >= online_cpus));
+  return looked && (other_workers > 0 || busy_cpus >= kBusyOtherCpus);
 }
 
 std::string MachineShare::describe() const {
   char load[64];
-  std::snprintf(load, sizeof load, "load average %.1f on %d CPUs", load_average, online_cpus);
+  std::snprintf(load, sizeof load, "other processes busy on %.1f of %d CPUs", busy_cpus, online_cpus);
   if (other_workers == 0) return load;
   return std::to_string(other_workers) + " mlhost worker" + (other_workers == 1 ? "" : "s") + " of other runs (" +
          std::to_string(other_worker_threads) + " thread" + (other_worker_threads == 1 ? "" : "s") + "), " + load;
 }
 
-MachineShare read_machine_share(const fs::path& proc, pid_t self, const std::string& own_master) {
+MachineShare read_machine_share(const fs::path& proc, pid_t self, const std::string& own_master,
+                                std::chrono::milliseconds sample) {
   MachineShare share;
   share.looked = true;
   share.online_cpus = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
-  std::istringstream(read_all(proc / "loadavg")) >> share.load_average;
+  const CpuUseMeter others(proc);
+  std::this_thread::sleep_for(sample);
+  share.busy_cpus = std::max(0.0, others.others_cpus());
   std::error_code ec;
   for (fs::directory_iterator it(proc, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();

@@ -1,6 +1,8 @@
 // Whether this machine's CPUs are shared with other work, for the plan (docs/plan.md,
-// "A shared machine"): the mlhost workers of other runs (their intra-op threads), the load
-// average, and, while a calibration measures, how much CPU time everything else took.
+// "A shared machine"): the mlhost workers of other runs (their intra-op threads), and how
+// much CPU time everything else takes, over a short sample before planning and over a whole
+// calibration. (Not the load average: a minute's average still counts a build that has just
+// ended, which would keep the first run after it from calibrating.)
 //
 // Two runs on two cores slowed each other 70x with the default plan: each started a thread
 // per core, and OpenMP's idle threads spin on cores the other run needs. A run that starts
@@ -9,28 +11,34 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
 namespace mlhost {
 
+// Other processes keeping this many CPUs busy on average make the machine a shared one.
+constexpr double kBusyOtherCpus = 0.5;
+
 struct MachineShare {
   bool looked = false;            // false: not read (MLH_MACHINE_SHARING=dedicated, or a test)
   int other_workers = 0;          // mlhost workers of other runs now running here
   int other_worker_threads = 0;   // their intra-op threads (OMP_NUM_THREADS; 1 each where unreadable)
-  double load_average = 0;        // the 1-minute load average
+  double busy_cpus = 0;           // CPUs everything else kept busy over the sample (0: unknown)
   int online_cpus = 0;
 
-  // Other runs' workers, or a load that already fills the online CPUs.
+  // Other runs' workers, or other processes keeping kBusyOtherCpus or more busy.
   bool shared() const;
-  // "1 mlhost worker of other runs (2 threads), load average 2.1 on 2 CPUs"
+  // "1 mlhost worker of other runs (2 threads), other processes busy on 2.0 of 2 CPUs"
   std::string describe() const;
 };
 
 // Reads `proc` (normally /proc): workers are processes whose command line holds the worker
 // flag, apart from the children of `self` (this host's own) and those of `own_master`
-// ("addr:port", the rendezvous of this run's other ranks; empty: none).
-MachineShare read_machine_share(const std::filesystem::path& proc, pid_t self, const std::string& own_master);
+// ("addr:port", the rendezvous of this run's other ranks; empty: none); the CPU use of
+// everything else is sampled over `sample`.
+MachineShare read_machine_share(const std::filesystem::path& proc, pid_t self, const std::string& own_master,
+                                std::chrono::milliseconds sample);
 
 // The CPU time everything but this process and its children used, from /proc/stat, between
 // the meter's start and others_cpus() (as a number of CPUs kept busy on average). A

@@ -2,6 +2,9 @@
 // here, with the files the kernel writes), and the plan's threads and OpenMP wait policy that
 // follow. The real /proc with a real second run: tests/cli/cli_shared_machine_test.cpp.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <initializer_list>
@@ -42,7 +45,6 @@ TEST(MachineShare, CountsTheWorkersOfOtherRunsAndTheirThreads) {
   TempDir t;
   const fs::path proc = t / "proc";
   fs::create_directories(proc);
-  testing::write_text(proc / "loadavg", "2.50 1.00 0.50 3/200 1234\n");
   add_process(proc, 100, 1, kWorker, nul_joined({"OMP_NUM_THREADS=2", "HOME=/root"}));  // another run
   add_process(proc, 101, 4242, kWorker, nul_joined({"OMP_NUM_THREADS=8"}));            // our own child
   add_process(proc, 102, 1, kWorker,
@@ -51,32 +53,45 @@ TEST(MachineShare, CountsTheWorkersOfOtherRunsAndTheirThreads) {
   add_process(proc, 104, 1, kWorker, "");  // another user's: no environment to read
   add_process(proc, 105, 1, nul_joined({"/opt/mlhost/bin/host", "--algorithm", "trm"}), "");  // a host, not a worker
 
-  const MachineShare share = read_machine_share(proc, 4242, "10.0.0.1:29500");
+  const MachineShare share = read_machine_share(proc, 4242, "10.0.0.1:29500", std::chrono::milliseconds(0));
   EXPECT_TRUE(share.looked);
   EXPECT_EQ(share.other_workers, 2);
   EXPECT_EQ(share.other_worker_threads, 3) << "2 read from its environment, 1 for the unreadable one";
-  EXPECT_DOUBLE_EQ(share.load_average, 2.5);
+  EXPECT_EQ(share.busy_cpus, 0.0) << "no /proc/stat here: unknown";
   EXPECT_TRUE(share.shared());
-  EXPECT_EQ(share.describe().rfind("2 mlhost workers of other runs (3 threads), load average 2.5 on ", 0), 0u)
+  EXPECT_EQ(share.describe().rfind("2 mlhost workers of other runs (3 threads), other processes busy on 0.0 of ", 0), 0u)
       << share.describe();
 
   // Without the rendezvous, the rank counts as another run's worker.
-  EXPECT_EQ(read_machine_share(proc, 4242, "").other_workers, 3);
+  EXPECT_EQ(read_machine_share(proc, 4242, "", std::chrono::milliseconds(0)).other_workers, 3);
 }
 
 TEST(MachineShare, AQuietMachineIsNotShared) {
   TempDir t;
   const fs::path proc = t / "proc";
   fs::create_directories(proc);
-  testing::write_text(proc / "loadavg", "0.20 0.10 0.05 1/100 99\n");
   add_process(proc, 103, 1, nul_joined({"python3", "train.py"}), "");
-  const MachineShare share = read_machine_share(proc, 4242, "");
+  const MachineShare share = read_machine_share(proc, 4242, "", std::chrono::milliseconds(0));
   EXPECT_EQ(share.other_workers, 0);
   EXPECT_FALSE(share.shared());
   MachineShare loaded = share;
-  loaded.load_average = loaded.online_cpus;  // a load that fills every CPU
+  loaded.busy_cpus = kBusyOtherCpus;  // other processes keeping half a CPU busy
   EXPECT_TRUE(loaded.shared());
   EXPECT_FALSE(MachineShare{}.shared()) << "not looked at: never shared";
+}
+
+TEST(MachineShare, AProcessBusyNowMakesTheMachineShared) {
+  const pid_t spinner = ::fork();
+  ASSERT_GE(spinner, 0);
+  if (spinner == 0) {
+    for (volatile unsigned long i = 0;; i = i + 1) {
+    }
+  }
+  const MachineShare share = read_machine_share("/proc", ::getpid(), "", std::chrono::milliseconds(400));
+  ::kill(spinner, SIGKILL);
+  ::waitpid(spinner, nullptr, 0);
+  EXPECT_GE(share.busy_cpus, kBusyOtherCpus) << share.describe();
+  EXPECT_TRUE(share.shared());
 }
 
 TEST(MachineShare, OthersCpuUseLeavesOutThisProcess) {
@@ -98,7 +113,7 @@ class SharedMachinePlan : public ::testing::Test {
     s.other_workers = workers;
     s.other_worker_threads = threads;
     s.online_cpus = 2;
-    s.load_average = 1.0;
+    s.busy_cpus = 0.2;
     return s;
   }
   json plan(const MachineShare& share, std::function<void(PlanRequest&)> tweak = nullptr) {
@@ -128,9 +143,9 @@ TEST_F(SharedMachinePlan, BesideAnotherRunItTakesTheCoresLeftAndSleepsWhenIdle) 
 
   // Another run holding both cores: a fair share, one.
   EXPECT_EQ(plan(beside(1, 2))["threads"]["intra_op"], 1);
-  // A load that fills the CPUs without other mlhost runs: threads stay, idle threads sleep.
+  // Other processes busy on the CPUs, no other mlhost run: threads stay, idle threads sleep.
   MachineShare loaded = beside(0, 0);
-  loaded.load_average = 2.5;
+  loaded.busy_cpus = 1.5;
   p = plan(loaded);
   EXPECT_EQ(p["threads"]["intra_op"], 2);
   EXPECT_EQ(p["omp_wait_policy"], "passive");

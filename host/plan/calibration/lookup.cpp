@@ -15,10 +15,6 @@ using Calibrate = MeasurementPolicy::Calibrate;
 
 namespace {
 
-// Other processes keeping this much CPU busy on average while a calibration measured make
-// its figures those of a busy machine.
-constexpr double kBusyCpus = 0.5;
-
 // The allocators installed now that `cached` never measured: it was made before they were
 // installed, so its choice of allocator is not known to be the best any more.
 std::vector<std::string> allocators_not_measured(const CalibrationResult& cached, const AllocatorSearch& search) {
@@ -109,7 +105,7 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
     return out;
   }
   const int seconds = static_cast<int>(searched.calibration->seconds + 0.5);
-  if (const double busy = others.others_cpus(); request.sharing.looked && busy >= kBusyCpus) {
+  if (const double busy = others.others_cpus(); request.sharing.looked && busy >= kBusyOtherCpus) {
     // Figures measured beside other work would be kept for every later run: use them now only.
     char cpus[32];
     std::snprintf(cpus, sizeof cpus, "%.1f", busy);
