@@ -39,8 +39,9 @@ using Commands = mlh::CommandTable<mlh::RunContext&, const Config&, const mlh::r
 const Commands& command_table();
 
 // Runs ctx.command() with the plan applied and the random streams seeded per rank. The
-// plugin passes load_dataset and its decoder; tests an in-memory loader.
-void run_command(mlh::RunContext& ctx, const DatasetLoader& load, const ImageDecoder& decode = nullptr);
+// plugin passes load_dataset, its decoder and dataset_class_names; tests an in-memory loader.
+void run_command(mlh::RunContext& ctx, const DatasetLoader& load, const ImageDecoder& decode = nullptr,
+                 const ClassLister& list_classes = nullptr);
 
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);

@@ -21,18 +21,22 @@ const char* config_schema_json() {
         "train_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "idx: labels to train on (empty: all)"},
         "val_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "idx: validate on these labels of the training file (class-disjoint); empty: hold out val_fraction of each training class. omniglot/miniimagenet use their 'val' split"},
         "val_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-        "test_root": {"type": "string", "description": "idx: the test images file; folder: the test folder; omniglot/miniimagenet: '' = root (split 'test')"},
+        "test_root": {"type": "string", "description": "idx: the test images file; folder: the test folder; omniglot/miniimagenet: the folder holding the test split, '' (or the idx default) = root"},
         "test_labels": {"type": "string"},
         "test_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}},
         "height": {"type": "integer", "minimum": 8},
         "width": {"type": "integer", "minimum": 8},
         "channels": {"enum": [1, 3]},
         "invert": {"type": "boolean"},
-        "rotations": {"type": "boolean", "description": "omniglot: rotated characters as extra training classes"},
+        "rotations": {"type": "boolean", "description": "omniglot: rotated characters as extra training classes (a split file's rotDDD lines say it per class)"},
+        "splits": {"type": "string", "description": "omniglot/miniimagenet: which classes each split holds: 'vinyals' (Omniglot's standard split, shipped), 'ravi' (miniImageNet's, shipped), a folder of train/val/test[/trainval] lists (.txt for Omniglot, .csv for miniImageNet), or '' for the dataset's own (<root>/splits/<split>.txt, <root>/<split>.csv)"},
+        "trainval": {"type": "boolean", "description": "train on the training and validation classes together, without validation or early stopping, for a fixed number of epochs (the reference's retraining for the reported test figures)"},
+        "allow_class_overlap": {"type": "boolean", "description": "let the test (or validation) classes include training classes; refused otherwise, since a few-shot test on trained classes measures memory"},
         "cache_dir": {"type": "string"}
       }
     },
-    "train_way": {"type": "integer", "minimum": 2, "description": "classes per training episode (capped at the classes available)"},
+    "preset": {"type": "string", "description": "a preset of this algorithm: full, reduced, or the reference protocols omniglot-1shot, omniglot-5shot, miniimagenet-1shot, miniimagenet-5shot"},
+    "train_way": {"type": "integer", "minimum": 2, "description": "classes per training episode (capped at the classes available, except with data.splits, where too few classes is an error)"},
     "train_shot": {"type": "integer", "minimum": 1},
     "train_query": {"type": "integer", "minimum": 1},
     "test_way": {"type": "integer", "minimum": 2},
@@ -71,7 +75,8 @@ const char* config_defaults_json() {
     "test_labels": "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz",
     "test_classes": [5, 6, 7, 8, 9],
     "height": 28, "width": 28, "channels": 1,
-    "invert": false, "rotations": false, "cache_dir": ""
+    "invert": false, "rotations": false, "splits": "", "trainval": false, "allow_class_overlap": false,
+    "cache_dir": ""
   },
   "train_way": 60, "train_shot": 5, "train_query": 5,
   "test_way": 5, "test_shot": 5, "test_query": 15,
@@ -83,14 +88,47 @@ const char* config_defaults_json() {
 })json";
 }
 
-// Conv-4 at width 64 on 1-channel input has 111,936 parameters (3 channels: 113,088). Both
-// presets keep the reference's Conv-4 (the accuracy ProtoNet is held to is the reference's,
-// and 112k parameters is small for any device); reduced shortens the training schedule.
+// Conv-4 at width 64 on 1-channel input has 111,936 parameters (3 channels: 113,088). Every
+// preset keeps the reference's Conv-4 (the accuracy ProtoNet is held to is the reference's,
+// and 112k parameters is small for any device); full and reduced size the schedule, the
+// others are the reference's protocols (Snell et al. 2017 and their code,
+// github.com/jakesnell/prototypical-networks):
+//   Omniglot: the Vinyals split with rotations, 28x28 inverted, 60-way training with 5 queries
+//   at the shot tested, 5-way 15-query testing over 1000 episodes; epochs of 100 episodes,
+//   lr 1e-3 halved every 20 epochs, early stopping after 200 epochs without a better
+//   validation loss (run_train.py's defaults; --set test_way=20 for the 20-way figures).
+//   miniImageNet: the Ravi split, 84x84 RGB, 30-way 1-shot or 20-way 5-shot training with 15
+//   queries, 5-way testing over 600 episodes (the paper, section 3.2).
+// data.root is where the reference keeps the data (data/omniglot/data, data/miniImagenet).
 const char* presets_json() {
   return R"json({
   "full": {"width": 64, "$parameters": 111936},
   "reduced": {"width": 64, "$parameters": 111936, "train_way": 20, "train_query": 5, "epochs": 20,
-              "episodes_per_epoch": 50, "val_episodes": 50, "patience": 5, "eval_episodes": 300}
+              "episodes_per_epoch": 50, "val_episodes": 50, "patience": 5, "eval_episodes": 300},
+  "omniglot-1shot": {"$parameters": 111936, "width": 64,
+                     "data": {"format": "omniglot", "root": "data/omniglot/data", "test_root": "", "splits": "vinyals",
+                              "height": 28, "width": 28, "channels": 1, "invert": true},
+                     "train_way": 60, "train_shot": 1, "train_query": 5, "test_way": 5, "test_shot": 1, "test_query": 15,
+                     "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 200,
+                     "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 1000},
+  "omniglot-5shot": {"$parameters": 111936, "width": 64,
+                     "data": {"format": "omniglot", "root": "data/omniglot/data", "test_root": "", "splits": "vinyals",
+                              "height": 28, "width": 28, "channels": 1, "invert": true},
+                     "train_way": 60, "train_shot": 5, "train_query": 5, "test_way": 5, "test_shot": 5, "test_query": 15,
+                     "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 200,
+                     "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 1000},
+  "miniimagenet-1shot": {"$parameters": 113088, "width": 64,
+                         "data": {"format": "miniimagenet", "root": "data/miniImagenet", "test_root": "", "splits": "ravi",
+                                  "height": 84, "width": 84, "channels": 3, "invert": false},
+                         "train_way": 30, "train_shot": 1, "train_query": 15, "test_way": 5, "test_shot": 1, "test_query": 15,
+                         "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 200,
+                         "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 600},
+  "miniimagenet-5shot": {"$parameters": 113088, "width": 64,
+                         "data": {"format": "miniimagenet", "root": "data/miniImagenet", "test_root": "", "splits": "ravi",
+                                  "height": 84, "width": 84, "channels": 3, "invert": false},
+                         "train_way": 20, "train_shot": 5, "train_query": 15, "test_way": 5, "test_shot": 5, "test_query": 15,
+                         "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 200,
+                         "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 600}
 })json";
 }
 
@@ -113,6 +151,13 @@ Config parse_config(const json& user) {
     base.channels = d.at("channels").get<int>();
     base.invert = d.at("invert").get<bool>();
     base.cache_dir = d.at("cache_dir").get<std::string>();
+    base.splits = d.at("splits").get<std::string>();
+    c.trainval = d.at("trainval").get<bool>();
+    c.allow_class_overlap = d.at("allow_class_overlap").get<bool>();
+    if (!base.splits.empty() && base.format != "omniglot" && base.format != "miniimagenet")
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'data.splits': split lists are for the omniglot and "
+                                                 "miniimagenet formats, not " + base.format +
+                                                 " (idx: data.train_classes, data.val_classes, data.test_classes)");
     const bool split_format = base.format == "omniglot" || base.format == "miniimagenet";
 
     c.train_data = base;
@@ -120,13 +165,18 @@ Config parse_config(const json& user) {
     c.train_data.labels = d.at("labels").get<std::string>();
     c.train_data.classes = ints(d.at("train_classes"));
     c.train_data.rotations = d.at("rotations").get<bool>();
-    c.train_data.split = split_format ? "train" : "";
+    c.train_data.split = split_format ? (c.trainval ? "trainval" : "train") : "";
 
     c.val_fraction = d.at("val_fraction").get<double>();
     const std::vector<int32_t> val_classes = ints(d.at("val_classes"));
     c.val_data = c.train_data;
     c.val_data.rotations = false;
-    if (split_format) {
+    if (c.trainval) {
+      // Retraining: the validation classes join the training ones, and nothing is held out.
+      c.validate = false;
+      if (!split_format && !val_classes.empty() && !c.train_data.classes.empty())
+        c.train_data.classes.insert(c.train_data.classes.end(), val_classes.begin(), val_classes.end());
+    } else if (split_format) {
       c.has_val_classes = true;
       c.val_data.split = "val";
     } else if (!val_classes.empty()) {
@@ -139,7 +189,10 @@ Config parse_config(const json& user) {
     c.test_data.labels = d.at("test_labels").get<std::string>();
     c.test_data.classes = ints(d.at("test_classes"));
     if (split_format) {
-      if (c.test_data.root.empty()) c.test_data.root = c.train_data.root;
+      // The default test_root is Fashion-MNIST's test file, which means nothing to a dataset
+      // whose test classes are a split of the same folder: that default and '' both mean root.
+      const json defaults = json::parse(config_defaults_json());
+      if (c.test_data.root.empty() || c.test_data.root == defaults["data"]["test_root"]) c.test_data.root = c.train_data.root;
       c.test_data.split = "test";
     }
 

@@ -27,6 +27,9 @@ struct Config {
   DatasetSpec val_data;          // omniglot/miniimagenet: split "val"; idx with val_classes
   double val_fraction = 0.1;     // otherwise: this share of each training class, held out
   DatasetSpec test_data;
+  bool trainval = false;             // train on train + val classes; no validation (validate false)
+  bool validate = true;              // validate each epoch and stop early; false with trainval
+  bool allow_class_overlap = false;  // the test or validation classes may include training ones
 
   EpisodeShape train{60, 5, 5};
   EpisodeShape test{5, 5, 15};

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <mlh/runtime/device_transfer.hpp>
+
+#include "data/splits.hpp"
 
 namespace protonet {
 
@@ -42,6 +45,53 @@ ImageSet load_checked(const DatasetLoader& load, const DatasetSpec& spec, const 
   }
 }
 
+std::vector<std::string> present_classes(const ImageSet& set) {
+  std::vector<bool> present(set.class_names.size(), false);
+  for (int32_t label : set.labels)
+    if (label >= 0 && static_cast<size_t>(label) < present.size()) present[static_cast<size_t>(label)] = true;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < present.size(); ++i)
+    if (present[i]) out.push_back(set.class_names[i]);
+  return out;
+}
+
+std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& spec, const std::string& what) {
+  if (!data.list_classes) return present_classes(load_checked(data.load, spec, what));
+  try {
+    return data.list_classes(spec);
+  } catch (const DataError& e) {
+    throw mlh::Error(MLH_ERR_IO, what + " data: " + e.what());
+  }
+}
+
+void check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
+                            const std::vector<std::string>& other, const std::string& what) {
+  const std::string& format = cfg.train_data.format;
+  const std::vector<std::string> shared = shared_classes(format, other, trained);
+  if (shared.empty()) return;
+  std::set<std::string> identities;
+  for (const std::string& name : other) identities.insert(class_identity(format, name));
+  std::string examples;
+  for (size_t i = 0; i < shared.size() && i < 3; ++i) examples += (i ? ", '" : "'") + shared[i] + "'";
+  const std::string fact = std::to_string(shared.size()) + " of the " + std::to_string(identities.size()) + " " + what +
+                           " classes are training classes (" + examples + (shared.size() > 3 ? ", ..." : "") + ")";
+  if (cfg.allow_class_overlap) {
+    ctx.warn(fact + "; allowed by data.allow_class_overlap");
+    return;
+  }
+  std::string how;
+  if (format == "omniglot" || format == "miniimagenet")
+    how = "give split lists: data.splits=" + std::string(format == "omniglot" ? "vinyals" : "ravi") +
+          " (the standard split, shipped with the plugin) or data.splits=DIR (a folder of train, val and test lists)";
+  else if (format == "idx")
+    how = "give disjoint data.train_classes, data.val_classes and data.test_classes";
+  else
+    how = "give a data.test_root whose class folders are not training classes";
+  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
+                   fact + ": a few-shot " + what + " on trained classes measures memory, not learning new classes; " +
+                       how + ", or set data.allow_class_overlap=true if this is intended");
+}
+
 std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed) {
   std::map<int32_t, std::vector<int64_t>> by_class;
   for (size_t i = 0; i < set.size(); ++i) by_class[set.labels[i]].push_back(static_cast<int64_t>(i));
@@ -61,8 +111,13 @@ std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uin
 }
 
 EpisodeShape fit_shape(const mlh::RunContext& ctx, EpisodeShape s, const EpisodeSampler& sampler,
-                       const std::string& what) {
+                       const std::string& what, const DatasetSpec& spec) {
   const int classes = sampler.eligible_classes(s.shot + s.query);
+  if (!spec.splits.empty() && classes < s.way)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
+                     what + " set: split '" + spec.split + "' of data.splits '" + spec.splits + "' has " +
+                         std::to_string(classes) + " classes with " + std::to_string(s.shot + s.query) +
+                         " images or more, fewer than the " + std::to_string(s.way) + "-way episodes need");
   if (classes < 2)
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, what + " set: fewer than 2 classes have " +
                                                    std::to_string(s.shot + s.query) + " images");

@@ -27,10 +27,14 @@ using DatasetLoader = std::function<ImageSet(const DatasetSpec&)>;
 // file order (classify's queries); the plugin passes the data library's decoder.
 using ImageDecoder = std::function<ImageSet(const std::vector<std::string>& files, const DatasetSpec& spec)>;
 
+// The classes a dataset holds, without decoding it; the plugin passes dataset_class_names.
+using ClassLister = std::function<std::vector<std::string>(const DatasetSpec&)>;
+
 // The plugin's ways to read images, handed to every command.
 struct DataSources {
   DatasetLoader load;
-  ImageDecoder decode;  // null in a build without an image decoder
+  ImageDecoder decode;       // null in a build without an image decoder
+  ClassLister list_classes;  // null: the classes of the set `load` gives
 };
 
 // "5-way 5-shot 15-query".
@@ -40,14 +44,31 @@ std::string shape_name(const EpisodeShape& s);
 // MLH_ERR_INVALID_ARGUMENT, both naming `what` set ("training", "test", ...).
 ImageSet load_checked(const DatasetLoader& load, const DatasetSpec& spec, const std::string& what);
 
+// The names of the classes `set` has images of, in label order.
+std::vector<std::string> present_classes(const ImageSet& set);
+
+// The classes of `spec`'s set (data.list_classes, else by loading it); a data error is an
+// mlh::Error(MLH_ERR_IO) naming `what` set.
+std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& spec, const std::string& what);
+
+// A few-shot test on classes the model was trained on measures memory, not few-shot
+// learning: `other` (the "test" or "validation" classes) sharing classes with `trained`
+// (by class_identity: an Omniglot character in any rotation) is an
+// mlh::Error(MLH_ERR_INVALID_ARGUMENT) that says how to give disjoint splits, or a warning
+// with data.allow_class_overlap.
+void check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
+                            const std::vector<std::string>& other, const std::string& what);
+
 // Holds out `fraction` of each class's images (at least one where a class has two or more):
 // the training and the validation set, in the set's order.
 std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed);
 
 // The episode shape capped at the classes `sampler` has enough images of (with a warning);
-// fewer than two such classes is an mlh::Error(MLH_ERR_INVALID_ARGUMENT).
+// fewer than two such classes is an mlh::Error(MLH_ERR_INVALID_ARGUMENT). With split lists
+// (spec.splits given) the protocol is the user's: fewer classes than the way is that error,
+// naming the split and its lists.
 EpisodeShape fit_shape(const mlh::RunContext& ctx, EpisodeShape s, const EpisodeSampler& sampler,
-                       const std::string& what);
+                       const std::string& what, const DatasetSpec& spec);
 
 // `n` episodes of `shape`, drawn in order from `rng`.
 std::vector<EpisodeIndices> sample_episodes(const EpisodeSampler& sampler, const EpisodeShape& shape, int64_t n,

@@ -126,8 +126,9 @@ mlh::rt::LoadedCheckpoint load_trained(const mlh::RunContext& ctx, const Config&
   mlh::rt::CheckpointManager checkpoints(mlh::rt::trained_run_dir(ctx), cfg.keep_checkpoints, mlh::rt::Goal::Minimize,
                                          mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState s = l.state();
-  auto loaded = cfg.checkpoint == "latest" ? checkpoints.load_latest(s, l.plan.device)
-                                           : checkpoints.load_best(s, l.plan.device);
+  // A run without validation (data.trainval) has no best checkpoint: its latest is the result.
+  auto loaded = cfg.checkpoint == "latest" || !cfg.validate ? checkpoints.load_latest(s, l.plan.device)
+                                                            : checkpoints.load_best(s, l.plan.device);
   if (!loaded) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder ('" + checkpoints.dir() + "')");
   return *loaded;
 }

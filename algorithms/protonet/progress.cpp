@@ -48,6 +48,12 @@ bool TrainProgress::end_epoch(double val_loss, double val_acc, int64_t patience)
   return better;
 }
 
+void TrainProgress::end_epoch_unvalidated() {
+  ++epoch;
+  episode_in_epoch = 0;
+  best_epoch = epoch;
+}
+
 json TrainProgress::to_json() const {
   json j = {{"stopped_early", stopped_early}};
   for (const auto& [key, counter] : kCounters) j[key] = this->*counter;

@@ -23,6 +23,8 @@ struct TrainProgress {
   // One epoch's validation: records it when its loss is the best so far (returns true), else
   // counts a bad epoch; then moves on to the next epoch and decides on early stopping.
   bool end_epoch(double val_loss, double val_acc, int64_t patience);
+  // An epoch of a run without validation (data.trainval): the latest epoch is the result.
+  void end_epoch_unvalidated();
 
   nlohmann::json to_json() const;
   // A checkpoint's values["progress"]; a missing or mistyped key is an

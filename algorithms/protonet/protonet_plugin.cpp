@@ -24,7 +24,7 @@ class ProtoNet : public mlh::AlgorithmPlugin {
   }
 
   void run(mlh::RunContext& ctx) override {
-    protonet::run_command(ctx, protonet::load_dataset, protonet_decoder());
+    protonet::run_command(ctx, protonet::load_dataset, protonet_decoder(), protonet::dataset_class_names);
   }
 
   std::string describe_run(const mlh::RunContext& ctx) override { return protonet::describe_run(ctx); }

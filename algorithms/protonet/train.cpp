@@ -29,21 +29,54 @@ std::string fmt(double v, int digits = 4) { return mlh::fixed(v, digits); }
 
 json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot}, {"query", s.query}}; }
 
+// Before training: the test classes must not be training classes. Test data that cannot be
+// listed yet (it may come later) is checked by eval instead.
+void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
+                        const std::vector<std::string>& trained) {
+  std::vector<std::string> tested;
+  try {
+    tested = classes_of(data, cfg.test_data, "test");
+  } catch (const mlh::Error& e) {
+    ctx.warn(std::string("cannot list the test classes to check them against the training classes (eval will): ") +
+             e.what());
+    return;
+  }
+  check_disjoint_classes(ctx, cfg, trained, tested, "test");
+}
+
+// Before testing: the same check from the other side, with the training classes listed from
+// the run's config.
+void check_trained_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
+                           const std::vector<std::string>& tested) {
+  std::vector<std::string> trained;
+  try {
+    trained = classes_of(data, cfg.train_data, "training");
+  } catch (const mlh::Error& e) {
+    ctx.warn(std::string("cannot list the training classes to check the test classes against them: ") + e.what());
+    return;
+  }
+  check_disjoint_classes(ctx, cfg, trained, tested, "test");
+}
+
 }  // namespace
 
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
   ImageSet train_set = load_checked(data.load, cfg.train_data, "training");
   ImageSet val_set;
   if (cfg.has_val_classes) val_set = load_checked(data.load, cfg.val_data, "validation");
-  else std::tie(train_set, val_set) = hold_out(train_set, cfg.val_fraction, cfg.seed);
-  ctx.info("training set: " + std::to_string(train_set.size()) + " images of " +
-           std::to_string(EpisodeSampler(train_set).eligible_classes(1)) + " classes, " +
-           std::to_string(train_set.channels) + "x" + std::to_string(train_set.height) + "x" +
-           std::to_string(train_set.width) + "; validation set: " + std::to_string(val_set.size()) + " images" +
-           (cfg.has_val_classes ? " (separate classes)" : " (held out from the training classes)"));
+  else if (cfg.validate) std::tie(train_set, val_set) = hold_out(train_set, cfg.val_fraction, cfg.seed);
+  const std::vector<std::string> trained = present_classes(train_set);
+  if (cfg.has_val_classes) check_disjoint_classes(ctx, cfg, trained, present_classes(val_set), "validation");
+  check_test_classes(ctx, cfg, data, trained);
+  ctx.info("training set: " + std::to_string(train_set.size()) + " images of " + std::to_string(trained.size()) +
+           " classes, " + std::to_string(train_set.channels) + "x" + std::to_string(train_set.height) + "x" +
+           std::to_string(train_set.width) + "; " +
+           (!cfg.validate ? std::string("no validation (data.trainval: training and validation classes together)")
+                          : "validation set: " + std::to_string(val_set.size()) + " images" +
+                                (cfg.has_val_classes ? " (separate classes)" : " (held out from the training classes)")));
   const EpisodeSampler sampler(train_set), val_sampler(val_set);
-  const EpisodeShape shape = fit_shape(ctx, cfg.train, sampler, "training");
-  const EpisodeShape val_shape = fit_shape(ctx, cfg.test, val_sampler, "validation");
+  const EpisodeShape shape = fit_shape(ctx, cfg.train, sampler, "training", cfg.train_data);
+  const EpisodeShape val_shape = cfg.validate ? fit_shape(ctx, cfg.test, val_sampler, "validation", cfg.val_data) : cfg.test;
 
   // Distributed: every rank trains on its own episodes (its own random stream, seeded in
   // run_command) and validates on the same ones; rank 0 writes the checkpoints. The session
@@ -54,7 +87,8 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   l.micro = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
   // The validation episodes are the same every epoch, from their own generator.
   std::mt19937_64 val_rng(cfg.seed + 1);
-  const std::vector<EpisodeIndices> val_episodes = sample_episodes(val_sampler, val_shape, cfg.val_episodes, val_rng);
+  const std::vector<EpisodeIndices> val_episodes =
+      cfg.validate ? sample_episodes(val_sampler, val_shape, cfg.val_episodes, val_rng) : std::vector<EpisodeIndices>{};
 
   TrainProgress progress;
   // The generators' state at the start of the current epoch: an epoch's episodes are drawn
@@ -79,8 +113,10 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     return "at epoch " + std::to_string(progress.epoch) + ", episode " + std::to_string(progress.episode);
   });
 
-  ctx.info("training " + shape_name(shape) + ", validating " + shape_name(val_shape) + " (" +
-           std::to_string(cfg.val_episodes) + " episodes); Conv-4 width " + std::to_string(cfg.width) + ", " +
+  ctx.info("training " + shape_name(shape) +
+           (cfg.validate ? ", validating " + shape_name(val_shape) + " (" + std::to_string(cfg.val_episodes) + " episodes)"
+                         : ", " + std::to_string(cfg.epochs) + " epochs without validation") +
+           "; Conv-4 width " + std::to_string(cfg.width) + ", " +
            std::to_string(l.net->parameter_count()) + " parameters; precision " + mlh::rt::to_string(plan.precision) +
            (plan.gradient_checkpointing ? ", gradient checkpointing" : "") + ", " +
            std::to_string(at::get_num_threads()) + " threads");
@@ -123,19 +159,28 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     // rank takes the same best-epoch and early-stop decisions.
     last_train_loss = dist.mean(loss_sum / static_cast<double>(std::max<int64_t>(done, 1)));
     last_train_acc = dist.mean(acc_sum / static_cast<double>(std::max<int64_t>(done, 1)));
+    ctx.metric("train/loss", last_train_loss, progress.episode);
+    ctx.metric("train/acc", last_train_acc, progress.episode);
+    ctx.metric("train/lr", l.lr(), progress.episode);
+    const std::string epoch_line = "epoch " + std::to_string(progress.epoch + 1) + "/" + std::to_string(cfg.epochs) +
+                                   ": train loss " + fmt(last_train_loss) + " acc " + fmt(last_train_acc);
+    if (!cfg.validate) {
+      // Retraining on train + val: every epoch's weights are the latest result.
+      progress.end_epoch_unvalidated();
+      ctx.info(epoch_line);
+      epoch_rng = mlh::rt::capture_rng_state();
+      session.save(state(), progress.episode);
+      session.stop_if_asked("after epoch " + std::to_string(progress.epoch), nullptr);
+      continue;
+    }
     EpisodeStats val = evaluate(l, val_set, val_episodes);
     val.loss = dist.mean(val.loss);
     val.accuracy = dist.mean(val.accuracy);
-    ctx.metric("train/loss", last_train_loss, progress.episode);
-    ctx.metric("train/acc", last_train_acc, progress.episode);
     ctx.metric("val/loss", val.loss, progress.episode);
     ctx.metric("val/acc", val.accuracy, progress.episode);
-    ctx.metric("train/lr", l.lr(), progress.episode);
 
     const bool better = progress.end_epoch(val.loss, val.accuracy, cfg.patience);
-    ctx.info("epoch " + std::to_string(progress.epoch) + "/" + std::to_string(cfg.epochs) + ": train loss " +
-             fmt(last_train_loss) + " acc " + fmt(last_train_acc) + ", val loss " + fmt(val.loss) + " acc " +
-             fmt(val.accuracy) + (better ? " (best)" : ""));
+    ctx.info(epoch_line + ", val loss " + fmt(val.loss) + " acc " + fmt(val.accuracy) + (better ? " (best)" : ""));
     epoch_rng = mlh::rt::capture_rng_state();
     session.save(state(), progress.episode, val.loss);
     if (progress.stopped_early) {
@@ -146,21 +191,27 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   }
   speed.flush();
 
-  // The best weights are the result.
+  // The best weights are the result; without validation, the last.
   mlh::rt::TrainingState best = l.state();
-  const auto loaded = session.checkpoints().load_best(best, plan.device);
+  const auto loaded = cfg.validate ? session.checkpoints().load_best(best, plan.device)
+                                   : session.checkpoints().load_latest(best, plan.device);
   const std::string weights =
       session.export_weights(*l.net, {{"format", "pt"}, {"model", "protonet-conv4"},
                                       {"in_channels", std::to_string(train_set.channels)},
                                       {"width", std::to_string(cfg.width)}, {"distance", cfg.distance}});
   const json p = progress.to_json();
-  ctx.info("best validation loss " + p.at("best_val_loss").dump() + " (accuracy " + p.at("best_val_acc").dump() +
-           ") at epoch " + p.at("best_epoch").dump() + "; weights: " + weights);
+  if (cfg.validate)
+    ctx.info("best validation loss " + p.at("best_val_loss").dump() + " (accuracy " + p.at("best_val_acc").dump() +
+             ") at epoch " + p.at("best_epoch").dump() + "; weights: " + weights);
+  else
+    ctx.info("trained on training and validation classes for " + std::to_string(progress.epoch) + " epochs; weights: " +
+             weights);
   session.finish(*l.net, {{"episodes", progress.episode},
                           {"parameters", l.net->parameter_count()},
                           {"epochs", progress.epoch},
                           {"stopped_early", progress.stopped_early},
                           {"best_epoch", progress.best_epoch},
+                          {"trainval", cfg.trainval},
                           {"best_val_loss", p.at("best_val_loss")},
                           {"best_val_acc", p.at("best_val_acc")},
                           {"train_loss", last_train_loss},
@@ -175,6 +226,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
 
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
   const ImageSet test_set = load_checked(data.load, cfg.test_data, "test");
+  check_trained_classes(ctx, cfg, data, present_classes(test_set));
   Learner l(cfg, test_set.channels, plan);
   const mlh::rt::LoadedCheckpoint loaded = load_trained(ctx, cfg, l);
   const EpisodeSampler sampler(test_set);

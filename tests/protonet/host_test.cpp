@@ -102,6 +102,67 @@ TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
   EXPECT_NE(cls.output.find("a.png: vertical"), std::string::npos) << cls.output;
 }
 
+// An Omniglot-layout folder: 12 characters of 8 images each (strokes: bars at their own
+// place), split files for train (6 characters), val (2) and test (4) in <dir>/lists.
+void write_small_omniglot(const std::string& dir) {
+  std::string train, val, test;
+  for (int c = 0; c < 12; ++c) {
+    const std::string key = "Alpha/character" + std::to_string(10 + c);
+    for (int i = 0; i < 8; ++i)
+      write_bar(dir + "/images_background/" + key + "/" + std::to_string(i) + ".png", c % 2 == 0, c - 6 + i % 3 - 1);
+    (c < 6 ? train : c < 8 ? val : test) += key + "/rot000\n";
+  }
+  std::ofstream(dir + "/lists/train.txt") << train;
+  std::ofstream(dir + "/lists/val.txt") << val;
+  std::ofstream(dir + "/lists/test.txt") << test;
+}
+
+// The issue a user hit: Omniglot without split files trained and tested on every character.
+// Now the run is refused before anything is written, with the way out; split lists from a
+// folder train and test through the real host; the reference presets carry the protocol.
+TEST_F(ProtonetHost, OmniglotTestsOnlyClassesItDidNotTrainOn) {
+  const std::string data = dir_ + "/omniglot";
+  fs::create_directories(data + "/lists");
+  write_small_omniglot(data);
+  const std::string small = " --device cpu --set data.format=omniglot --set data.root=" + data +
+                            " --set train_way=3 --set train_shot=2 --set train_query=2 --set test_way=2"
+                            " --set test_shot=2 --set test_query=3 --set epochs=1 --set episodes_per_epoch=4"
+                            " --set val_episodes=2 --set eval_episodes=10 --set width=16";
+
+  const std::string refused_run = dir_ + "/refused";
+  const Result refused = host("--algorithm protonet --run-dir " + refused_run + small);
+  EXPECT_NE(refused.rc, 0) << refused.output;
+  EXPECT_NE(refused.output.find("of the 12 validation classes are training classes"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("data.splits=vinyals"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(refused_run + "/checkpoints")) << "nothing trained";
+  EXPECT_FALSE(fs::exists(refused_run + "/model.safetensors"));
+
+  const std::string run = dir_ + "/run";
+  const std::string with_splits = small + " --set data.splits=" + data + "/lists --run-dir " + run;
+  const Result train = host("--algorithm protonet" + with_splits);
+  ASSERT_EQ(train.rc, 0) << train.output;
+  EXPECT_NE(train.output.find("images of 6 classes"), std::string::npos) << train.output;
+  const Result eval = host("--algorithm protonet --command eval --resume" + with_splits);
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  EXPECT_EQ(read_json(run + "/commands/eval-1/summary.json")["result"]["way"], 2);
+
+  // A split file naming a character that is not there: the file, the line, the character.
+  std::ofstream(data + "/lists/test.txt", std::ios::app) << "Alpha/character99/rot000\n";
+  const Result missing = host("--algorithm protonet --command eval --resume" + with_splits);
+  EXPECT_NE(missing.rc, 0);
+  EXPECT_NE(missing.output.find(data + "/lists/test.txt' line 5: character folder"), std::string::npos)
+      << missing.output;
+  EXPECT_NE(missing.output.find("Alpha/character99"), std::string::npos) << missing.output;
+
+  // The reference's protocol as a preset: the plan's config shows it.
+  const Result plan = host("--print-plan --algorithm protonet --device cpu --set preset=omniglot-5shot");
+  ASSERT_EQ(plan.rc, 0) << plan.output;
+  for (const char* field : {"\"splits\": \"vinyals\"", "\"train_way\": 60", "\"patience\": 200",
+                            "\"eval_episodes\": 1000", "\"invert\": true"})
+    EXPECT_NE(plan.output.find(field), std::string::npos) << field << " not in:\n" << plan.output;
+}
+
 // Plan fields checked from inside the worker (docs/plan.md, "What each field does"):
 // channels-last converts Conv-4's weights, a data worker assembles the episodes, gradient
 // checkpointing recomputes the blocks, --max-steps ends the epoch early and validates it.

@@ -150,6 +150,100 @@ TEST(ProtonetTraining, WayIsCappedAtTheClassesAvailable) {
   EXPECT_TRUE(warned);
 }
 
+// A test on classes the model was trained on is refused before anything trains, naming the
+// shared classes and the ways out; data.allow_class_overlap lets it run with a warning. Eval
+// makes the same check against the run's training classes.
+TEST(ProtonetTraining, TestClassesThatWereTrainedOnAreRefusedUnlessAllowed) {
+  TempDir dir;
+  json config = small_config();
+  config["data"]["test_classes"] = {6, 7, 8, 9};  // 6 and 7 are training classes
+  FakeHost refused;
+  std::string error;
+  EXPECT_EQ(run(refused, "train", config, dir.str() + "/refused", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("2 of the 4 test classes are training classes ('blob6', 'blob7')"), std::string::npos) << error;
+  EXPECT_NE(error.find("data.train_classes"), std::string::npos) << error;
+  EXPECT_NE(error.find("data.allow_class_overlap=true"), std::string::npos) << error;
+  EXPECT_EQ(refused.progress, 0) << "nothing trained";
+  EXPECT_FALSE(fs::exists(dir.str() + "/refused/checkpoints")) << "nothing written";
+
+  // Validation classes are checked too.
+  json val = small_config();
+  val["data"]["val_classes"] = {0, 8};
+  FakeHost val_refused;
+  EXPECT_EQ(run(val_refused, "train", val, dir.str() + "/val", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("1 of the 2 validation classes are training classes ('blob0')"), std::string::npos) << error;
+
+  config["data"]["allow_class_overlap"] = true;
+  config["epochs"] = 1;
+  FakeHost allowed;
+  ASSERT_EQ(run(allowed, "train", config, dir.str() + "/allowed", false, &error), MLH_OK) << error;
+  bool warned = false;
+  for (const auto& l : allowed.logs) warned = warned || l.find("allowed by data.allow_class_overlap") != std::string::npos;
+  EXPECT_TRUE(warned);
+
+  // A run trained on disjoint classes, then evaluated on some of its training classes.
+  json disjoint = small_config();
+  disjoint["epochs"] = 1;
+  FakeHost trained;
+  ASSERT_EQ(run(trained, "train", disjoint, dir.str() + "/disjoint", false, &error), MLH_OK) << error;
+  disjoint["data"]["test_classes"] = {0, 9};
+  FakeHost eval_refused;
+  EXPECT_EQ(run(eval_refused, "eval", disjoint, dir.str() + "/disjoint", false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("1 of the 2 test classes are training classes ('blob0')"), std::string::npos) << error;
+}
+
+// data.trainval (the reference's retraining for its test figures): the validation classes
+// join the training ones, every epoch runs without validation or early stopping, the last
+// epoch's weights are the result, and eval takes them.
+TEST(ProtonetTraining, TrainvalTrainsOnTrainAndValClassesWithoutValidation) {
+  TempDir dir;
+  json config = small_config();
+  config["data"]["train_classes"] = {0, 1, 2, 3, 4, 5};
+  config["data"]["val_classes"] = {6, 7};
+  config["data"]["trainval"] = true;
+  config["patience"] = 1;  // would stop a validated run early; trainval runs every epoch
+  FakeHost host;
+  std::string error;
+  ASSERT_EQ(run(host, "train", config, dir.path(), false, &error), MLH_OK) << error;
+  const json summary = json::parse(host.summary);
+  EXPECT_EQ(summary["trainval"], true);
+  EXPECT_EQ(summary["epochs"], 3);
+  EXPECT_EQ(summary["best_epoch"], 3) << "the last epoch is the result";
+  EXPECT_EQ(summary["stopped_early"], false);
+  EXPECT_EQ(host.metrics.count("val/loss"), 0u) << "no validation";
+  EXPECT_EQ(host.metrics["train/loss"].size(), 3u);
+  bool eight_classes = false;
+  for (const auto& l : host.logs) eight_classes = eight_classes || l.find("images of 8 classes") != std::string::npos;
+  EXPECT_TRUE(eight_classes) << "training on train + val classes";
+  EXPECT_TRUE(fs::exists(dir.str() + "/model.safetensors"));
+
+  FakeHost eval_host;
+  ASSERT_EQ(run(eval_host, "eval", config, dir.path(), false, &error), MLH_OK) << error;
+  EXPECT_GT(json::parse(eval_host.summary)["accuracy"].get<double>(), 0.5) << eval_host.summary;
+}
+
+// With split lists the protocol is the user's: a split with fewer classes than the episodes'
+// way is an error naming it, not a quietly smaller episode.
+TEST(ProtonetTraining, ASplitWithFewerClassesThanTheWayIsAnError) {
+  TempDir dir;
+  json config = small_config();
+  config["data"]["format"] = "omniglot";
+  config["data"]["splits"] = "lists";
+  config["data"]["allow_class_overlap"] = true;  // the fake loader gives validation the training classes
+  config["train_way"] = 10;                      // the training set has 8 classes
+  FakeHost host;
+  std::string error;
+  EXPECT_EQ(run(host, "train", config, dir.path(), false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("split 'train' of data.splits 'lists' has 8 classes"), std::string::npos) << error;
+  EXPECT_NE(error.find("10-way"), std::string::npos) << error;
+
+  json idx = small_config();
+  idx["data"]["splits"] = "vinyals";
+  FakeHost bad;
+  EXPECT_EQ(run(bad, "train", idx, dir.path(), false, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("'data.splits'"), std::string::npos) << error;
+}
+
 TEST(ProtonetTraining, StopSavesAndResumeEndsWhereAnUninterruptedRunDoes) {
   json config = small_config();
   config["epochs"] = 2;

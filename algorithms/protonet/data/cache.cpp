@@ -105,7 +105,7 @@ uint64_t fingerprint(const std::vector<SourceStamp>& stamps) {
 std::string cache_path(const DatasetSpec& spec) {
   Fnv f;
   f.u64(kVersion);
-  for (const std::string* s : {&spec.format, &spec.root, &spec.labels, &spec.split, &spec.split_file, &spec.cache_dir})
+  for (const std::string* s : {&spec.format, &spec.root, &spec.labels, &spec.split, &spec.splits, &spec.split_file, &spec.cache_dir})
     f.str(*s);
   f.u64(spec.classes.size());
   for (int32_t c : spec.classes) f.u64(static_cast<uint64_t>(static_cast<int64_t>(c)));

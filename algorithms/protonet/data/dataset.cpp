@@ -47,6 +47,15 @@ Prepared prepare(const DatasetSpec& spec) {
 
 }  // namespace
 
+std::vector<std::string> dataset_class_names(const DatasetSpec& spec) {
+  check_spec(spec);
+  if (spec.format == "idx") return idx_class_names(spec);
+  return (spec.format == "omniglot" ? plan_omniglot(spec)
+          : spec.format == "miniimagenet" ? plan_miniimagenet(spec)
+                                          : plan_folder(spec))
+      .class_names;
+}
+
 ImageSet load_dataset(const DatasetSpec& spec) {
   check_spec(spec);
   if (spec.format == "idx" && (spec.root.empty() || spec.labels.empty())) return load_idx(spec);  // names the gap

@@ -112,6 +112,22 @@ std::vector<uint8_t> read_maybe_gzip(const std::string& path) {
   return magic[0] == 0x1f && magic[1] == 0x8b ? read_gzip(path) : read_plain(path);
 }
 
+std::vector<std::string> idx_class_names(const DatasetSpec& spec) {
+  std::vector<int32_t> classes = spec.classes;
+  if (classes.empty()) {
+    if (spec.labels.empty()) throw DataError("IDX file '" + spec.root + "': no labels file given (labels)");
+    const std::vector<uint8_t> labels = read_maybe_gzip(spec.labels);
+    const std::vector<uint32_t> ldims = parse_header(spec.labels, labels, kLabelsMagic, "labels");
+    bool present[256] = {};
+    for (size_t i = 0; i < ldims[0]; ++i) present[labels[8 + i]] = true;
+    for (int c = 0; c < 256; ++c)
+      if (present[c]) classes.push_back(c);
+  }
+  std::vector<std::string> names;
+  for (int32_t c : classes) names.push_back(std::to_string(c));
+  return names;
+}
+
 ImageSet load_idx(const DatasetSpec& spec) {
   if (spec.root.empty()) throw DataError("IDX dataset: no images file given (root)");
   if (spec.labels.empty()) throw DataError("IDX file '" + spec.root + "': no labels file given (labels)");

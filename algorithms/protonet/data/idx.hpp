@@ -19,4 +19,8 @@ std::vector<uint8_t> read_maybe_gzip(const std::string& path);
 // their label numbers, resizes to spec.height x spec.width. spec.channels must be 1.
 ImageSet load_idx(const DatasetSpec& spec);
 
+// The class names load_idx would give (spec.classes, else every label in spec.labels), without
+// reading the images.
+std::vector<std::string> idx_class_names(const DatasetSpec& spec);
+
 }  // namespace protonet

@@ -33,8 +33,9 @@ struct DatasetSpec {
   std::string format;            // "idx", "omniglot", "miniimagenet" or "folder"
   std::string root;              // the folder (omniglot, miniimagenet, folder) or the IDX images file
   std::string labels;            // idx: the labels file
-  std::string split;             // omniglot / miniimagenet: "train", "val" or "test"
-  std::string split_file;        // omniglot: a split file (one "<Alphabet>/<characterNN>/rot000" per line)
+  std::string split;             // omniglot / miniimagenet: "train", "val", "test" or "trainval"
+  std::string splits;            // omniglot / miniimagenet: where the split lists come from (splits.hpp)
+  std::string split_file;        // omniglot: this one split file instead (one "<Alphabet>/<characterNN>/rot000" per line)
   std::vector<int32_t> classes;  // idx: the labels to keep (empty: all)
   int height = 28, width = 28;   // images are resized to this
   int channels = 1;              // 1: grayscale, 3: RGB
@@ -45,5 +46,9 @@ struct DatasetSpec {
 
 // Loads (or reads from the cache) the set `spec` describes. Throws DataError.
 ImageSet load_dataset(const DatasetSpec& spec);
+
+// The class names load_dataset would give, from the file lists alone (no image is decoded).
+// Throws DataError.
+std::vector<std::string> dataset_class_names(const DatasetSpec& spec);
 
 }  // namespace protonet

@@ -1,10 +1,11 @@
 #include "omniglot.hpp"
 
-#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "fs_util.hpp"
+#include "splits.hpp"
 
 namespace protonet {
 namespace {
@@ -65,28 +66,16 @@ struct ClassRef {
   int rotation;
 };
 
-std::string choose_split_file(const DatasetSpec& spec) {
-  if (!spec.split_file.empty()) {
-    if (!is_file(spec.split_file)) throw DataError("Omniglot split file '" + spec.split_file + "' does not exist");
-    return spec.split_file;
-  }
-  if (!spec.split.empty()) {
-    const std::string path = spec.root + "/splits/" + spec.split + ".txt";
-    if (is_file(path)) return path;
-  }
-  return "";
-}
-
 }  // namespace
 
 FilePlan plan_omniglot(const DatasetSpec& spec) {
   if (spec.root.empty()) throw DataError("Omniglot dataset: no root folder given");
   if (!is_dir(spec.root)) throw DataError("Omniglot root '" + spec.root + "': not a folder");
-  const std::string split_file = choose_split_file(spec);
+  const std::vector<SplitList> lists = split_lists(spec);
   std::vector<ClassRef> classes;
   std::map<std::string, std::string> folders;  // character -> folder, for those used
 
-  if (split_file.empty()) {
+  if (lists.empty()) {
     folders = find_characters(spec.root);
     if (folders.empty()) throw DataError("Omniglot root '" + spec.root + "': no <Alphabet>/<character> folders");
     for (const auto& [key, dir] : folders) {
@@ -95,58 +84,61 @@ FilePlan plan_omniglot(const DatasetSpec& spec) {
         for (int r = 1; r < 4; ++r) classes.push_back({key, kRotations[r]});
     }
   } else {
-    std::ifstream in(split_file);
-    if (!in) throw DataError("cannot open Omniglot split file '" + split_file + "'");
     const std::vector<std::string> roots = image_roots(spec.root);
     std::set<std::string> seen;
-    std::string line;
-    for (int lineno = 1; std::getline(in, line); ++lineno) {
-      line = trim(line);
-      if (line.empty() || line[0] == '#') continue;
-      const auto where = [&] { return "Omniglot split file '" + split_file + "' line " + std::to_string(lineno) + ": "; };
-      // "<Alphabet>/<character>[/rotDDD]"
-      std::vector<std::string> parts;
-      for (size_t start = 0;;) {
-        const size_t slash = line.find('/', start);
-        parts.push_back(line.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
-        if (slash == std::string::npos) break;
-        start = slash + 1;
+    for (const SplitList& list : lists) {
+      std::istringstream in(list.text);
+      std::string line;
+      const size_t before = classes.size();
+      for (int lineno = 1; std::getline(in, line); ++lineno) {
+        line = trim(line);
+        if (line.empty() || line[0] == '#') continue;
+        const auto where = [&] { return "Omniglot split " + list.origin + " line " + std::to_string(lineno) + ": "; };
+        // "<Alphabet>/<character>[/rotDDD]"
+        std::vector<std::string> parts;
+        for (size_t start = 0;;) {
+          const size_t slash = line.find('/', start);
+          parts.push_back(line.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+          if (slash == std::string::npos) break;
+          start = slash + 1;
+        }
+        if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
+          throw DataError(where() + "'" + line + "' is not <Alphabet>/<character>[/rotDDD]");
+        std::vector<int> rots;
+        if (parts.size() == 3) {
+          int deg = -1;
+          for (int r : kRotations)
+            if (parts[2] == rot_name(r)) deg = r;
+          if (deg < 0) throw DataError(where() + "rotation '" + parts[2] + "' is not rot000, rot090, rot180 or rot270");
+          rots.push_back(deg);
+        } else {
+          rots.push_back(0);
+          if (spec.rotations) rots.insert(rots.end(), {90, 180, 270});
+        }
+        const std::string key = parts[0] + "/" + parts[1];
+        if (!folders.count(key)) {
+          std::string dir;
+          for (const std::string& base : roots)
+            if (is_dir(base + "/" + key)) {
+              dir = base + "/" + key;
+              break;
+            }
+          if (dir.empty()) throw DataError(where() + "character folder '" + spec.root + "/" + key + "' not found");
+          folders[key] = dir;
+        }
+        for (int r : rots) {
+          if (!seen.insert(key + "/" + rot_name(r)).second)
+            throw DataError(where() + "class '" + key + "/" + rot_name(r) + "' is listed twice");
+          classes.push_back({key, r});
+        }
       }
-      if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
-        throw DataError(where() + "'" + line + "' is not <Alphabet>/<character>[/rotDDD]");
-      std::vector<int> rots;
-      if (parts.size() == 3) {
-        int deg = -1;
-        for (int r : kRotations)
-          if (parts[2] == rot_name(r)) deg = r;
-        if (deg < 0) throw DataError(where() + "rotation '" + parts[2] + "' is not rot000, rot090, rot180 or rot270");
-        rots.push_back(deg);
-      } else {
-        rots.push_back(0);
-        if (spec.rotations) rots.insert(rots.end(), {90, 180, 270});
-      }
-      const std::string key = parts[0] + "/" + parts[1];
-      if (!folders.count(key)) {
-        std::string dir;
-        for (const std::string& base : roots)
-          if (is_dir(base + "/" + key)) {
-            dir = base + "/" + key;
-            break;
-          }
-        if (dir.empty()) throw DataError(where() + "character folder '" + spec.root + "/" + key + "' not found");
-        folders[key] = dir;
-      }
-      for (int r : rots) {
-        if (!seen.insert(key + "/" + rot_name(r)).second)
-          throw DataError(where() + "class '" + key + "/" + rot_name(r) + "' is listed twice");
-        classes.push_back({key, r});
-      }
+      if (classes.size() == before) throw DataError("Omniglot split " + list.origin + " lists no classes");
     }
-    if (classes.empty()) throw DataError("Omniglot split file '" + split_file + "' lists no classes");
   }
 
   FilePlan plan;
-  if (!split_file.empty()) plan.sources.push_back(split_file);
+  for (const SplitList& list : lists)
+    if (!list.path.empty()) plan.sources.push_back(list.path);
   std::map<std::string, std::vector<std::string>> images;  // listed once per character
   for (const auto& [key, dir] : folders) {
     images[key] = character_images(dir);

@@ -1,7 +1,7 @@
 // Omniglot: <root>/<Alphabet>/<characterNN>/*.png, either directly or under
 // images_background/ and images_evaluation/ (both merged when both exist).
-// Classes come from a split file (spec.split_file, else <root>/splits/<spec.split>.txt when
-// present, else every character). A split line is "<Alphabet>/<characterNN>/rotDDD" (DDD one
+// Classes come from the split's lists (splits.hpp: spec.split_file, the shipped "vinyals" lists,
+// a folder's, else <root>/splits/<spec.split>.txt when present, else every character). A split line is "<Alphabet>/<characterNN>/rotDDD" (DDD one
 // of 000, 090, 180, 270) or "<Alphabet>/<characterNN>" (rot000, plus the three rotations when
 // spec.rotations). Without a split file each character gives rot000, and with
 // spec.rotations also rot090, rot180 and rot270. Class names always end in "/rotDDD".
