@@ -1,6 +1,7 @@
 // ProtoNet's benchmark and calibrate commands: training episodes on synthetic 28x28 images,
-// timed with the plan's settings.
+// timed with the plan's settings; calibrate's reduced-precision quality check on the run's data.
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include <ATen/ATen.h>
@@ -97,22 +98,83 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
   ctx.summary(summary.dump());
 }
 
+namespace {
+
+// The reduced-precision quality check on the user's data. From the same initial weights, the
+// same training episodes (the config's shape, at most kCheckWay-way) in fp32 and in `reduced`,
+// then the same validation episodes (the config's test shape, on the validation set; without
+// one, data.trainval, on the training set), each model in its own precision. It passes when
+// the reduced-precision validation loss is within 5% of fp32's (precision_check) and its
+// accuracy within kAccuracyTolerance: the figures a run's best checkpoint is chosen by.
+constexpr int kCheckEpisodes = 20, kCheckValEpisodes = 20, kCheckWay = 20;
+constexpr double kLossTolerance = 0.05, kAccuracyTolerance = 0.02;
+
+json precision_check_on_data(const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data,
+                             mlh::rt::Precision reduced) {
+  TrainingSets sets;
+  try {
+    sets = load_training_sets(cfg, data);
+  } catch (const std::exception& e) {
+    return {{"precision", mlh::rt::to_string(reduced)}, {"passed", false},
+            {"reason", std::string("the training data could not be loaded for the check: ") + e.what()}};
+  }
+  const ImageSet& val_set = sets.val.size() ? sets.val : sets.train;
+  const EpisodeSampler sampler(sets.train), val_sampler(val_set);
+  EpisodeShape shape = cfg.train, val_shape = cfg.test;
+  shape.way = std::min({shape.way, kCheckWay, sampler.eligible_classes(shape.shot + shape.query)});
+  val_shape.way = std::min(val_shape.way, val_sampler.eligible_classes(val_shape.shot + val_shape.query));
+  if (shape.way < 2 || val_shape.way < 2)
+    return {{"precision", mlh::rt::to_string(reduced)}, {"passed", false},
+            {"reason", "too few classes with enough images for the check's episodes"}};
+  std::mt19937_64 rng(cfg.seed + 3);
+  const std::vector<EpisodeIndices> train_episodes = sample_episodes(sampler, shape, kCheckEpisodes, rng);
+  const std::vector<EpisodeIndices> val_episodes = sample_episodes(val_sampler, val_shape, kCheckValEpisodes, rng);
+
+  auto validated_after_training = [&](mlh::rt::Precision precision) {
+    mlh::rt::RuntimePlan p = plan;
+    p.precision = precision;
+    at::manual_seed(cfg.seed);  // the same initial weights in both
+    Learner l(cfg, sets.train.channels, p);
+    l.net->train();
+    for (const EpisodeIndices& e : train_episodes) l.train_step(assemble_episode(sets.train, e));
+    return evaluate(l, val_set, val_episodes);
+  };
+  const EpisodeStats fp32 = validated_after_training(mlh::rt::Precision::kFp32);
+  const EpisodeStats low = validated_after_training(reduced);
+  json check = mlh::rt::precision_check(reduced, fp32.loss, low.loss, kLossTolerance, kCheckEpisodes);
+  const bool accuracy_holds = std::abs(low.accuracy - fp32.accuracy) <= kAccuracyTolerance;
+  check["passed"] = check["passed"].get<bool>() && accuracy_holds;
+  check["fp32_accuracy"] = fp32.accuracy;
+  check["reduced_accuracy"] = low.accuracy;
+  check["accuracy_tolerance"] = kAccuracyTolerance;
+  check["validation_episodes"] = kCheckValEpisodes;
+  check["on"] = std::to_string(kCheckEpisodes) + " training episodes " + shape_name(shape) + " and " +
+                std::to_string(kCheckValEpisodes) + " validation episodes " + shape_name(val_shape) + " of the run's data";
+  return check;
+}
+
+}  // namespace
+
 // A training episode of the config's training shape (way, shot, query) on synthetic 28x28
-// images, with the plan's threads and precision (mlh/runtime/calibration.hpp). No
-// reduced-precision check: the host keeps ProtoNet in fp32.
-void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources&) {
+// images, with the plan's threads and precision (mlh/runtime/calibration.hpp); and, when the
+// host asks, the reduced-precision quality check on the run's own data.
+void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
   const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
   const EpisodeShape& shape = cfg.train;
   const ImageSet set = synthetic_set(std::max(shape.way, 5), shape.shot + shape.query);
-  Learner l(cfg, 1, plan);
-  l.net->train();
-  const std::vector<Episode> episodes = training_episodes(set, shape, 2, cfg.seed);
-  size_t next = 0;
-  const json measured = mlh::rt::time_calibration_step(
-      "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) + "shot_" +
-          std::to_string(shape.query) + "query",
-      [&] { l.train_step(episodes[next++ % episodes.size()]); }, 1.0, "episodes", plan.device, request);
-  ctx.summary(json{{"calibration", measured}}.dump());
+  json reply;
+  {
+    Learner l(cfg, 1, plan);
+    l.net->train();
+    const std::vector<Episode> episodes = training_episodes(set, shape, 2, cfg.seed);
+    size_t next = 0;
+    reply["calibration"] = mlh::rt::time_calibration_step(
+        "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) + "shot_" +
+            std::to_string(shape.query) + "query",
+        [&] { l.train_step(episodes[next++ % episodes.size()]); }, 1.0, "episodes", plan.device, request);
+  }
+  if (request.check_precision) reply["precision_check"] = precision_check_on_data(cfg, plan, data, *request.check_precision);
+  ctx.summary(reply.dump());
 }
 
 }  // namespace protonet

@@ -8,7 +8,8 @@
 //              (28x28), each also as convolution GFLOP/s against a 1024x1024 fp32 matmul
 //              measured in the same run, and embedding throughput (images/s)
 //   calibrate  one training episode's speed at the config's shape with the plan's settings,
-//              for the host's calibration (mlh/runtime/calibration.hpp)
+//              for the host's calibration (mlh/runtime/calibration.hpp), and the bf16/fp16
+//              quality check on the run's data when the host asks for it
 //
 // The plan's batch_size is not used: ProtoNet's batch is the episode, whose size is the
 // config's way/shot/query. The plan's preset picks a schedule (presets_json), its

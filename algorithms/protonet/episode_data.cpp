@@ -110,6 +110,14 @@ std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uin
   return {subset(set, train), subset(set, val)};
 }
 
+TrainingSets load_training_sets(const Config& cfg, const DataSources& data) {
+  TrainingSets sets;
+  sets.train = load_checked(data.load, cfg.train_data, "training");
+  if (cfg.has_val_classes) sets.val = load_checked(data.load, cfg.val_data, "validation");
+  else if (cfg.validate) std::tie(sets.train, sets.val) = hold_out(sets.train, cfg.val_fraction, cfg.seed);
+  return sets;
+}
+
 EpisodeShape fit_shape(const mlh::RunContext& ctx, EpisodeShape s, const EpisodeSampler& sampler,
                        const std::string& what, const DatasetSpec& spec) {
   const int classes = sampler.eligible_classes(s.shot + s.query);

@@ -63,6 +63,14 @@ void check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const
 // the training and the validation set, in the set's order.
 std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed);
 
+// The training set and the validation set the config names: the validation classes' own set,
+// else `cfg.val_fraction` of each training class held out; no validation set (empty) with
+// data.trainval.
+struct TrainingSets {
+  ImageSet train, val;
+};
+TrainingSets load_training_sets(const Config& cfg, const DataSources& data);
+
 // The episode shape capped at the classes `sampler` has enough images of (with a warning);
 // fewer than two such classes is an mlh::Error(MLH_ERR_INVALID_ARGUMENT). With split lists
 // (spec.splits given) the protocol is the user's: fewer classes than the way is that error,

@@ -61,10 +61,9 @@ void check_trained_classes(const mlh::RunContext& ctx, const Config& cfg, const 
 }  // namespace
 
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
-  ImageSet train_set = load_checked(data.load, cfg.train_data, "training");
-  ImageSet val_set;
-  if (cfg.has_val_classes) val_set = load_checked(data.load, cfg.val_data, "validation");
-  else if (cfg.validate) std::tie(train_set, val_set) = hold_out(train_set, cfg.val_fraction, cfg.seed);
+  TrainingSets sets = load_training_sets(cfg, data);
+  const ImageSet& train_set = sets.train;
+  const ImageSet& val_set = sets.val;
   const std::vector<std::string> trained = present_classes(train_set);
   if (cfg.has_val_classes) check_disjoint_classes(ctx, cfg, trained, present_classes(val_set), "validation");
   check_test_classes(ctx, cfg, data, trained);

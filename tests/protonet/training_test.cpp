@@ -336,7 +336,40 @@ TEST(ProtonetCalibrate, TimesATrainingEpisodeOfTheConfigsShape) {
   EXPECT_EQ(summary["calibration"]["benchmark"].get<std::string>().rfind("train_episode_7way_", 0), 0u) << summary;
   EXPECT_GT(summary["calibration"]["throughput"].get<double>(), 0);
   EXPECT_GE(summary["calibration"]["iterations"].get<int>(), 3);
-  EXPECT_FALSE(summary.contains("precision_check")) << "protonet runs no bf16 quality check, so the host keeps fp32";
+  // The bf16 quality check ran on the run's data (the easy blob set): both precisions learn
+  // it, and the figures it decided by are in the reply.
+  const json& check = summary.at("precision_check");
+  EXPECT_EQ(check["precision"], "bf16");
+  EXPECT_TRUE(check["passed"].get<bool>()) << check.dump();
+  EXPECT_NEAR(check["reduced_loss"].get<double>(), check["fp32_loss"].get<double>(),
+              0.05 * check["fp32_loss"].get<double>() + 1e-3) << check.dump();
+  EXPECT_GT(check["fp32_accuracy"].get<double>(), 0.5) << check.dump();
+  EXPECT_NEAR(check["reduced_accuracy"].get<double>(), check["fp32_accuracy"].get<double>(), 0.02) << check.dump();
+  EXPECT_NE(check["on"].get<std::string>().find("7-way 2-shot 3-query"), std::string::npos) << check.dump();
+  EXPECT_EQ(host.metrics.count("val/loss"), 0u) << "the check writes no metrics";
+}
+
+// The check cannot run without the run's data: it fails, saying why, so the host keeps fp32.
+TEST(ProtonetCalibrate, ThePrecisionCheckFailsWhenTheDataCannotBeLoaded) {
+  TempDir dir;
+  FakeHost host;
+  json config = small_config();
+  config["width"] = 8;
+  const json plan = {{"torch_device", "cpu"}, {"precision", "fp32"},
+                     {"calibration", {{"seconds", 0.1}, {"check_precision", "bf16"}}}};
+  std::string error;
+  ASSERT_EQ(run_in_process(host,
+                           [](mlh::RunContext& ctx) {
+                             protonet::run_command(ctx, [](const protonet::DatasetSpec& spec) -> ImageSet {
+                               throw protonet::DataError("cannot open '" + spec.root + "'");
+                             });
+                           },
+                           {"calibrate", config.dump(), dir.path(), plan.dump(), "{}", false}, &error),
+            MLH_OK)
+      << error;
+  const json check = json::parse(host.summary).at("precision_check");
+  EXPECT_FALSE(check["passed"].get<bool>());
+  EXPECT_NE(check["reason"].get<std::string>().find("cannot open 'train'"), std::string::npos) << check.dump();
 }
 
 }  // namespace

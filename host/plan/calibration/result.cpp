@@ -213,9 +213,17 @@ std::string calibrated_source(const CalibrationResult& r, const std::string& fie
       CalibrationSettings other = r.chosen;
       other.precision = r.chosen.precision == "fp32" ? p : "fp32";
       if (auto t = r.throughput_of(other)) text += " vs " + other.precision + " " + fixed(*t);
-      text += std::string("; ") + p + " quality check " + (r.precision_check.value("passed", false) ? "passed" : "failed") +
-              " (loss " + fixed(r.precision_check.value("reduced_loss", NAN)) + " vs fp32 " +
-              fixed(r.precision_check.value("fp32_loss", NAN)) + ")";
+      text += std::string("; ") + p + " quality check " + (r.precision_check.value("passed", false) ? "passed" : "failed");
+      if (r.precision_check.contains("reason")) {  // the check could not run
+        text += " (" + r.precision_check.value("reason", "") + ")";
+      } else {
+        text += " (loss " + fixed(r.precision_check.value("reduced_loss", NAN)) + " vs fp32 " +
+                fixed(r.precision_check.value("fp32_loss", NAN));
+        if (r.precision_check.contains("reduced_accuracy"))
+          text += ", accuracy " + fixed(r.precision_check.value("reduced_accuracy", NAN)) + " vs " +
+                  fixed(r.precision_check.value("fp32_accuracy", NAN));
+        text += ")";
+      }
     }
   }
   if (!r.complete) text += "; partial, the time bound stopped it";
