@@ -33,16 +33,42 @@ pypi_areas="abi;plugins;algorithm_plugins;ppo_networks;trm_model;cuda;runtime;cl
 pypi_skip='^SoakTest\.'
 
 
+# Free space in GiB on the checkout's file system.
+free_gib() { df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }'; }
+
+# A stage that builds against LibTorch needs about 7 GiB for its build folder, and the 2.x
+# stage 9 more for .venv/ and the wheels while they install. The largest files of a finished
+# stage are its precompiled headers (a LibTorch header set each, 0.4 GB, 5 GB in all): where
+# the disk is short, the finished stages' are removed (the next build there makes them again;
+# nothing else is lost) rather than let the next stage fail for space.
+make_room() {  # GiB wanted, build folders of finished stages...
+  local want=$1
+  shift
+  (($(free_gib) >= want)) && return
+  for build in "$@"; do
+    [[ -d $build ]] || continue
+    echo "test.sh: $(free_gib) GiB free, $want wanted: removing $build's precompiled headers" >&2
+    find "$build" -name 'cmake_pch.hxx.gch' -delete
+  done
+}
+
 summary=()
 failed=0
+# Each stage's output is also kept, so that the end of the run can repeat why a stage failed:
+# a CI log is often read from its end, where the last stage's output would hide it.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+failures=()
 run_stage() {  # name, command...
-  local name=$1 start=$SECONDS status=0
+  local name=$1 start=$SECONDS status=0 free
   shift
+  free=$(free_gib)
   echo
-  echo "== test stage: $name =="
-  "$@" || status=$?
-  summary+=("$(printf '%-9s %-6s %5d s' "$name" "$([[ $status == 0 ]] && echo passed || echo FAILED)" $((SECONDS - start)))")
-  [[ $status == 0 ]] || failed=1
+  echo "== test stage: $name ($free GiB free) =="
+  "$@" 2>&1 | tee "$logs/$name.log" || status=$?
+  summary+=("$(printf '%-9s %-6s %5d s  (%d GiB free at its start)' "$name" \
+    "$([[ $status == 0 ]] && echo passed || echo FAILED)" $((SECONDS - start)) "$free")")
+  [[ $status == 0 ]] || { failed=1; failures+=("$name"); }
   echo "== test stage ended: ${summary[-1]}"  # here too: a run cut short still shows its stages' times
 }
 suite() {  # build folder, tests to leave out (a ctest -E pattern, or ""), build.sh arguments...
@@ -53,13 +79,23 @@ suite() {  # build folder, tests to leave out (a ctest -E pattern, or ""), build
 
 for stage in $stages; do
   case $stage in
-    debian) run_stage debian suite build "" ;;
-    pypi) run_stage pypi suite build-pypi "$pypi_skip" --torch pypi -DMLH_TEST_AREAS="$pypi_areas" ;;
-    sanitize) run_stage sanitize bash scripts/sanitize.sh ;;
+    debian) make_room 8 build-pypi
+            run_stage debian suite build "" ;;
+    pypi) make_room 16 build
+          run_stage pypi suite build-pypi "$pypi_skip" --torch pypi -DMLH_TEST_AREAS="$pypi_areas" ;;
+    sanitize) make_room 4 build build-pypi
+              run_stage sanitize bash scripts/sanitize.sh ;;
     *) echo "test.sh: unknown stage '$stage' in MLH_TEST_STAGES (debian, pypi, sanitize)" >&2; exit 2 ;;
   esac
 done
 
+for name in "${failures[@]}"; do
+  echo
+  echo "== why $name failed: the end of its output =="
+  grep -E -i 'error|failed|no space|not found|timeout' "$logs/$name.log" | grep -v -E '^\s*[0-9]+% tests passed' | tail -n 15
+  echo "--"
+  tail -n 12 "$logs/$name.log"
+done
 echo
 echo "== test stages =="
 printf '%s\n' "${summary[@]}"

@@ -20,7 +20,13 @@ if [[ "$(installed)" != "$want" ]]; then
   fi
   echo "torch-venv: installing $pin and its CUDA libraries into $venv (about 3 GB from PyPI)" >&2
   start=$(date +%s)
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir -q -r scripts/torch-pypi.txt >&2
+  # Once more after a failure: 3 GB from PyPI sometimes breaks off. Then the disk, which a
+  # failed install most often lacks, is reported with the error.
+  install() { "$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir -q -r scripts/torch-pypi.txt >&2; }
+  if ! install; then
+    echo "torch-venv: the install failed ($(df -Ph . | awk 'NR == 2 { print $4 }') free here); trying once more" >&2
+    install || { echo "torch-venv: installing $pin into $venv failed twice ($(df -Ph . | awk 'NR == 2 { print $4 }') free)" >&2; exit 1; }
+  fi
   echo "torch-venv: installed in $(($(date +%s) - start)) s" >&2
   [[ "$(installed)" == "$want" ]] || { echo "torch-venv: $venv does not hold $pin after installing it" >&2; exit 1; }
 fi
