@@ -54,7 +54,7 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
   Learner l(cfg, 1, plan);
   l.net->train();
   std::vector<mlh::rt::BenchmarkResult> results;
-  json notes = json::array();
+  json notes = json::array(), extra = json::object();
   results.push_back(matmul_rate(plan));
   const double matmul_gflops = results.back().throughput;
   const double flops_per_image = l.net->training_flops_per_image(1, 28, 28);
@@ -79,6 +79,40 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
                     fmt(matmul_gflops, 1) + " GFLOP/s (" + std::to_string(at::get_num_threads()) + " threads)");
     ctx.info(notes.back().get<std::string>());
   }
+  // The convolution paths the training episode could take, each against the same matmul rate
+  // (TARGETS: 60%): the plan's own, channels-last toggled, and oneDNN (mkldnn) switched off
+  // (ATen's own im2col + GEMM convolution). Reported, not chosen: the plan's channels_last
+  // decides, and oneDNN stays on.
+  {
+    const EpisodeShape shape{5, 5, 15};
+    const std::vector<Episode> episodes = training_episodes(set, shape, 4, cfg.seed);
+    const double images = static_cast<double>(shape.way * (shape.shot + shape.query));
+    json variants = json::object();
+    auto time_variant = [&](const std::string& name, bool channels_last, bool mkldnn) {
+      mlh::rt::RuntimePlan p = plan;
+      p.channels_last = channels_last;
+      const bool mkldnn_was = at::globalContext().userEnabledMkldnn();
+      at::globalContext().setUserEnabledMkldnn(mkldnn);
+      Learner v(cfg, 1, p);
+      v.net->train();
+      size_t next = 0;
+      const mlh::rt::BenchmarkResult r =
+          mlh::rt::run_benchmark(name, [&] { v.train_step(episodes[next++ % episodes.size()]); }, options);
+      at::globalContext().setUserEnabledMkldnn(mkldnn_was);
+      const double share = flops_per_image * images * r.throughput / 1e9 / matmul_gflops;
+      variants[name] = {{"episodes_per_s", r.throughput}, {"gemm_share", share}};
+      notes.push_back("5-way 5-shot 15-query, " + name + ": " + fmt(r.throughput, 2) + " episodes/s, convolution at " +
+                      fmt(100.0 * share, 0) + "% of the matmul");
+      ctx.info(notes.back().get<std::string>());
+    };
+    const bool onednn = at::globalContext().userEnabledMkldnn();
+    time_variant(std::string("plan (") + (plan.channels_last ? "channels-last" : "NCHW") + ", oneDNN " +
+                     (onednn ? "on" : "off") + ")",
+                 plan.channels_last, onednn);
+    time_variant(plan.channels_last ? "NCHW" : "channels-last", !plan.channels_last, onednn);
+    time_variant("oneDNN off (ATen im2col + GEMM)", plan.channels_last, false);
+    extra["convolution_variants"] = variants;
+  }
   {
     torch::NoGradGuard no_grad;
     l.net->eval();
@@ -95,6 +129,7 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
   }
   json summary = mlh::rt::benchmarks_summary(results);
   summary["notes"] = notes;
+  summary.update(extra);
   ctx.summary(summary.dump());
 }
 

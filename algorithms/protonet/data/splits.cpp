@@ -9,12 +9,12 @@
 namespace protonet {
 namespace {
 
+// The shipped splits (splits/README.md) and the format each is for.
 struct Named {
   const char* name;
   const char* format;
-  const char* extension;
 };
-constexpr Named kNamed[] = {{"vinyals", "omniglot", ".txt"}, {"ravi", "miniimagenet", ".csv"}};
+constexpr Named kNamed[] = {{"vinyals", "omniglot"}, {"ravi", "miniimagenet"}};
 
 const char* extension_of(const std::string& format) { return format == "miniimagenet" ? ".csv" : ".txt"; }
 
