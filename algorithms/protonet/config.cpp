@@ -95,8 +95,10 @@ const char* config_defaults_json() {
 // github.com/jakesnell/prototypical-networks):
 //   Omniglot: the Vinyals split with rotations, 28x28 inverted, 60-way training with 5 queries
 //   at the shot tested, 5-way 15-query testing over 1000 episodes; epochs of 100 episodes,
-//   lr 1e-3 halved every 20 epochs, early stopping after 200 epochs without a better
-//   validation loss (run_train.py's defaults; --set test_way=20 for the 20-way figures).
+//   lr 1e-3 halved every 20 epochs, early stopping at the 201st epoch without a better
+//   validation loss (run_train.py's patience 200, which stops when more than 200 epochs have
+//   passed: wait > patience; ours stops when bad_epochs reaches patience, hence 201);
+//   --set test_way=20 for the 20-way figures.
 //   miniImageNet: the Ravi split, 84x84 RGB, 30-way 1-shot or 20-way 5-shot training with 15
 //   queries, 5-way testing over 600 episodes (the paper, section 3.2).
 // data.root is where the reference keeps the data (data/omniglot/data, data/miniImagenet).
@@ -109,25 +111,25 @@ const char* presets_json() {
                      "data": {"format": "omniglot", "root": "data/omniglot/data", "test_root": "", "splits": "vinyals",
                               "height": 28, "width": 28, "channels": 1, "invert": true},
                      "train_way": 60, "train_shot": 1, "train_query": 5, "test_way": 5, "test_shot": 1, "test_query": 15,
-                     "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 200,
+                     "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 201,
                      "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 1000},
   "omniglot-5shot": {"$parameters": 111936, "width": 64,
                      "data": {"format": "omniglot", "root": "data/omniglot/data", "test_root": "", "splits": "vinyals",
                               "height": 28, "width": 28, "channels": 1, "invert": true},
                      "train_way": 60, "train_shot": 5, "train_query": 5, "test_way": 5, "test_shot": 5, "test_query": 15,
-                     "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 200,
+                     "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 201,
                      "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 1000},
   "miniimagenet-1shot": {"$parameters": 113088, "width": 64,
                          "data": {"format": "miniimagenet", "root": "data/miniImagenet", "test_root": "", "splits": "ravi",
                                   "height": 84, "width": 84, "channels": 3, "invert": false},
                          "train_way": 30, "train_shot": 1, "train_query": 15, "test_way": 5, "test_shot": 1, "test_query": 15,
-                         "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 200,
+                         "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 201,
                          "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 600},
   "miniimagenet-5shot": {"$parameters": 113088, "width": 64,
                          "data": {"format": "miniimagenet", "root": "data/miniImagenet", "test_root": "", "splits": "ravi",
                                   "height": 84, "width": 84, "channels": 3, "invert": false},
                          "train_way": 20, "train_shot": 5, "train_query": 15, "test_way": 5, "test_shot": 5, "test_query": 15,
-                         "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 200,
+                         "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 201,
                          "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 600}
 })json";
 }

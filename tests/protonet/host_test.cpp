@@ -158,7 +158,7 @@ TEST_F(ProtonetHost, OmniglotTestsOnlyClassesItDidNotTrainOn) {
   // The reference's protocol as a preset: the plan's config shows it.
   const Result plan = host("--print-plan --algorithm protonet --device cpu --set preset=omniglot-5shot");
   ASSERT_EQ(plan.rc, 0) << plan.output;
-  for (const char* field : {"\"splits\": \"vinyals\"", "\"train_way\": 60", "\"patience\": 200",
+  for (const char* field : {"\"splits\": \"vinyals\"", "\"train_way\": 60", "\"patience\": 201",
                             "\"eval_episodes\": 1000", "\"invert\": true"})
     EXPECT_NE(plan.output.find(field), std::string::npos) << field << " not in:\n" << plan.output;
 }
