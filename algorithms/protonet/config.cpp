@@ -102,36 +102,36 @@ const char* config_defaults_json() {
 //   miniImageNet: the Ravi split, 84x84 RGB, 30-way 1-shot or 20-way 5-shot training with 15
 //   queries, 5-way testing over 600 episodes (the paper, section 3.2).
 // data.root is where the reference keeps the data (data/omniglot/data, data/miniImagenet).
+namespace {
+
+// The schedule every reference protocol shares, and the data and episode shapes of each.
+json reference_protocol(const json& data, int train_way, int shot, int query, int eval_episodes, int64_t parameters) {
+  return {{"$parameters", parameters}, {"width", 64}, {"data", data},
+          {"train_way", train_way}, {"train_shot", shot}, {"train_query", query},
+          {"test_way", 5}, {"test_shot", shot}, {"test_query", 15},
+          {"epochs", 10000}, {"episodes_per_epoch", 100}, {"val_episodes", 100}, {"patience", 201},
+          {"lr", 0.001}, {"lr_halve_every", 2000}, {"eval_episodes", eval_episodes}};
+}
+
+json build_presets() {
+  const json omniglot = {{"format", "omniglot"}, {"root", "data/omniglot/data"}, {"test_root", ""}, {"splits", "vinyals"},
+                         {"height", 28}, {"width", 28}, {"channels", 1}, {"invert", true}};
+  const json miniimagenet = {{"format", "miniimagenet"}, {"root", "data/miniImagenet"}, {"test_root", ""},
+                             {"splits", "ravi"}, {"height", 84}, {"width", 84}, {"channels", 3}, {"invert", false}};
+  return {{"full", {{"width", 64}, {"$parameters", 111936}}},
+          {"reduced", {{"width", 64}, {"$parameters", 111936}, {"train_way", 20}, {"train_query", 5}, {"epochs", 20},
+                       {"episodes_per_epoch", 50}, {"val_episodes", 50}, {"patience", 5}, {"eval_episodes", 300}}},
+          {"omniglot-1shot", reference_protocol(omniglot, 60, 1, 5, 1000, 111936)},
+          {"omniglot-5shot", reference_protocol(omniglot, 60, 5, 5, 1000, 111936)},
+          {"miniimagenet-1shot", reference_protocol(miniimagenet, 30, 1, 15, 600, 113088)},
+          {"miniimagenet-5shot", reference_protocol(miniimagenet, 20, 5, 15, 600, 113088)}};
+}
+
+}  // namespace
+
 const char* presets_json() {
-  return R"json({
-  "full": {"width": 64, "$parameters": 111936},
-  "reduced": {"width": 64, "$parameters": 111936, "train_way": 20, "train_query": 5, "epochs": 20,
-              "episodes_per_epoch": 50, "val_episodes": 50, "patience": 5, "eval_episodes": 300},
-  "omniglot-1shot": {"$parameters": 111936, "width": 64,
-                     "data": {"format": "omniglot", "root": "data/omniglot/data", "test_root": "", "splits": "vinyals",
-                              "height": 28, "width": 28, "channels": 1, "invert": true},
-                     "train_way": 60, "train_shot": 1, "train_query": 5, "test_way": 5, "test_shot": 1, "test_query": 15,
-                     "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 201,
-                     "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 1000},
-  "omniglot-5shot": {"$parameters": 111936, "width": 64,
-                     "data": {"format": "omniglot", "root": "data/omniglot/data", "test_root": "", "splits": "vinyals",
-                              "height": 28, "width": 28, "channels": 1, "invert": true},
-                     "train_way": 60, "train_shot": 5, "train_query": 5, "test_way": 5, "test_shot": 5, "test_query": 15,
-                     "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 201,
-                     "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 1000},
-  "miniimagenet-1shot": {"$parameters": 113088, "width": 64,
-                         "data": {"format": "miniimagenet", "root": "data/miniImagenet", "test_root": "", "splits": "ravi",
-                                  "height": 84, "width": 84, "channels": 3, "invert": false},
-                         "train_way": 30, "train_shot": 1, "train_query": 15, "test_way": 5, "test_shot": 1, "test_query": 15,
-                         "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 201,
-                         "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 600},
-  "miniimagenet-5shot": {"$parameters": 113088, "width": 64,
-                         "data": {"format": "miniimagenet", "root": "data/miniImagenet", "test_root": "", "splits": "ravi",
-                                  "height": 84, "width": 84, "channels": 3, "invert": false},
-                         "train_way": 20, "train_shot": 5, "train_query": 15, "test_way": 5, "test_shot": 5, "test_query": 15,
-                         "epochs": 10000, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 201,
-                         "lr": 0.001, "lr_halve_every": 2000, "eval_episodes": 600}
-})json";
+  static const std::string text = build_presets().dump();
+  return text.c_str();
 }
 
 namespace {

@@ -29,33 +29,22 @@ std::string fmt(double v, int digits = 4) { return mlh::fixed(v, digits); }
 
 json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot}, {"query", s.query}}; }
 
-// Before training: the test classes must not be training classes. Test data that cannot be
-// listed yet (it may come later) is checked by eval instead.
+// The test classes must not be training classes. One side's classes are known (loaded by the
+// command: training's before training, test's before eval); the other side's are listed from
+// the config. A side that cannot be listed now (test data may come later) is warned about:
+// eval checks again.
 void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
-                        const std::vector<std::string>& trained) {
-  std::vector<std::string> tested;
+                        const std::vector<std::string>& known, bool known_are_trained) {
+  const std::string other = known_are_trained ? "test" : "training";
+  std::vector<std::string> listed;
   try {
-    tested = classes_of(data, cfg.test_data, "test");
+    listed = classes_of(data, known_are_trained ? cfg.test_data : cfg.train_data, other);
   } catch (const mlh::Error& e) {
-    ctx.warn(std::string("cannot list the test classes to check them against the training classes (eval will): ") +
-             e.what());
+    ctx.warn("cannot list the " + other + " classes to check the test classes against the training classes" +
+             (known_are_trained ? " (eval will)" : "") + ": " + e.what());
     return;
   }
-  check_disjoint_classes(ctx, cfg, trained, tested, "test");
-}
-
-// Before testing: the same check from the other side, with the training classes listed from
-// the run's config.
-void check_trained_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
-                           const std::vector<std::string>& tested) {
-  std::vector<std::string> trained;
-  try {
-    trained = classes_of(data, cfg.train_data, "training");
-  } catch (const mlh::Error& e) {
-    ctx.warn(std::string("cannot list the training classes to check the test classes against them: ") + e.what());
-    return;
-  }
-  check_disjoint_classes(ctx, cfg, trained, tested, "test");
+  check_disjoint_classes(ctx, cfg, known_are_trained ? known : listed, known_are_trained ? listed : known, "test");
 }
 
 }  // namespace
@@ -66,7 +55,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   const ImageSet& val_set = sets.val;
   const std::vector<std::string> trained = present_classes(train_set);
   if (cfg.has_val_classes) check_disjoint_classes(ctx, cfg, trained, present_classes(val_set), "validation");
-  check_test_classes(ctx, cfg, data, trained);
+  check_test_classes(ctx, cfg, data, trained, /*known_are_trained=*/true);
   ctx.info("training set: " + std::to_string(train_set.size()) + " images of " + std::to_string(trained.size()) +
            " classes, " + std::to_string(train_set.channels) + "x" + std::to_string(train_set.height) + "x" +
            std::to_string(train_set.width) + "; " +
@@ -225,7 +214,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
 
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
   const ImageSet test_set = load_checked(data.load, cfg.test_data, "test");
-  check_trained_classes(ctx, cfg, data, present_classes(test_set));
+  check_test_classes(ctx, cfg, data, present_classes(test_set), /*known_are_trained=*/false);
   Learner l(cfg, test_set.channels, plan);
   const mlh::rt::LoadedCheckpoint loaded = load_trained(ctx, cfg, l);
   const EpisodeSampler sampler(test_set);
