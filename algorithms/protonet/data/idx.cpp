@@ -100,6 +100,16 @@ std::vector<uint32_t> parse_header(const std::string& path, const std::vector<ui
   return dims;
 }
 
+// Every label value that occurs among the `n` labels, ascending.
+std::vector<int32_t> labels_present(const uint8_t* labels, size_t n) {
+  bool present[256] = {};
+  for (size_t i = 0; i < n; ++i) present[labels[i]] = true;
+  std::vector<int32_t> out;
+  for (int c = 0; c < 256; ++c)
+    if (present[c]) out.push_back(c);
+  return out;
+}
+
 }  // namespace
 
 std::vector<uint8_t> read_maybe_gzip(const std::string& path) {
@@ -118,10 +128,7 @@ std::vector<std::string> idx_class_names(const DatasetSpec& spec) {
     if (spec.labels.empty()) throw DataError("IDX file '" + spec.root + "': no labels file given (labels)");
     const std::vector<uint8_t> labels = read_maybe_gzip(spec.labels);
     const std::vector<uint32_t> ldims = parse_header(spec.labels, labels, kLabelsMagic, "labels");
-    bool present[256] = {};
-    for (size_t i = 0; i < ldims[0]; ++i) present[labels[8 + i]] = true;
-    for (int c = 0; c < 256; ++c)
-      if (present[c]) classes.push_back(c);
+    classes = labels_present(labels.data() + 8, ldims[0]);
   }
   std::vector<std::string> names;
   for (int32_t c : classes) names.push_back(std::to_string(c));
@@ -149,12 +156,7 @@ ImageSet load_idx(const DatasetSpec& spec) {
 
   // Class selection: the requested labels in the order given, else every label present.
   std::vector<int32_t> classes = spec.classes;
-  if (classes.empty()) {
-    bool present[256] = {};
-    for (size_t i = 0; i < n; ++i) present[lab[i]] = true;
-    for (int c = 0; c < 256; ++c)
-      if (present[c]) classes.push_back(c);
-  }
+  if (classes.empty()) classes = labels_present(lab, n);
   int remap[256];
   std::fill(std::begin(remap), std::end(remap), -1);
   for (size_t k = 0; k < classes.size(); ++k) {
