@@ -53,9 +53,16 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Mode
   model_->to(plan.device);
   model_->train();
   dist_.broadcast_module(*model_);  // before the EMA copies the weights
-  adamw_ = std::make_unique<torch::optim::AdamW>(
-      dense_parameters(model_),
-      torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(cfg.weight_decay));
+  // The reference trains with AdamATan2 (pretrain.py); AdamW stays the default. Both start at
+  // cfg.lr, and step() sets the scheduled lr on their groups before each update.
+  if (cfg.optimizer == "adam_atan2")
+    optimizer_ = std::make_unique<AdamATan2>(
+        dense_parameters(model_),
+        AdamATan2Options(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(cfg.weight_decay));
+  else
+    optimizer_ = std::make_unique<torch::optim::AdamW>(
+        dense_parameters(model_),
+        torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(cfg.weight_decay));
   if (auto* embedding = model_->puzzle_embedding()) {
     sign_sgd_ = std::make_unique<SignSgd>(*embedding, cfg.puzzle_emb_lr, cfg.puzzle_emb_weight_decay);
     sign_sgd_->share_with(dist_);
@@ -116,7 +123,7 @@ StepStats Trainer::step(const StepBatch& step_batch) {
   ++step_;
   StepStats s;
   s.lr = scheduled_lr(step_, cfg_.lr, cfg_.lr_warmup_steps, cfg_.train_steps, cfg_.lr_min_ratio);
-  for (auto& group : adamw_->param_groups()) group.options().set_lr(s.lr);
+  for (auto& group : optimizer_->param_groups()) group.options().set_lr(s.lr);
 
   const auto rows = static_cast<int64_t>(batch.rows);
   ActLoss sums;
@@ -127,7 +134,7 @@ StepStats Trainer::step(const StepBatch& step_batch) {
   micro_.run(
       rows,
       {[&] {
-         adamw_->zero_grad();
+         optimizer_->zero_grad();
          if (sign_sgd_) sign_sgd_->zero_grad();
          sums = ActLoss();
          loss = at::Tensor();
@@ -153,10 +160,10 @@ StepStats Trainer::step(const StepBatch& step_batch) {
        [&] {
          dist_.average_gradients(dense_parameters(model_));
          if (cfg_.grad_clip > 0) {
-           if (scaler_.enabled()) scaler_.unscale_(*adamw_);
+           if (scaler_.enabled()) scaler_.unscale_(*optimizer_);
            torch::nn::utils::clip_grad_norm_(dense_parameters(model_), cfg_.grad_clip);
          }
-         stepped = scaler_.step(*adamw_);
+         stepped = scaler_.step(*optimizer_);
          if (scaler_.enabled()) scaler_.update();
          if (sign_sgd_) {
            // Its sign is unchanged by the loss scale; a step the scaler skipped is skipped here too.
@@ -164,7 +171,7 @@ StepStats Trainer::step(const StepBatch& step_batch) {
              sign_sgd_->step(scheduled_lr(step_, cfg_.puzzle_emb_lr, cfg_.lr_warmup_steps, cfg_.train_steps, cfg_.lr_min_ratio));
            sign_sgd_->zero_grad();
          }
-         adamw_->zero_grad();
+         optimizer_->zero_grad();
          if (ema_ && stepped) ema_->update();
        }},
       plan_.device);
@@ -184,7 +191,7 @@ StepStats Trainer::step(const StepBatch& step_batch) {
 
 mlh::rt::TrainingState Trainer::state() {
   mlh::rt::TrainingState s;
-  s.add("model", *model_).add("optimizer", *adamw_);
+  s.add("model", *model_).add("optimizer", *optimizer_);
   if (ema_) s.add("ema", ema_->state_module());
   s.values["step"] = step_;
   s.values["grad_scaler"] = scaler_.state();

@@ -1,11 +1,12 @@
 // One TRM training run's state and its step, as the reference's pretrain.py train_batch:
 // the ACT carry persists across steps (halted rows take the next batch's rows), the summed
-// loss is divided by the global batch, AdamW steps the dense weights and sign-SGD the
-// puzzle-embedding rows of the batch, both on the warmup + cosine schedule; the EMA of the
-// weights follows each step. Precision follows the plan (autocast; fp16 with a gradient
-// scaler), gradient checkpointing of the recursion too. The step runs in micro-batches of
-// rows that back off when memory runs out (oom_backoff.hpp): each micro-batch carries its
-// own rows, and the carries are joined once the whole step succeeded.
+// loss is divided by the global batch, AdamW (or the reference's AdamATan2, cfg.optimizer)
+// steps the dense weights and sign-SGD the puzzle-embedding rows of the batch, both on the
+// warmup + cosine schedule; the EMA of the weights follows each step. Precision follows the
+// plan (autocast; fp16 with a gradient scaler), gradient checkpointing of the recursion too.
+// The step runs in micro-batches of rows that back off when memory runs out
+// (oom_backoff.hpp): each micro-batch carries its own rows, and the carries are joined once
+// the whole step succeeded.
 #pragma once
 
 #include <memory>
@@ -20,6 +21,7 @@
 
 #include "config.hpp"
 #include "data/sampler.hpp"
+#include "model/adam_atan2.hpp"
 #include "model/ema.hpp"
 #include "model/loss.hpp"
 #include "model/sign_sgd.hpp"
@@ -91,7 +93,7 @@ class Trainer {
   mlh::rt::Distributed& dist_;  // *dist, or single_process_
   ModelConfig model_config_;
   Trm model_;
-  std::unique_ptr<torch::optim::AdamW> adamw_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;  // AdamW or AdamATan2 (cfg.optimizer)
   std::unique_ptr<SignSgd> sign_sgd_;
   std::unique_ptr<Ema> ema_;
   mlh::rt::GradScaler scaler_;
