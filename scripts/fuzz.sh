@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 runs=${1:-50000}
 shift || true
 max_time=${FUZZ_MAX_TIME:-300}
-all_targets=(manifest config overrides cli settings idx image levels checkpoint safetensors npy dataset_json)
+all_targets=(manifest config overrides cli settings idx image levels checkpoint safetensors npy dataset_json arc_tasks)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 

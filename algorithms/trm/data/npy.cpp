@@ -468,7 +468,7 @@ void NpyArray::min_max(int64_t first, int64_t count, int64_t& lo, int64_t& hi) c
   });
 }
 
-void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>& shape, const void* data) {
+std::string npy_file_header(const std::string& path, DType dtype, const std::vector<int64_t>& shape) {
   uint64_t n = 1;
   std::string shape_text = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -479,13 +479,16 @@ void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>&
     shape_text += std::to_string(shape[i]) + (shape.size() == 1 ? ",)" : i + 1 < shape.size() ? ", " : ")");
   }
   if (shape.empty()) shape_text += ")";
-  const uint64_t nbytes = n * item_size(dtype);
-  if (nbytes > 0 && !data) fail(path, "write_npy: no data for a non-empty array");
   std::string header = "{'descr': '" + to_string(dtype) + "', 'fortran_order': False, 'shape': " + shape_text + ", }";
-  // numpy pads with spaces and ends with '\n' so that the data starts at a multiple of 64.
+  // numpy >= 1.24 leaves room for the first dimension to grow in place (GROWTH_AXIS_MAX_DIGITS
+  // = 21 in numpy/lib/format.py), so that our files are byte-identical to np.save's.
+  if (!shape.empty()) header.append(21 - std::min<size_t>(21, std::to_string(shape[0]).size()), ' ');
+  // numpy pads with spaces and ends with '\n' so that the data starts at a multiple of 64;
+  // like numpy (_wrap_header) it pads 1..64 bytes, a whole 64 when already aligned.
+  const auto padded = [&](size_t preamble) { return ((preamble + header.size() + 1) / 64 + 1) * 64; };
   size_t preamble = 10;
-  if ((header.size() + 1 + preamble + 63) / 64 * 64 - preamble > 65535) preamble = 12;
-  const size_t total = (preamble + header.size() + 1 + 63) / 64 * 64;
+  if (padded(preamble) - preamble > 65535) preamble = 12;
+  const size_t total = padded(preamble);
   header.append(total - preamble - header.size() - 1, ' ');
   header += '\n';
   std::string pre(kMagic, kMagicLen);
@@ -500,8 +503,16 @@ void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>&
     pre += '\x00';
     for (int s = 0; s < 32; s += 8) pre += static_cast<char>((hl >> s) & 0xff);
   }
+  return pre + header;
+}
+
+void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>& shape, const void* data) {
+  const std::string header = npy_file_header(path, dtype, shape);
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  const uint64_t nbytes = n * item_size(dtype);
+  if (nbytes > 0 && !data) fail(path, "write_npy: no data for a non-empty array");
   mlh::AtomicFile f(path);
-  f.write(pre.data(), pre.size());
   f.write(header.data(), header.size());
   if (nbytes > 0) f.write(data, nbytes);
   f.commit();

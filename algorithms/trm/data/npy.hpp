@@ -77,5 +77,8 @@ class NpyArray {
 // does (2.0 when the header would not fit 1.0's 16-bit length). Written to a temporary file
 // in the same folder and renamed over `path`, so readers never see a partial file.
 void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>& shape, const void* data);
+// The bytes write_npy puts before the data (magic, version, header length, padded header),
+// for writers that stream the data themselves; `path` only names the file in errors.
+std::string npy_file_header(const std::string& path, DType dtype, const std::vector<int64_t>& shape);
 
 }  // namespace trm
