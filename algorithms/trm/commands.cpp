@@ -15,6 +15,7 @@
 #include <mlh/runtime/training_session.hpp>
 #include <nlohmann/json.hpp>
 
+#include "arc_eval.hpp"
 #include "evaluate.hpp"
 #include "run_model.hpp"
 #include "text_data.hpp"
@@ -48,16 +49,29 @@ struct TrainingData {
 struct PuzzleSource {
   DatasetSplit train, test;
   TrainSampler sampler;
+  std::optional<ArcDatasetFiles> arc;  // an ARC dataset's: its evaluation votes and scores
   PuzzleSource(DatasetSplit tr, DatasetSplit te, int64_t batch, uint64_t seed)
       : train(std::move(tr)), test(std::move(te)), sampler(train, batch, seed) {}
 };
+
+// Evaluates the test split, and on an ARC dataset also votes, scores pass@K and returns the
+// score (with the submission it implies).
+std::pair<PuzzleEvalResult, std::optional<arc::ArcScore>> evaluate_test_split(
+    Trm& model, const DatasetSplit& test, const std::optional<ArcDatasetFiles>& arc_files, const EvalSettings& settings) {
+  std::optional<arc::Votes> votes;
+  if (arc_files) votes.emplace(arc_files->identifiers, test.metadata().blank_identifier_id);
+  const PuzzleEvalResult r = evaluate_puzzles(model, test, settings, votes ? &*votes : nullptr);
+  std::optional<arc::ArcScore> score;
+  if (votes) score = arc::score(*votes, arc_files->test_puzzles, /*with_answers=*/true, arc_files->test_puzzles_path);
+  return {r, std::move(score)};
+}
 
 }  // namespace
 
 void build_data_command(mlh::RunContext& ctx, const Config& cfg) {
   const std::string out = cfg.build.out_dir.empty() ? cfg.data.dir : cfg.build.out_dir;
   const BuildReport r = build_dataset(cfg, out, [&](const std::string& m) { ctx.info(m); });
-  ctx.info("wrote a " + cfg.build.kind + " dataset to '" + out + "': " + std::to_string(r.train_examples) +
+  ctx.info("wrote the " + cfg.build.kind + " dataset to '" + out + "': " + std::to_string(r.train_examples) +
            " training and " + std::to_string(r.test_examples) + " test examples in " + fmt(r.seconds) + " s");
   ctx.summary(json{{"dir", out},
                    {"kind", cfg.build.kind},
@@ -75,6 +89,10 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   mlh::rt::TrainingSession session(ctx, plan, {cfg.keep_checkpoints, goal});
   mlh::rt::Distributed& dist = session.dist();
   const int64_t global_batch = cfg.batch_size * dist.world_size();
+  if (cfg.global_batch_size > 0 && global_batch != cfg.global_batch_size)
+    ctx.warn("global_batch_size is " + std::to_string(cfg.global_batch_size) + " but each step trains on " +
+             std::to_string(global_batch) + " rows (batch_size " + std::to_string(cfg.batch_size) + " x " +
+             std::to_string(dist.world_size()) + " ranks): --batch-size overrides it");
   RunModel run_model;
   run_model.mode = cfg.mode;
   TrainingData data;
@@ -110,6 +128,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     if (!dist.is_main()) dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
     puzzles = std::make_unique<PuzzleSource>(DatasetSplit::open(dir + "/train"), DatasetSplit::open(dir + "/test"),
                                              global_batch, cfg.seed);
+    puzzles->arc = load_arc_dataset_files(dir);
     for (const DatasetSplit* split : {&puzzles->train, &puzzles->test})
       for (const std::string& w : split->warnings()) ctx.warn(w);
     const DatasetMetadata& tm = puzzles->train.metadata();
@@ -128,16 +147,20 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     data.state = [&] { return puzzles->sampler.state(); };
     data.load_state = [&](const json& s) { puzzles->sampler.load_state(s); };
     data.evaluate = [&](Trm& model, int64_t max_examples, json& metrics) {
-      const PuzzleEvalResult r = evaluate_puzzles(model, puzzles->test, make_eval_settings(cfg, plan, max_examples));
+      const auto [r, arc_score] =
+          evaluate_test_split(model, puzzles->test, puzzles->arc, make_eval_settings(cfg, plan, max_examples));
       metrics = {{"exact_accuracy", r.exact_accuracy},
                  {"token_accuracy", r.token_accuracy},
                  {"mean_halt_steps", r.mean_halt_steps},
                  {"halted_exact_accuracy", r.halted_exact_accuracy},
                  {"examples", r.examples}};
-      return std::make_pair(r.exact_accuracy, "exact accuracy " + fmt(r.exact_accuracy, 4) + ", token accuracy " +
-                                                  fmt(r.token_accuracy, 4) + ", mean halting steps " +
-                                                  fmt(r.mean_halt_steps) + " on " + std::to_string(r.examples) +
-                                                  " test examples");
+      std::string line = "exact accuracy " + fmt(r.exact_accuracy, 4) + ", token accuracy " + fmt(r.token_accuracy, 4) +
+                         ", mean halting steps " + fmt(r.mean_halt_steps) + " on " + std::to_string(r.examples) +
+                         " test examples";
+      if (!arc_score) return std::make_pair(r.exact_accuracy, line);
+      // ARC: the best checkpoint is the one with the best pass@2 (Kaggle's score).
+      metrics.update(arc_metrics(*arc_score));
+      return std::make_pair(arc_score->pass_at[1].second, arc_line(*arc_score) + "; " + line);
     };
   }
   run_model.model.gradient_checkpointing = plan.gradient_checkpointing;
@@ -272,7 +295,9 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
   } else {
     const std::string dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
     const DatasetSplit test = DatasetSplit::open(dir + "/test");
-    const PuzzleEvalResult r = evaluate_puzzles(tm.model(), test, make_eval_settings(cfg, plan, cfg.eval_examples));
+    const std::optional<ArcDatasetFiles> arc_files = load_arc_dataset_files(dir);
+    const auto [r, arc_score] =
+        evaluate_test_split(tm.model(), test, arc_files, make_eval_settings(cfg, plan, cfg.eval_examples));
     ctx.info("test split '" + test.dir() + "' (" + std::to_string(r.examples) + " examples): exact accuracy " +
              fmt(r.exact_accuracy, 4) + ", token accuracy " + fmt(r.token_accuracy, 4) + ", mean halting steps " +
              fmt(r.mean_halt_steps) + " (exact accuracy when halting there: " + fmt(r.halted_exact_accuracy, 4) + "), " +
@@ -286,6 +311,15 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
                     {"halted_exact_accuracy", r.halted_exact_accuracy},
                     {"examples", r.examples},
                     {"data_dir", dir}});
+    if (arc_score) {
+      const std::string path = ctx.run_dir() + "/submission.json";
+      write_submission(path, *arc_score);
+      ctx.info(arc_line(*arc_score) + "; submission written to " + path);
+      const json m = arc_metrics(*arc_score);
+      for (const auto& [name, value] : m.items()) ctx.metric("eval/" + name, value.get<double>(), tm.step);
+      summary.update(m);
+      summary["submission"] = path;
+    }
   }
   ctx.summary(summary.dump());
 }

@@ -47,6 +47,8 @@ void build_data_command(mlh::RunContext& ctx, const Config& cfg);
 void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void solve_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+// solve with solve.arc_challenges: every task of an ARC challenges file, voted over its versions.
+void solve_arc_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void generate_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void benchmark_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void calibrate_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);

@@ -24,6 +24,11 @@ class EvalModeScope {
   bool was_training_;
 };
 
+std::vector<double> to_doubles(const at::Tensor& t) {
+  const at::Tensor c = t.to(at::kCPU, at::kDouble).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
 std::vector<int32_t> to_vector(const at::Tensor& t) {
   const at::Tensor c = t.to(at::kCPU, at::kInt).contiguous();
   return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
@@ -52,6 +57,7 @@ StepOutput run_every_step(Trm& model, const BatchTensors& data, const EvalSettin
 // The final answers, the answers at each row's halting step and the halting steps.
 struct Run {
   at::Tensor final_tokens, halted_tokens, halt_steps;
+  at::Tensor final_q_halt_logits;  // the last step's, as the reference's ARC evaluator reads them
 };
 
 Run run_all_steps(Trm& model, const Batch& batch, const EvalSettings& settings) {
@@ -60,6 +66,7 @@ Run run_all_steps(Trm& model, const Batch& batch, const EvalSettings& settings) 
   r.halt_steps = at::zeros({batch.rows}, at::TensorOptions().dtype(at::kInt).device(settings.device));
   run_every_step(model, to_tensors(batch, settings.device), settings, [&](int64_t step, const StepOutput& out) {
     r.final_tokens = out.logits.argmax(-1).to(at::kInt);
+    r.final_q_halt_logits = out.q_halt_logits;
     if (!r.halted_tokens.defined()) r.halted_tokens = r.final_tokens.clone();
     // Rows whose halt logit turns positive now (or that reach the limit) halt here.
     const at::Tensor halts = step >= max_steps ? at::ones_like(r.halt_steps, at::kBool) : out.q_halt_logits.gt(0);
@@ -88,10 +95,10 @@ at::Tensor next_token_logits(Trm& model, const Batch& batch, int64_t position, c
 
 Answers predict(Trm& model, const Batch& batch, const EvalSettings& settings) {
   const Run r = run_all_steps(model, batch, settings);
-  return {to_vector(r.final_tokens), to_vector(r.halt_steps)};
+  return {to_vector(r.final_tokens), to_vector(r.halt_steps), to_doubles(r.final_q_halt_logits)};
 }
 
-PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const EvalSettings& settings) {
+PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const EvalSettings& settings, arc::Votes* votes) {
   const auto start = std::chrono::steady_clock::now();
   PuzzleEvalResult r;
   EvalBatches batches(test, settings.batch_size);
@@ -105,6 +112,14 @@ PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const Ev
     const std::vector<int32_t> final_tokens = to_vector(run.final_tokens);
     const std::vector<int32_t> halted_tokens = to_vector(run.halted_tokens);
     const std::vector<int32_t> halt_steps = to_vector(run.halt_steps);
+    if (votes) {
+      const std::vector<double> q = to_doubles(run.final_q_halt_logits);
+      for (int64_t row = 0; row < rows; ++row) {
+        const size_t at = static_cast<size_t>(row * batch.seq_len);
+        votes->add(batch.puzzle_identifiers[static_cast<size_t>(row)], &batch.inputs[at], &final_tokens[at],
+                   q[static_cast<size_t>(row)]);
+      }
+    }
     for (int64_t row = 0; row < rows; ++row) {
       bool all_right = true, halted_all_right = true;
       for (int64_t t = 0; t < batch.seq_len; ++t) {

@@ -12,6 +12,7 @@
 
 #include "config.hpp"
 
+#include "data/arc_scoring.hpp"
 #include "data/dataset.hpp"
 #include "data/sampler.hpp"
 #include "model/trm.hpp"
@@ -39,6 +40,7 @@ struct PuzzleEvalResult {
 struct Answers {
   std::vector<int32_t> tokens;       // rows x seq_len
   std::vector<int32_t> halt_steps;   // rows
+  std::vector<double> q_halt_logits;  // rows: the last step's halt logit
 };
 // The plan's device and precision, the config's batch size.
 EvalSettings make_eval_settings(const Config& cfg, const mlh::rt::RuntimePlan& plan, int64_t max_examples);
@@ -49,7 +51,10 @@ at::Tensor next_token_logits(Trm& model, const Batch& batch, int64_t position, c
 
 Answers predict(Trm& model, const Batch& batch, const EvalSettings& settings);
 
-PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const EvalSettings& settings);
+// With `votes`, every evaluated row's final answer and halt logit is also cast as an ARC vote
+// (the rows' inputs must be ARC's 30x30 encoding).
+PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const EvalSettings& settings,
+                                  arc::Votes* votes = nullptr);
 
 struct TextEvalResult {
   int64_t tokens = 0;

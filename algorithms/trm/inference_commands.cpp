@@ -83,6 +83,7 @@ std::vector<int32_t> parse_sudoku(const std::string& text) {
 }  // namespace
 
 void solve_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  if (!cfg.solve.arc_challenges.empty()) return solve_arc_command(ctx, cfg, plan);
   TrainedModel tm = load_trained_model(ctx, cfg, plan);
   if (tm.run.mode != "puzzle") throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "solve needs a puzzle model (this run is text: use generate)");
   const ModelConfig& m = tm.run.model;

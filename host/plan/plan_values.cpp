@@ -141,15 +141,28 @@ void Decisions::precision() {
                          : from(SourceKind::kDefault, "auto: fp32 on CPU (bf16 only where an algorithm measured it faster)"));
 }
 
-// Batch size: the command line (a number, or auto: the finder), the user's config of the
-// algorithm, the batch size of the preset chosen there (a task preset sized for its task),
-// the settings file, the rule, the algorithm's default.
+// Batch size (per rank): the command line (a number, or auto: the finder), a global batch
+// size (the user's config, or the preset's where the user gave no batch_size) split among the
+// ranks, the user's config of the algorithm, the batch size of the preset chosen there (a task
+// preset sized for its task), the settings file, the rule, the algorithm's default.
 void Decisions::batch_size() {
   const json& cfg = req_.user_config;
   const DeviceRule* r = rule();
   const json* preset_batch = nullptr;
+  const json* global_batch = nullptr;
+  std::string global_from = "config";
+  if (algorithm_has_batch() && cfg.is_object() && cfg.value("global_batch_size", json(0)).is_number_integer() &&
+      cfg.value("global_batch_size", json(0)).get<int64_t>() > 0)
+    global_batch = &cfg["global_batch_size"];
   if (auto name = user_preset(); name && algorithm_has_batch())
-    if (const json* p = req_.algorithm->preset(*name); p && p->contains("batch_size")) preset_batch = &(*p)["batch_size"];
+    if (const json* p = req_.algorithm->preset(*name)) {
+      if (p->contains("batch_size")) preset_batch = &(*p)["batch_size"];
+      if (!global_batch && !(cfg.is_object() && cfg.contains("batch_size")) && p->contains("global_batch_size") &&
+          (*p)["global_batch_size"].is_number_integer() && (*p)["global_batch_size"].get<int64_t>() > 0) {
+        global_batch = &(*p)["global_batch_size"];
+        global_from = "preset " + *name;
+      }
+    }
 
   if (in_.batch_search) {
     plan_.set(PlanField::kBatchSize, (*in_.batch_search)["batch"],
@@ -159,6 +172,16 @@ void Decisions::batch_size() {
     plan_.set_fact("batch_size_finder", finder);
   } else if (req_.overrides.batch_size) {
     plan_.set(PlanField::kBatchSize, *req_.overrides.batch_size, from(SourceKind::kCommandLine, "command line --batch-size"));
+  } else if (global_batch) {
+    // The TRM reference's global_batch_size: the batch of one optimizer step over all ranks.
+    const int64_t global = global_batch->get<int64_t>(), ranks = req_.launch.world_size;
+    if (global % ranks != 0)
+      throw PlanError(global_from + " global_batch_size " + std::to_string(global) + " does not divide among " +
+                      std::to_string(ranks) + " ranks: give a multiple of " + std::to_string(ranks));
+    plan_.set(PlanField::kBatchSize, global / ranks,
+              from(global_from == "config" ? SourceKind::kConfig : SourceKind::kPreset,
+                   global_from + " (global_batch_size " + std::to_string(global) + " over " + std::to_string(ranks) +
+                       (ranks == 1 ? " rank)" : " ranks)")));
   } else if (algorithm_has_batch() && cfg.is_object() && cfg.contains("batch_size")) {
     plan_.set(PlanField::kBatchSize, cfg["batch_size"], from(SourceKind::kConfig, "config (batch_size)"));
   } else if (preset_batch) {

@@ -331,6 +331,49 @@ TEST_F(PlanTest, EachRankIsAWorkerWithItsPlaceAndTheRendezvous) {
   EXPECT_FALSE(run.plan["environment"].contains("RANK")) << "the plan's environment is the device's and the CPU side's";
 }
 
+// global_batch_size (the TRM reference's meaning: one step's batch over all ranks) is split
+// among the ranks, from the user's config or from the preset; an explicit batch size wins.
+TEST_F(PlanTest, AGlobalBatchSizeIsSplitAmongTheRanks) {
+  const AlgorithmInfo description = testing::algorithm_info(json::parse(R"({
+    "config_schema": {"type": "object", "properties": {"batch_size": {"type": "integer"},
+                      "global_batch_size": {"type": "integer"}, "preset": {"type": "string"}}},
+    "config_defaults": {"batch_size": 32, "global_batch_size": 0},
+    "presets": {"full": {}, "reduced": {}, "arc": {"batch_size": 8, "global_batch_size": 768}}})"));
+  auto with = [&](const json& user, int ranks) {
+    PlanRequest request = testing::request_for(cpu());
+    request.algorithm = description;
+    request.user_config = user;
+    if (ranks > 1) {
+      request.launch.source = "--nproc-per-node";
+      request.launch.world_size = request.launch.workers_here = request.launch.local_processes = ranks;
+    }
+    return request;
+  };
+  PlannedRun run = plan_run(with({{"global_batch_size", 96}}, 4), services_);
+  EXPECT_EQ(run.plan["batch_size"], 24);
+  EXPECT_EQ(run.plan["sources"]["batch_size"], "config (global_batch_size 96 over 4 ranks)");
+  EXPECT_EQ(run.plan["distributed"]["global_batch_size"], 96);
+  run = plan_run(with({{"preset", "arc"}}, 2), services_);
+  EXPECT_EQ(run.plan["batch_size"], 384);
+  EXPECT_EQ(run.plan["sources"]["batch_size"], "preset arc (global_batch_size 768 over 2 ranks)");
+  run = plan_run(with({{"preset", "arc"}}, 1), services_);
+  EXPECT_EQ(run.plan["batch_size"], 768);
+  // The user's own per-rank batch_size comes before the preset's global one.
+  run = plan_run(with({{"preset", "arc"}, {"batch_size", 16}}, 2), services_);
+  EXPECT_EQ(run.plan["batch_size"], 16);
+  EXPECT_EQ(run.plan["distributed"]["global_batch_size"], 32);
+  // 0 means unset.
+  run = plan_run(with({{"global_batch_size", 0}, {"batch_size", 5}}, 1), services_);
+  EXPECT_EQ(run.plan["batch_size"], 5);
+  try {
+    plan_run(with({{"global_batch_size", 100}}, 3), services_);
+    FAIL() << "100 rows were split among 3 ranks";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("config global_batch_size 100 does not divide among 3 ranks"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(PlanTest, AnUnknownCommandIsRefusedNamingThoseThereAre) {
   EXPECT_EQ(error(cpu(),
                   [](PlanRequest& in) {

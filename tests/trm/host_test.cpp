@@ -183,6 +183,103 @@ TEST_F(TrmPlanEffects, ThePlanShowsTheModelItTrains) {
 // Two CPU ranks (Gloo) on a Sudoku set with puzzle-identifier embeddings: each rank trains
 // on its half of every global batch, the sign-SGD rows are gathered from both, and the
 // models stay identical; a stopped run resumes on both ranks.
+// ARC, end to end: hand-made tasks in Kaggle's layout through build-data (kind=arc), a short
+// training run that evaluates with the ARC scorer, eval (pass@K and submission.json) and solve
+// on a challenges file; a malformed task file is refused naming the file, task and field, and
+// nothing is written.
+void write_arc_fixture(const std::string& prefix) {
+  // Each task recolours its grid (1 -> 2); small grids so that a tiny model trains fast.
+  auto task = [](int seed) {
+    json train = json::array(), test = json::array(), solutions = json::array();
+    for (int i = 0; i < 3; ++i) {
+      const int a = (seed + i) % 3 + 1, b = (seed + 2 * i) % 2;
+      train.push_back({{"input", {{1, b}, {a, 1}}}, {"output", {{2, b}, {a == 1 ? 2 : a, 2}}}});
+    }
+    test.push_back({{"input", {{1, 1}, {seed % 2, 1}}}});
+    solutions.push_back(json{{2, 2}, {seed % 2, 2}});
+    return std::make_pair(json{{"train", train}, {"test", test}}, solutions);
+  };
+  for (const auto& [subset, first] : {std::make_pair(std::string("training"), 0), std::make_pair(std::string("evaluation"), 10)}) {
+    json challenges = json::object(), solutions = json::object();
+    for (int t = 0; t < 3; ++t) {
+      const std::string id = subset.substr(0, 1) + std::to_string(first + t) + "abcdef0";
+      auto [c, s] = task(first + t);
+      challenges[id] = c;
+      solutions[id] = s;
+    }
+    std::ofstream(prefix + "_" + subset + "_challenges.json") << challenges.dump();
+    std::ofstream(prefix + "_" + subset + "_solutions.json") << solutions.dump();
+  }
+}
+
+TEST_F(TrmHost, ArcBuildTrainEvalSolve) {
+  const std::string prefix = dir_ + "/fx", data = dir_ + "/arc", run = dir_ + "/run";
+  write_arc_fixture(prefix);
+  const HostResult b = host("--algorithm trm --command build-data --device cpu --run-dir " + dir_ + "/build" +
+                            " --set build.kind=arc --set build.arc_prefix=" + prefix +
+                            " --set build.num_aug=3 --set data.dir=" + data);
+  ASSERT_EQ(b.rc, 0) << b.output;
+  for (const char* f : {"identifiers.json", "test_puzzles.json", "train/dataset.json", "test/all__inputs.npy"})
+    EXPECT_TRUE(fs::exists(data + "/" + f)) << f;
+  EXPECT_EQ(read_json_file(data + "/test_puzzles.json").size(), 3u) << "the evaluation subset's tasks";
+
+  const std::string common = " --device cpu --no-calibrate --run-dir " + run;
+  const HostResult t = host("--algorithm trm" + common + " --set data.dir=" + data +
+                            " --set model.hidden=32 --set model.num_heads=2 --set model.h_cycles=1 --set model.l_cycles=1"
+                            " --set model.halt_max_steps=2 --set model.puzzle_emb_ndim=32 --set optimizer=adam_atan2"
+                            " --set batch_size=8 --set train_steps=24 --set lr=0.003 --set lr_warmup_steps=2"
+                            " --set eval_every=12 --set checkpoint_every=12");
+  ASSERT_EQ(t.rc, 0) << t.output;
+  const json s = read_json_file(run + "/summary.json");
+  EXPECT_EQ(s["status"], "completed") << s.dump();
+  EXPECT_TRUE(s["result"]["eval"].contains("pass@1")) << s.dump();
+  EXPECT_TRUE(s["result"]["eval"].contains("pass@2")) << s.dump();
+  EXPECT_TRUE(s["last_metrics"].contains("eval/pass@2")) << s.dump();
+  EXPECT_NE(t.output.find("ARC pass@1"), std::string::npos) << t.output;
+
+  const HostResult e = host("--algorithm trm --command eval --resume" + common);
+  ASSERT_EQ(e.rc, 0) << e.output;
+  const json es = read_json_file(run + "/commands/eval-1/summary.json")["result"];
+  for (const char* k : {"pass@1", "pass@2", "pass@5", "pass@10", "pass@100", "pass@1000"}) {
+    ASSERT_TRUE(es.contains(k)) << k << " " << es.dump();
+    EXPECT_GE(es[k].get<double>(), 0.0);
+    EXPECT_LE(es[k].get<double>(), 1.0);
+  }
+  EXPECT_LE(es["pass@1"].get<double>(), es["pass@2"].get<double>());
+  const json submission = read_json_file(run + "/commands/eval-1/submission.json");
+  ASSERT_EQ(submission.size(), 3u) << submission.dump();
+  for (const auto& [task, entries] : submission.items()) {
+    ASSERT_EQ(entries.size(), 1u) << task;
+    EXPECT_TRUE(entries[0].contains("attempt_1") && entries[0].contains("attempt_2")) << entries.dump();
+  }
+
+  // solve on the challenges alone (no solutions), plus a task the model never saw.
+  json challenges = read_json_file(prefix + "_evaluation_challenges.json");
+  challenges["ffffffff"] = {{"train", json::array()}, {"test", {{{"input", {{3, 3}}}}}}};
+  std::ofstream(dir_ + "/challenges.json") << challenges.dump();
+  const HostResult so = host("--algorithm trm --command solve --resume" + common +
+                             " --set solve.arc_challenges=" + dir_ + "/challenges.json");
+  ASSERT_EQ(so.rc, 0) << so.output;
+  EXPECT_NE(so.output.find("1 of 4 tasks are not in the training data"), std::string::npos) << so.output;
+  const json solved = read_json_file(run + "/commands/solve-1/submission.json");
+  EXPECT_EQ(solved.size(), 4u) << solved.dump();
+  EXPECT_EQ(read_json_file(run + "/commands/solve-1/summary.json")["result"]["unknown_tasks"], 1);
+
+  // A ragged grid: refused, naming the file, the task and the field; no dataset written.
+  json bad = read_json_file(prefix + "_training_challenges.json");
+  bad["t0abcdef0"]["train"][1]["input"] = {{1, 2}, {3}};
+  std::ofstream(dir_ + "/bad_training_challenges.json") << bad.dump();
+  for (const char* f : {"_training_solutions.json", "_evaluation_challenges.json", "_evaluation_solutions.json"})
+    fs::copy_file(prefix + f, dir_ + "/bad" + f);
+  const HostResult r = host("--algorithm trm --command build-data --device cpu --run-dir " + dir_ + "/build2" +
+                            " --set build.kind=arc --set build.arc_prefix=" + dir_ + "/bad --set data.dir=" + dir_ + "/arc2");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("bad_training_challenges.json"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("t0abcdef0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train[1].input"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ + "/arc2/train")) << "nothing written";
+}
+
 TEST_F(TrmHost, TwoRanksTrainInLockstepWithPuzzleEmbeddings) {
   const std::string data = dir_ + "/sudoku";
   const HostResult b = host("--algorithm trm --command build-data --device cpu --run-dir " + dir_ + "/build" +
