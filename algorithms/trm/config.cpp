@@ -144,7 +144,11 @@ const char* config_defaults_json() {
 
 // full is the reference's model; reduced is the TARGETS' CPU-sized one (hidden 128, 4 heads,
 // 2 x 2 cycles). sudoku-easy, maze and text are task presets (--set preset=sudoku-easy) sized
-// to learn within minutes on a 2-core CPU (see the README for their figures).
+// to learn within minutes on a 2-core CPU (see the README for their figures). arc1 and arc2
+// are the reference's ARC runs (README: pretrain.py with arch=trm arch.L_cycles=4 ema=True;
+// cfg_pretrain.yaml): train_steps is its 100,000 epochs of its arc{1,2}concept-aug-1000
+// data (int(epochs x total_groups x mean_puzzle_examples / 768)) and eval_every its 10,000;
+// they are sized for GPUs. arc-cpu builds 8 + 8 tasks and trains for minutes on a CPU.
 const char* presets_json() {
   return R"json({
   "full": {"model": {"hidden": 512, "num_heads": 8, "h_cycles": 3, "l_cycles": 6, "l_layers": 2, "puzzle_emb_ndim": 512}},
@@ -161,6 +165,34 @@ const char* presets_json() {
                      "halt_max_steps": 4, "puzzle_emb_ndim": 0},
            "batch_size": 32, "train_steps": 3000, "lr": 0.001, "lr_warmup_steps": 100, "ema_rate": 0.99,
            "eval_every": 500, "checkpoint_every": 500},
+  "arc1": {"mode": "puzzle",
+           "build": {"kind": "arc", "subsets": ["training", "evaluation", "concept"], "test_set": "evaluation",
+                     "num_aug": 1000, "arc_seed": 42},
+           "model": {"hidden": 512, "num_heads": 8, "expansion": 4.0, "h_cycles": 3, "l_cycles": 4, "l_layers": 2,
+                     "halt_max_steps": 16, "halt_exploration_prob": 0.1, "mlp_t": false, "puzzle_emb_ndim": 512,
+                     "puzzle_emb_len": 16, "loss": "stablemax"},
+           "global_batch_size": 768, "train_steps": 518226, "lr": 0.0001, "lr_min_ratio": 1.0, "lr_warmup_steps": 2000,
+           "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1, "optimizer": "adam_atan2",
+           "puzzle_emb_lr": 0.01, "puzzle_emb_weight_decay": 0.1, "ema": true, "ema_rate": 0.999,
+           "eval_every": 51822, "checkpoint_every": 5000},
+  "arc2": {"mode": "puzzle",
+           "build": {"kind": "arc", "subsets": ["training2", "evaluation2", "concept"], "test_set": "evaluation2",
+                     "num_aug": 1000, "arc_seed": 42},
+           "model": {"hidden": 512, "num_heads": 8, "expansion": 4.0, "h_cycles": 3, "l_cycles": 4, "l_layers": 2,
+                     "halt_max_steps": 16, "halt_exploration_prob": 0.1, "mlp_t": false, "puzzle_emb_ndim": 512,
+                     "puzzle_emb_len": 16, "loss": "stablemax"},
+           "global_batch_size": 768, "train_steps": 725651, "lr": 0.0001, "lr_min_ratio": 1.0, "lr_warmup_steps": 2000,
+           "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1, "optimizer": "adam_atan2",
+           "puzzle_emb_lr": 0.01, "puzzle_emb_weight_decay": 0.1, "ema": true, "ema_rate": 0.999,
+           "eval_every": 72565, "checkpoint_every": 5000},
+  "arc-cpu": {"mode": "puzzle",
+              "build": {"kind": "arc", "subsets": ["training", "evaluation"], "test_set": "evaluation",
+                        "num_aug": 8, "max_tasks": 8},
+              "model": {"hidden": 64, "num_heads": 2, "h_cycles": 1, "l_cycles": 2, "l_layers": 2,
+                        "halt_max_steps": 2, "puzzle_emb_ndim": 64, "puzzle_emb_len": 0},
+              "batch_size": 16, "train_steps": 150, "max_minutes": 5, "lr": 0.001, "lr_warmup_steps": 20,
+              "optimizer": "adam_atan2", "puzzle_emb_lr": 0.01, "ema_rate": 0.99,
+              "eval_every": 50, "checkpoint_every": 50},
   "text": {"mode": "text",
            "model": {"hidden": 128, "num_heads": 4, "h_cycles": 1, "l_cycles": 1, "l_layers": 2,
                      "halt_max_steps": 1, "puzzle_emb_ndim": 0, "loss": "softmax", "text_seq_len": 64},

@@ -32,6 +32,17 @@ TEST_F(TrmHost, Describe) {
   EXPECT_EQ(d["config_defaults"]["model"]["hidden"], 512);
   EXPECT_TRUE(d["presets"].contains("sudoku-easy"));
   EXPECT_TRUE(d["presets"].contains("text"));
+  // The reference's ARC recipe: its optimizer, global batch and puzzle embedding length.
+  for (const char* arc : {"arc1", "arc2"}) {
+    const json& p = d["presets"][arc];
+    EXPECT_EQ(p["optimizer"], "adam_atan2") << arc;
+    EXPECT_EQ(p["global_batch_size"], 768) << arc;
+    EXPECT_EQ(p["model"]["puzzle_emb_len"], 16) << arc;
+    EXPECT_EQ(p["model"]["l_cycles"], 4) << arc;
+    EXPECT_EQ(p["build"]["kind"], "arc") << arc;
+  }
+  EXPECT_EQ(d["presets"]["arc2"]["build"]["test_set"], "evaluation2");
+  EXPECT_EQ(d["presets"]["arc-cpu"]["build"]["max_tasks"], 8);
 }
 
 TEST_F(TrmHost, BuildDataTrainEvalSolve) {
