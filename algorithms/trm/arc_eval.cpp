@@ -1,11 +1,11 @@
 #include "arc_eval.hpp"
 
 #include <filesystem>
-#include <mlh/atomic_file.hpp>
 #include <mlh/format.hpp>
 #include <mlh/plugin.hpp>
 
 #include "data/arc_tasks.hpp"
+#include "data/files.hpp"
 #include "data/py_json.hpp"
 
 namespace trm {
@@ -60,9 +60,7 @@ std::string arc_line(const arc::ArcScore& s) {
 void write_submission(const std::string& path, const arc::ArcScore& s) {
   // As Python's json.dump writes it, so that the file reads like the reference's.
   const std::string text = python_json_dumps(s.submission);
-  mlh::AtomicFile f(path);
-  f.write(text.data(), text.size());
-  f.commit();
+  write_text_file(path, text);
 }
 
 }  // namespace trm

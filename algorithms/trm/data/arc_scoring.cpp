@@ -82,6 +82,12 @@ std::vector<Votes::Candidate> Votes::ranked(const std::string& task, const Grid&
   return out;
 }
 
+double ArcScore::pass(int k) const {
+  for (const auto& [kk, v] : pass_at)
+    if (kk == k) return v;
+  throw mlh::Error(MLH_ERR_INTERNAL, "ARC scoring: no pass@" + std::to_string(k) + " was computed");
+}
+
 ArcScore score(const Votes& votes, const ordered_json& test_puzzles, bool with_answers, const std::string& where) {
   if (!test_puzzles.is_object() || test_puzzles.empty())
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, where + ": expected an object of tasks, found none");

@@ -65,6 +65,7 @@ std::string grid_key(const Grid&);
 
 struct ArcScore {
   std::vector<std::pair<int, double>> pass_at;  // (K, mean over tasks)
+  double pass(int k) const;                     // pass@k of kPassKs; an error for another k
   int64_t tasks = 0, test_inputs = 0;
   int64_t inputs_without_predictions = 0;
   // Kaggle's format: {task: [{"attempt_1": grid, "attempt_2": grid}, ...]} in test_puzzles'

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "dataset.hpp"
+#include "files.hpp"
 #include "maze.hpp"
 #include "sudoku.hpp"
 
@@ -75,16 +76,7 @@ void write_split(const std::string& dir, const SetBuilder& b, int64_t vocab_size
 }
 
 void write_identifiers(const std::string& out_dir) {
-  const std::string text = "[\"<blank>\"]\n";
-  mlh::AtomicFile f((fs::path(out_dir) / "identifiers.json").string());
-  f.write(text.data(), text.size());
-  f.commit();
-}
-
-void make_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw mlh::Error(MLH_ERR_IO, "cannot create folder '" + dir + "': " + ec.message());
+  write_text_file((fs::path(out_dir) / "identifiers.json").string(), "[\"<blank>\"]\n");
 }
 
 double since(std::chrono::steady_clock::time_point t0) {
