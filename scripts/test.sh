@@ -7,8 +7,9 @@
 #      runtime (autocast, checkpoints across versions, c10d, the gradient scaler, memory), the
 #      PPO and TRM networks, the cuda plugin and the GPU tests, the SDK built out of tree
 #      (chargpt and mlp-fit trained on 2.x) and the host end to end with toyreg (distributed,
-#      calibration, memory). The algorithms' training tests and the LibTorch-free areas ran in
-#      stage 1.
+#      calibration, memory), and TRM's data (no LibTorch, but its comparison with the reference's
+#      ARC builder needs .venv/'s numpy, made in this stage). The algorithms' training tests and
+#      the other LibTorch-free areas ran in stage 1.
 #   3. The LibTorch-free part again under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (build-asan/, scripts/sanitize.sh).
 # Every stage runs even when an earlier one fails; the exit status is non-zero if any failed.
@@ -29,7 +30,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 # The test folders of stage 2 (above), and the tests it leaves out though they are built: the
 # soak test kills and resumes the host's runs for two minutes, whatever LibTorch does.
-pypi_areas="abi;plugins;algorithm_plugins;ppo_networks;trm_model;cuda;runtime;cli;sdk;gpu"
+# trm_data needs no LibTorch, but its comparison with the TRM reference's ARC builder needs
+# .venv/'s numpy, which exists from this stage on (in stage 1 it skips).
+pypi_areas="abi;plugins;algorithm_plugins;ppo_networks;trm_model;trm_data;cuda;runtime;cli;sdk;gpu"
 pypi_skip='^SoakTest\.'
 
 
