@@ -45,10 +45,13 @@ void solve_arc_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::R
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'solve.arc_challenges': this run's model is not an ARC model "
                                                "(seq_len " + std::to_string(m.seq_len) + ", vocab " +
                                                    std::to_string(m.vocab_size) + "; ARC's are 900 and 12)");
+  // Read and checked as build-data reads tasks (errors name the file, the task and the field);
+  // without solutions every test pair's output is a placeholder the scoring does not read.
   const std::string path = cfg.solve.arc_challenges;
-  const ordered_json challenges = arc::read_json_file(path);
-  if (!challenges.is_object() || challenges.empty())
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "ARC challenges '" + path + "': expected an object of tasks");
+  const std::vector<arc::Task> tasks = arc::parse_tasks(arc::read_json_file(path), path);
+  if (tasks.empty()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "ARC challenges '" + path + "' hold no task");
+  ordered_json challenges = ordered_json::object();
+  for (const arc::Task& t : tasks) challenges[t.id] = t.json;
 
   // The versions of each task the model was trained on, in identifier order.
   const std::string data_dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
@@ -59,22 +62,15 @@ void solve_arc_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::R
 
   std::vector<Row> rows;
   std::vector<std::string> unknown;
-  for (const auto& [task, body] : challenges.items()) {
-    if (!body.is_object() || !body.contains("test") || !body["test"].is_array() || body["test"].empty())
-      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "ARC challenges '" + path + "': task '" + task + "' has no \"test\" list");
-    auto found = versions.find(task);
+  for (const arc::Task& t : tasks) {
+    auto found = versions.find(t.id);
     if (found == versions.end()) {
-      unknown.push_back(task);
-      found = versions.emplace(task, std::vector<Version>{{0, task}}).first;
+      unknown.push_back(t.id);
+      found = versions.emplace(t.id, std::vector<Version>{{0, t.id}}).first;
     }
-    for (size_t i = 0; i < body["test"].size(); ++i) {
-      const ordered_json& pair = body["test"][i];
-      const std::string where = "ARC challenges '" + path + "': task '" + task + "' test[" + std::to_string(i) + "].input";
-      if (!pair.is_object() || !pair.contains("input")) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, where + " is missing");
-      const arc::Grid input = arc::parse_grid(pair["input"], where);
+    for (const arc::Example& pair : t.test)
       for (const Version& v : found->second)
-        rows.push_back({v.identifier, &v.name, arc::to_tokens(arc::apply(arc::parse_augmented_name(v.name).second, input))});
-    }
+        rows.push_back({v.identifier, &v.name, arc::to_tokens(arc::apply(arc::parse_augmented_name(v.name).second, pair.input))});
   }
   if (!unknown.empty())
     ctx.warn(std::to_string(unknown.size()) + " of " + std::to_string(challenges.size()) +

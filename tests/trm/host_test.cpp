@@ -266,7 +266,7 @@ TEST_F(TrmHost, ArcBuildTrainEvalSolve) {
 
   // solve on the challenges alone (no solutions), plus a task the model never saw.
   json challenges = read_json_file(prefix + "_evaluation_challenges.json");
-  challenges["ffffffff"] = {{"train", json::array()}, {"test", {{{"input", {{3, 3}}}}}}};
+  challenges["ffffffff"] = {{"train", {{{"input", {{3}}}, {"output", {{4}}}}}}, {"test", {{{"input", {{3, 3}}}}}}};
   std::ofstream(dir_ + "/challenges.json") << challenges.dump();
   const HostResult so = host("--algorithm trm --command solve --resume" + common +
                              " --set solve.arc_challenges=" + dir_ + "/challenges.json");
@@ -275,6 +275,13 @@ TEST_F(TrmHost, ArcBuildTrainEvalSolve) {
   const json solved = read_json_file(run + "/commands/solve-1/submission.json");
   EXPECT_EQ(solved.size(), 4u) << solved.dump();
   EXPECT_EQ(read_json_file(run + "/commands/solve-1/summary.json")["result"]["unknown_tasks"], 1);
+  // A malformed challenges file is refused as build-data refuses one, naming file, task and field.
+  challenges["ffffffff"]["test"][0]["input"] = {{3, 12}};
+  std::ofstream(dir_ + "/bad_challenges.json") << challenges.dump();
+  const HostResult sb = host("--algorithm trm --command solve --resume" + common +
+                             " --set solve.arc_challenges=" + dir_ + "/bad_challenges.json");
+  EXPECT_NE(sb.rc, 0) << sb.output;
+  EXPECT_NE(sb.output.find("bad_challenges.json: task ffffffff: test[0].input"), std::string::npos) << sb.output;
 
   // A ragged grid: refused, naming the file, the task and the field; no dataset written.
   json bad = read_json_file(prefix + "_training_challenges.json");
