@@ -26,6 +26,7 @@ using nlohmann::ordered_json;
 struct Version {
   int32_t identifier;
   std::string name;
+  arc::Augmentation augmentation;  // parsed from the name once
 };
 
 // One row to run: the version's input tokens, under its identifier and name.
@@ -57,8 +58,10 @@ void solve_arc_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::R
   const std::string data_dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
   const std::vector<std::string> names = read_identifiers(data_dir + "/identifiers.json");
   std::map<std::string, std::vector<Version>> versions;
-  for (size_t id = 1; id < names.size(); ++id)
-    versions[arc::parse_augmented_name(names[id]).first].push_back({static_cast<int32_t>(id), names[id]});
+  for (size_t id = 1; id < names.size(); ++id) {
+    auto [task, augmentation] = arc::parse_augmented_name(names[id]);
+    versions[task].push_back({static_cast<int32_t>(id), names[id], augmentation});
+  }
 
   std::vector<Row> rows;
   std::vector<std::string> unknown;
@@ -66,11 +69,11 @@ void solve_arc_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::R
     auto found = versions.find(t.id);
     if (found == versions.end()) {
       unknown.push_back(t.id);
-      found = versions.emplace(t.id, std::vector<Version>{{0, t.id}}).first;
+      found = versions.emplace(t.id, std::vector<Version>{{0, t.id, {}}}).first;
     }
     for (const arc::Example& pair : t.test)
       for (const Version& v : found->second)
-        rows.push_back({v.identifier, &v.name, arc::to_tokens(arc::apply(arc::parse_augmented_name(v.name).second, pair.input))});
+        rows.push_back({v.identifier, &v.name, arc::to_tokens(arc::apply(v.augmentation, pair.input))});
   }
   if (!unknown.empty())
     ctx.warn(std::to_string(unknown.size()) + " of " + std::to_string(challenges.size()) +

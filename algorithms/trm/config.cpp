@@ -149,7 +149,30 @@ const char* config_defaults_json() {
 // cfg_pretrain.yaml): train_steps is its 100,000 epochs of its arc{1,2}concept-aug-1000
 // data (int(epochs x total_groups x mean_puzzle_examples / 768)) and eval_every its 10,000;
 // they are sized for GPUs. arc-cpu builds 8 + 8 tasks and trains for minutes on a CPU.
-const char* presets_json() {
+namespace {
+
+// The reference's ARC run (its README: pretrain.py arch=trm arch.L_cycles=4 ema=True, with
+// cfg_pretrain.yaml and arch/trm.yaml) on one ARC version's data: its subsets and test set, and
+// its 100,000 epochs and 10,000-epoch evaluation interval in steps of that data.
+json reference_arc_preset(const std::vector<std::string>& subsets, const std::string& test_set, int64_t train_steps,
+                          int64_t eval_every) {
+  json p = json::parse(R"json({"mode": "puzzle",
+    "build": {"kind": "arc", "num_aug": 1000, "arc_seed": 42},
+    "model": {"hidden": 512, "num_heads": 8, "expansion": 4.0, "h_cycles": 3, "l_cycles": 4, "l_layers": 2,
+              "halt_max_steps": 16, "halt_exploration_prob": 0.1, "mlp_t": false, "puzzle_emb_ndim": 512,
+              "puzzle_emb_len": 16, "loss": "stablemax"},
+    "global_batch_size": 768, "lr": 0.0001, "lr_min_ratio": 1.0, "lr_warmup_steps": 2000,
+    "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1, "optimizer": "adam_atan2",
+    "puzzle_emb_lr": 0.01, "puzzle_emb_weight_decay": 0.1, "ema": true, "ema_rate": 0.999,
+    "checkpoint_every": 5000})json");
+  p["build"]["subsets"] = subsets;
+  p["build"]["test_set"] = test_set;
+  p["train_steps"] = train_steps;
+  p["eval_every"] = eval_every;
+  return p;
+}
+
+const char* task_presets_json() {
   return R"json({
   "full": {"model": {"hidden": 512, "num_heads": 8, "h_cycles": 3, "l_cycles": 6, "l_layers": 2, "puzzle_emb_ndim": 512}},
   "reduced": {"model": {"hidden": 128, "num_heads": 4, "h_cycles": 2, "l_cycles": 2, "l_layers": 2, "puzzle_emb_ndim": 128}},
@@ -165,26 +188,6 @@ const char* presets_json() {
                      "halt_max_steps": 4, "puzzle_emb_ndim": 0},
            "batch_size": 32, "train_steps": 3000, "lr": 0.001, "lr_warmup_steps": 100, "ema_rate": 0.99,
            "eval_every": 500, "checkpoint_every": 500},
-  "arc1": {"mode": "puzzle",
-           "build": {"kind": "arc", "subsets": ["training", "evaluation", "concept"], "test_set": "evaluation",
-                     "num_aug": 1000, "arc_seed": 42},
-           "model": {"hidden": 512, "num_heads": 8, "expansion": 4.0, "h_cycles": 3, "l_cycles": 4, "l_layers": 2,
-                     "halt_max_steps": 16, "halt_exploration_prob": 0.1, "mlp_t": false, "puzzle_emb_ndim": 512,
-                     "puzzle_emb_len": 16, "loss": "stablemax"},
-           "global_batch_size": 768, "train_steps": 518226, "lr": 0.0001, "lr_min_ratio": 1.0, "lr_warmup_steps": 2000,
-           "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1, "optimizer": "adam_atan2",
-           "puzzle_emb_lr": 0.01, "puzzle_emb_weight_decay": 0.1, "ema": true, "ema_rate": 0.999,
-           "eval_every": 51822, "checkpoint_every": 5000},
-  "arc2": {"mode": "puzzle",
-           "build": {"kind": "arc", "subsets": ["training2", "evaluation2", "concept"], "test_set": "evaluation2",
-                     "num_aug": 1000, "arc_seed": 42},
-           "model": {"hidden": 512, "num_heads": 8, "expansion": 4.0, "h_cycles": 3, "l_cycles": 4, "l_layers": 2,
-                     "halt_max_steps": 16, "halt_exploration_prob": 0.1, "mlp_t": false, "puzzle_emb_ndim": 512,
-                     "puzzle_emb_len": 16, "loss": "stablemax"},
-           "global_batch_size": 768, "train_steps": 722098, "lr": 0.0001, "lr_min_ratio": 1.0, "lr_warmup_steps": 2000,
-           "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1, "optimizer": "adam_atan2",
-           "puzzle_emb_lr": 0.01, "puzzle_emb_weight_decay": 0.1, "ema": true, "ema_rate": 0.999,
-           "eval_every": 72209, "checkpoint_every": 5000},
   "arc-cpu": {"mode": "puzzle",
               "build": {"kind": "arc", "subsets": ["training", "evaluation"], "test_set": "evaluation",
                         "num_aug": 8, "max_tasks": 8},
@@ -199,6 +202,18 @@ const char* presets_json() {
            "batch_size": 32, "train_steps": 600, "lr": 0.002, "lr_warmup_steps": 50, "lr_min_ratio": 0.1, "ema": false,
            "eval_every": 250, "checkpoint_every": 250}
 })json";
+}
+
+}  // namespace
+
+const char* presets_json() {
+  static const std::string text = [] {
+    json presets = json::parse(task_presets_json());
+    presets["arc1"] = reference_arc_preset({"training", "evaluation", "concept"}, "evaluation", 518226, 51822);
+    presets["arc2"] = reference_arc_preset({"training2", "evaluation2", "concept"}, "evaluation2", 722098, 72209);
+    return presets.dump();
+  }();
+  return text.c_str();
 }
 
 Config parse_config(const json& user) {
