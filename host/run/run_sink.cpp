@@ -75,6 +75,16 @@ void RunSink::summary(const char* summary_json) {
   result_ = parsed.is_discarded() ? json(summary_json ? summary_json : "") : parsed;
 }
 
+void RunSink::hparams_start(const json& hparams) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_->add_hparams_start(hparams, wall_time());
+}
+
+void RunSink::hparams_end(HparamsStatus status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_->add_hparams_end(status, wall_time());
+}
+
 json RunSink::result() const {
   std::lock_guard<std::mutex> lock(mu_);
   return result_;

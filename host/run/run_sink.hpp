@@ -28,6 +28,10 @@ class RunSink {
   void metric(const char* name, double value, int64_t step);
   void progress(int64_t done, int64_t total, const char* unit);
   void summary(const char* summary_json);
+  // TensorBoard's hparams summaries of a training run: its hyperparameters at the start, its
+  // status at the end (tensorboard.hpp).
+  void hparams_start(const nlohmann::json& hparams);
+  void hparams_end(HparamsStatus status);
 
   nlohmann::json result() const;
   nlohmann::json last_metrics() const;

@@ -48,6 +48,41 @@ std::string event_header(double wall_time, int64_t step) {
   return e;
 }
 
+// A Summary holding one value: `tag` with the hparams plugin's metadata and no data (the
+// plugin's content is the whole payload; TensorBoard gives such values a null tensor).
+// SummaryMetadata: plugin_data = 1 (PluginData: plugin_name = 1, content = 2); Value:
+// metadata = 9.
+std::string hparams_event(const std::string& tag, const std::string& plugin_content, double wall_time) {
+  std::string plugin_data;
+  put_bytes(plugin_data, 1, "hparams");
+  put_bytes(plugin_data, 2, plugin_content);
+  std::string metadata;
+  put_bytes(metadata, 1, plugin_data);
+  std::string v;
+  put_bytes(v, 1, tag);
+  put_bytes(v, 9, metadata);
+  std::string summary;
+  put_bytes(summary, 1, v);
+  std::string e = event_header(wall_time, 0);
+  put_bytes(e, 5, summary);
+  return e;
+}
+
+// google.protobuf.Value: number_value = 2 (double), string_value = 3, bool_value = 4.
+std::string protobuf_value(const nlohmann::json& v) {
+  std::string out;
+  if (v.is_boolean()) {
+    put_key(out, 4, kVarint);
+    put_varint(out, v.get<bool>() ? 1 : 0);
+  } else if (v.is_number()) {
+    put_key(out, 2, kFixed64);
+    put_little_endian(out, v.get<double>());
+  } else {
+    put_bytes(out, 3, v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out;
+}
+
 std::string host_name() {
   char name[256] = {0};
   if (::gethostname(name, sizeof name - 1) != 0 || !name[0]) return "localhost";
@@ -74,6 +109,45 @@ std::string encode_scalar_event(const std::string& tag, double value, int64_t st
   return e;
 }
 
+// HParamsPluginData (version = 1, session_start_info = 3, session_end_info = 4), version 0 as
+// TensorBoard writes it. SessionStartInfo: hparams = 1 (map<string, Value>: entries of key = 1,
+// value = 2), start_time_secs = 5. SessionEndInfo: status = 1, end_time_secs = 2.
+std::string encode_hparams_start_event(const nlohmann::json& hparams, double wall_time) {
+  std::string start;
+  for (const auto& [key, value] : hparams.items()) {
+    std::string entry;
+    put_bytes(entry, 1, key);
+    put_bytes(entry, 2, protobuf_value(value));
+    put_bytes(start, 1, entry);
+  }
+  put_key(start, 5, kFixed64);
+  put_little_endian(start, wall_time);
+  std::string data;
+  put_bytes(data, 3, start);
+  return hparams_event("_hparams_/session_start_info", data, wall_time);
+}
+
+std::string encode_hparams_end_event(HparamsStatus status, double wall_time) {
+  std::string end;
+  put_key(end, 1, kVarint);
+  put_varint(end, static_cast<uint64_t>(status));
+  put_key(end, 2, kFixed64);
+  put_little_endian(end, wall_time);
+  std::string data;
+  put_bytes(data, 4, end);
+  return hparams_event("_hparams_/session_end_info", data, wall_time);
+}
+
+nlohmann::json flatten_hparams(const nlohmann::json& value, const std::string& prefix) {
+  nlohmann::json flat = nlohmann::json::object();
+  if (value.is_object()) {
+    for (const auto& [key, v] : value.items()) flat.update(flatten_hparams(v, prefix.empty() ? key : prefix + "." + key));
+  } else if (!prefix.empty()) {
+    flat[prefix] = value.is_number() || value.is_string() || value.is_boolean() ? value : nlohmann::json(value.dump());
+  }
+  return flat;
+}
+
 EventFileWriter::EventFileWriter(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const std::time_t now = std::time(nullptr);
@@ -85,6 +159,14 @@ EventFileWriter::EventFileWriter(const std::filesystem::path& dir) {
 
 void EventFileWriter::add_scalar(const std::string& tag, double value, int64_t step, double wall_time) {
   write_record(encode_scalar_event(tag, value, step, wall_time));
+}
+
+void EventFileWriter::add_hparams_start(const nlohmann::json& hparams, double wall_time) {
+  write_record(encode_hparams_start_event(hparams, wall_time));
+}
+
+void EventFileWriter::add_hparams_end(HparamsStatus status, double wall_time) {
+  write_record(encode_hparams_end_event(status, wall_time));
 }
 
 void EventFileWriter::write_record(const std::string& event) {

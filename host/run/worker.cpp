@@ -56,6 +56,18 @@ int32_t cb_should_stop(void*) { return g_stop_requested ? 1 : 0; }
 void cb_summary(void* d, const char* j) { static_cast<RunSink*>(d)->summary(j); }
 }
 
+json run_hparams(const WorkerSpec& spec) {
+  json hparams = flatten_hparams(json::parse(spec.config_json, nullptr, false));
+  const json plan = json::parse(spec.plan_json, nullptr, false);
+  hparams["algorithm"] = spec.algorithm.name;
+  hparams["device"] = spec.torch_device;
+  hparams["world_size"] = spec.world_size;
+  if (plan.is_object())
+    for (const char* field : {"precision", "batch_size", "preset"})
+      if (plan.contains(field) && !plan[field].is_null()) hparams[std::string("plan.") + field] = plan[field];
+  return hparams;
+}
+
 }  // namespace
 
 int worker_main(const WorkerSpec& spec) {
@@ -67,12 +79,16 @@ int worker_main(const WorkerSpec& spec) {
   if (const int preempt = worker_preemption_signal()) ::sigaction(preempt, &sa, nullptr);
 
   std::unique_ptr<RunSink> sink;
+  // A training run's hyperparameters and status (rank 0's), for TensorBoard's HParams table of
+  // runs: the config as the algorithm got it, and the plan's device, precision and batch.
+  const bool hparams_run = spec.rank == 0 && (spec.command.empty() || spec.command == "train");
   json summary = {{"algorithm", spec.algorithm.name}, {"command", spec.command}};
   int code = kWorkerFailed;
   try {
     std::filesystem::create_directories(spec.output_dir());
     sink = std::make_unique<RunSink>(spec.output_dir(), spec.rank == 0 && !spec.quiet,
                                      spec.world_size > 1 ? "[rank " + std::to_string(spec.rank) + "] " : "");
+    if (hparams_run) sink->hparams_start(run_hparams(spec));
     LoadedPlugin plugin = load_plugin(spec.algorithm);
     const mlh_algorithm_plugin* table = plugin.algorithm_table();
     PluginInstance<mlh_algorithm_plugin> instance(table, spec.algorithm.name);
@@ -112,6 +128,13 @@ int worker_main(const WorkerSpec& spec) {
     summary["error"] = e.what();
   }
   summary["worker"] = {{"pid", ::getpid()}, {"allocator", worker_allocator()}};
+  if (sink && hparams_run) {
+    try {
+      sink->hparams_end(code == kWorkerCompleted ? HparamsStatus::kSuccess : HparamsStatus::kFailure);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+  }
   if (sink) {
     summary["result"] = sink->result();
     summary["last_metrics"] = sink->last_metrics();

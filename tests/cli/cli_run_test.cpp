@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -76,6 +77,49 @@ TEST_F(RunTest, DescribePrintsCommandsAndSchema) {
   EXPECT_TRUE(d["config_schema"]["properties"].contains("steps")) << d.dump(2);
   EXPECT_EQ(d["config_defaults"]["steps"], 200);
   EXPECT_TRUE(d["presets"].contains("quick"));
+}
+
+// Two training runs read back with TensorBoard's own reader (the tensorboard package in
+// .venv/): each holds the hparams plugin's session (the config and the plan's values, and its
+// status) beside its scalars, so TensorBoard's HParams dashboard lists them in one table.
+TEST_F(RunTest, TensorBoardHparamsCompareRuns) {
+  const fs::path python = MLH_CLI_VENV_PYTHON;
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh makes .venv/)";
+  const fs::path a = tmp() / "lr-0.1", b = tmp() / "lr-0.05";
+  ASSERT_EQ(run_toyreg({"--run-dir", a.string(), "--set", "steps=20", "--set", "lr=0.1"}).exit_code, 0);
+  ASSERT_EQ(run_toyreg({"--run-dir", b.string(), "--set", "steps=20", "--set", "lr=0.05"}).exit_code, 0);
+  const Result r = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", a.string(), b.string()}, slow());
+  if (r.exit_code == 77) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json runs = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(runs.is_object()) << r.describe();
+  for (const auto& [dir, lr] : {std::make_pair(a, 0.1), std::make_pair(b, 0.05)}) {
+    const json& run = runs[dir.string()];
+    ASSERT_TRUE(run["hparams"].is_object()) << run.dump(2);
+    EXPECT_DOUBLE_EQ(run["hparams"]["lr"].get<double>(), lr);
+    EXPECT_EQ(run["hparams"]["steps"], 20);
+    EXPECT_EQ(run["hparams"]["algorithm"], "toyreg");
+    EXPECT_EQ(run["hparams"]["device"], "cpu");
+    EXPECT_TRUE(run["hparams"].contains("plan.precision")) << run.dump(2);
+    EXPECT_EQ(run["status"], "STATUS_SUCCESS") << run.dump(2);
+    // The table's metric columns: the run's last scalars, as metrics.jsonl has them.
+    const auto losses = metric("train/loss", dir);
+    ASSERT_FALSE(losses.empty());
+    EXPECT_NEAR(run["scalars"]["train/loss"].get<double>(), losses.back().second,
+                1e-6 * std::abs(losses.back().second) + 1e-12);
+  }
+}
+
+// A run that fails still ends its hparams session, as a failure.
+TEST_F(RunTest, AFailedRunEndsItsHparamsSessionAsAFailure) {
+  const fs::path python = MLH_CLI_VENV_PYTHON;
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh makes .venv/)";
+  const Result t = train({"--set", "steps=20", "--set", "fail_at_step=5"});
+  ASSERT_NE(t.exit_code, 0) << t.describe();
+  const Result r = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", run_dir_.string()}, slow());
+  if (r.exit_code == 77) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(json::parse(r.out)[run_dir_.string()]["status"], "STATUS_FAILURE") << r.out;
 }
 
 TEST_F(RunTest, DescribeUnknownAlgorithm) {

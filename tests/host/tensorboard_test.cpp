@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -133,6 +134,51 @@ TEST(TensorBoard, EventFileDecodes) {
 
   const auto second = decode(field(decode(field(decode(events[2]), 5)->bytes), 1)->bytes);
   EXPECT_EQ(field(second, 1)->bytes, "perf/samples_per_s");
+}
+
+// The hparams plugin's summaries: a Value tagged _hparams_/session_start_info whose metadata's
+// plugin data (plugin "hparams") holds HParamsPluginData with the session's hparams map, and
+// the end's status.
+TEST(TensorBoard, HparamsSessionStartAndEndDecode) {
+  const nlohmann::json hparams = {{"lr", 0.003}, {"model.hidden", 64}, {"optimizer", "adam_atan2"}, {"ema", true}};
+  const auto event = decode(encode_hparams_start_event(hparams, 1700000000.0));
+  const auto value = decode(field(decode(field(event, 5)->bytes), 1)->bytes);
+  EXPECT_EQ(field(value, 1)->bytes, "_hparams_/session_start_info");
+  const auto plugin_data = decode(field(decode(field(value, 9)->bytes), 1)->bytes);
+  EXPECT_EQ(field(plugin_data, 1)->bytes, "hparams");
+  const auto data = decode(field(plugin_data, 2)->bytes);
+  ASSERT_NE(field(data, 3), nullptr) << "session_start_info";
+  std::map<std::string, std::vector<Field>> map;
+  for (const auto& entry : decode(field(data, 3)->bytes))
+    if (entry.number == 1) {
+      const auto kv = decode(entry.bytes);
+      map[field(kv, 1)->bytes] = decode(field(kv, 2)->bytes);
+    }
+  ASSERT_EQ(map.size(), 4u);
+  double number;
+  std::memcpy(&number, field(map["lr"], 2)->bytes.data(), 8);
+  EXPECT_DOUBLE_EQ(number, 0.003);
+  std::memcpy(&number, field(map["model.hidden"], 2)->bytes.data(), 8);
+  EXPECT_DOUBLE_EQ(number, 64);
+  EXPECT_EQ(field(map["optimizer"], 3)->bytes, "adam_atan2");
+  EXPECT_EQ(field(map["ema"], 4)->varint, 1u);
+
+  const auto end = decode(field(decode(field(decode(field(decode(field(decode(encode_hparams_end_event(
+                                                                          HparamsStatus::kFailure, 1700000100.0)),
+                                                                      5)->bytes),
+                                                          1)->bytes),
+                                              9)->bytes),
+                                  1)->bytes);
+  const auto end_info = decode(field(decode(field(end, 2)->bytes), 4)->bytes);
+  EXPECT_EQ(field(end_info, 1)->varint, 2u) << "FAILURE";
+}
+
+TEST(TensorBoard, ConfigsFlattenToDottedHparams) {
+  const nlohmann::json config = {{"lr", 0.1}, {"model", {{"hidden", 64}, {"mlp_t", false}}}, {"splits", {"a", "b"}},
+                                 {"dir", ""}, {"none", nullptr}};
+  const nlohmann::json flat = flatten_hparams(config);
+  EXPECT_EQ(flat, nlohmann::json({{"lr", 0.1}, {"model.hidden", 64}, {"model.mlp_t", false},
+                                  {"splits", "[\"a\",\"b\"]"}, {"dir", ""}, {"none", "null"}}));
 }
 
 TEST(TensorBoard, LargeStepsUseVarints) {
