@@ -104,6 +104,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   Config rank_cfg = cfg;
   rank_cfg.seed = dist.seed_for_rank(cfg.seed);
   Trainer t(rank_cfg, plan, task);
+  session.init_weights(t.net());  // --init-from (every rank reads the same file)
   dist.broadcast({t.updater().parameters().flat()});
   t.updater().parameters().mark_changed();
   t.updater().share_with(dist);
@@ -467,6 +468,7 @@ std::string describe_run(const mlh::RunContext& ctx) {
             command + " does not release the cache");
   d.uses_if(command == "train", "max_steps", "trains that many iterations (a rollout and its update each)",
             not_training);
+  d.uses_if(command == "train", "init_from", "the agent network's first weights", not_training);
   return d.json();
 }
 

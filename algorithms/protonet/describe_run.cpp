@@ -43,6 +43,7 @@ std::string describe_run(const mlh::RunContext& ctx) {
             command + " does not release the cache");
   d.uses_if(command == "train", "max_steps", "trains that many episodes (one optimizer step each), then validates "
             "and saves as at the end of the last epoch", command + " does not train");
+  d.uses_if(command == "train", "init_from", "the encoder's first weights", command + " does not train");
   d.uses("channels_last", "Conv-4's weights and its input images in NHWC layout");
   d.uses("cudnn_benchmark", "cuDNN picks Conv-4's convolution algorithms by timing them");
   return d.json();

@@ -70,4 +70,16 @@ double Conv4Impl::training_flops_per_image(int64_t channels, int64_t height, int
 
 int64_t Conv4Impl::parameter_count() const { return mlh::rt::parameter_count(*this); }
 
+std::string reference_weight_name(const std::string& name) {
+  // encoder.<block>.<0: conv, 1: batch norm>.<tensor>
+  const std::string prefix = "encoder.";
+  if (name.compare(0, prefix.size(), prefix) != 0) return name;
+  const size_t block_end = name.find('.', prefix.size());
+  if (block_end == std::string::npos || block_end + 2 >= name.size() || name[block_end + 2] != '.') return name;
+  const std::string block = name.substr(prefix.size(), block_end - prefix.size());
+  const char layer = name[block_end + 1];
+  if (block.size() != 1 || block[0] < '0' || block[0] > '3' || (layer != '0' && layer != '1')) return name;
+  return "block" + block + (layer == '0' ? "_conv" : "_bn") + name.substr(block_end + 2);
+}
+
 }  // namespace protonet

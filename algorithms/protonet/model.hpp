@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -43,5 +44,12 @@ class Conv4Impl : public torch::nn::Module {
   int64_t width_;
 };
 TORCH_MODULE(Conv4);
+
+// The name Conv4 gives a tensor of the reference's model (jakesnell/prototypical-networks,
+// whose best_model.pt is the whole Protonet module): its encoder is a Sequential of
+// Sequential(Conv2d, BatchNorm2d, ReLU, MaxPool2d) blocks, so "encoder.2.0.weight" is
+// "block2_conv.weight" and "encoder.2.1.running_mean" "block2_bn.running_mean". Other names
+// come back unchanged. For --init-from (TrainingSession::init_weights).
+std::string reference_weight_name(const std::string& name);
 
 }  // namespace protonet

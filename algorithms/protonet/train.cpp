@@ -72,6 +72,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   mlh::rt::TrainingSession session(ctx, plan, {cfg.keep_checkpoints, mlh::rt::Goal::Minimize, 0, "episode"});
   mlh::rt::Distributed& dist = session.dist();
   Learner l(cfg, train_set.channels, plan, &dist);
+  session.init_weights(*l.net, reference_weight_name);  // --init-from (every rank reads the same file)
   l.micro = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
   // The validation episodes are the same every epoch, from their own generator.
   std::mt19937_64 val_rng(cfg.seed + 1);

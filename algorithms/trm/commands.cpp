@@ -166,7 +166,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   run_model.model.gradient_checkpointing = plan.gradient_checkpointing;
   if (dist.is_main()) write_run_model(ctx.run_dir(), run_model);
 
-  Trainer t(cfg, plan, run_model.model, &dist);
+  Trainer t(cfg, plan, run_model.model, &dist, [&](torch::nn::Module& m) { session.init_weights(m); });
   t.micro_batching() = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
   mlh::rt::TrainingState saved = t.state();
   session.resume(saved, [&](const mlh::rt::LoadedCheckpoint&) {

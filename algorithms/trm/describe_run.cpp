@@ -74,6 +74,9 @@ std::string describe_run(const mlh::RunContext& ctx) {
             command + " does not release the cache");
   d.uses_if(command == "train", "max_steps", "trains that many optimizer steps, then evaluates and saves as at the end",
             command + " does not train");
+  d.uses_if(command == "train", "init_from",
+            "the model's first weights (an mlhost run's, or the reference's state dict: names without '_orig_mod.model.')",
+            command + " does not train");
   d.no_effect("channels_last", "TRM has no convolutions");
   d.no_effect("cudnn_benchmark", "TRM has no convolutions");
   return d.json();

@@ -42,7 +42,7 @@ StepBatch prepare_batch(Batch batch, c10::Device device, bool pinned) {
 }
 
 Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const ModelConfig& model_config,
-                 mlh::rt::Distributed* dist)
+                 mlh::rt::Distributed* dist, const std::function<void(torch::nn::Module&)>& init_weights)
     : cfg_(cfg),
       plan_(plan),
       dist_(dist ? *dist : single_process_),
@@ -52,6 +52,7 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Mode
       scaler_(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16) {
   model_->to(plan.device);
   model_->train();
+  if (init_weights) init_weights(*model_);
   dist_.broadcast_module(*model_);  // before the EMA copies the weights
   // The reference trains with AdamATan2 (pretrain.py); AdamW stays the default. Both start at
   // cfg.lr, and step() sets the scheduled lr on their groups before each update.

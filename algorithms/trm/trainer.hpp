@@ -9,6 +9,7 @@
 // the whole step succeeded.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -66,9 +67,10 @@ class Trainer {
  public:
   // With `dist` (a distributed run): rank 0's initial weights are broadcast, and every step
   // averages the dense gradients over the ranks (each rank's batch is its share of the
-  // global batch). Without: one process.
+  // global batch). Without: one process. `init_weights` (TrainingSession::init_weights, for
+  // --init-from) gets the model first, before the EMA copies its weights.
   Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const ModelConfig& model_config,
-          mlh::rt::Distributed* dist = nullptr);
+          mlh::rt::Distributed* dist = nullptr, const std::function<void(torch::nn::Module&)>& init_weights = {});
 
   // One ACT step on `batch` (rows of halted sequences are replaced by its rows).
   StepStats step(const StepBatch& batch);

@@ -143,6 +143,7 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
   mlh::rt::seed_everything(dist.seed_for_rank(cfg.at("seed")));  // each rank its own batches
   chargpt::Gpt model(model_config(cfg, static_cast<int64_t>(corpus.vocab.size())));
   model->to(plan.device);
+  session.init_weights(*model);   // --init-from
   dist.broadcast_module(*model);  // rank 0's initial weights everywhere
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(cfg.at("lr").get<double>()));
   mlh::rt::GradScaler scaler(65536.0, 2.0, 0.5, 2000, plan.precision == mlh::rt::Precision::kFp16);

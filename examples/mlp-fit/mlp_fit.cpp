@@ -44,6 +44,7 @@ void train(mlh::RunContext& ctx) {
   mlh::rt::seed_everything(seed);
   torch::nn::Sequential net(torch::nn::Linear(1, 16), torch::nn::Tanh(), torch::nn::Linear(16, 1));
   net->to(plan.device);
+  session.init_weights(*net);             // --init-from: weights trained elsewhere
   session.dist().broadcast_module(*net);  // every rank starts from rank 0's weights
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(cfg.at("lr").get<double>()));
   int64_t step = 0;

@@ -106,7 +106,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "the most seconds a calibration may take")
       ("max-steps", po::value(&max_steps),
        "end training after N steps of its loop (optimizer steps; PPO: iterations, ProtoNet: episodes), "
-       "validating and saving as at a normal end: a smoke test of a plugin or a config");
+       "validating and saving as at a normal end: a smoke test of a plugin or a config")
+      ("init-from", po::value<std::string>(),
+       "start training from these weights: a run's model.safetensors or checkpoints/*.ckpt, or what PyTorch's "
+       "torch.save wrote (a state dict or a whole module; names may carry one prefix more, e.g. '_orig_mod.'); "
+       "shapes are checked per tensor")
+      ("freeze", po::value<std::vector<std::string>>()->composing(),
+       "with --init-from: parameters not to train, by name, dotted prefix ('encoder' freezes 'encoder.0.weight') "
+       "or glob; comma-separated or repeated");
   po::options_description distributed("Distributed data-parallel training (torchrun's options)");
   distributed.add_options()
       ("nproc-per-node", po::value(&o.nproc_per_node), "worker processes (ranks) to start on this machine")
@@ -213,6 +220,23 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       throw CliError("--max-steps must be a whole number from 1 to " + std::to_string(INT32_MAX) + ", got '" +
                      max_steps + "'");
     o.max_steps = n;
+  }
+  if (vm.count("init-from")) {
+    const std::string path = vm["init-from"].as<std::string>();
+    std::error_code ec;
+    if (path.empty() || !std::filesystem::is_regular_file(path, ec))
+      throw CliError("--init-from '" + path + "': no such file");
+    o.init_from = std::filesystem::absolute(path).lexically_normal().string();
+  }
+  if (vm.count("freeze")) {
+    if (!o.init_from) throw CliError("--freeze needs --init-from (it freezes weights loaded from a file)");
+    for (const std::string& list : vm["freeze"].as<std::vector<std::string>>()) {
+      std::stringstream names(list);
+      for (std::string name; std::getline(names, name, ',');) {
+        if (name.empty()) throw CliError("--freeze '" + list + "': an empty parameter name");
+        o.freeze.push_back(name);
+      }
+    }
   }
   if (!vm.count("preempt-signal"))
     if (const char* env = std::getenv("MLH_PREEMPT_SIGNAL"); env && *env) preempt_signal = env;

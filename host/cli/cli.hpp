@@ -55,6 +55,8 @@ struct CliOptions {
   bool no_calibrate = false;                 // --no-calibrate
   int calibration_seconds = 60;              // --calibration-seconds
   std::optional<int64_t> max_steps;          // --max-steps N: end the run after N optimizer steps
+  std::optional<std::string> init_from;      // --init-from PATH: the model's first weights (absolute)
+  std::vector<std::string> freeze;           // --freeze NAME[,NAME...]: parameters not trained
 
   // Distributed (docs: README "Distributed training"); 0 / empty: not given.
   int nproc_per_node = 0;     // --nproc-per-node

@@ -103,6 +103,9 @@ void mark_plan_effects(PlanWriter& plan, const EffectInputs& in) {
     const Source& source = plan.source(f.field);
     if (f.field == PlanField::kBatchSize && source.kind == SourceKind::kCommandLine)
       throw PlanError("--batch-size " + plan.value(f.field).dump() + ": " + *why);
+    // A warm start that silently did not happen would train from scratch under a wrong name.
+    if (f.field == PlanField::kInitFrom && source.kind == SourceKind::kCommandLine)
+      throw PlanError("--init-from '" + plan.value(f.field).value("path", "") + "': " + *why);
     if (chosen_by_user(source.kind))
       warnings.push_back(std::string(f.name) + " = " + plan.value(f.field).dump() + " (" + source.text +
                          ") has no effect on this run: " + *why);

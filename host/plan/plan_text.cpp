@@ -80,6 +80,12 @@ std::string plan_to_text(const json& plan) {
   row("deterministic", show(plan["deterministic"]), "deterministic");
   row("channels last", show(plan["channels_last"]), "channels_last");
   if (plan.contains("max_steps") && !plan["max_steps"].is_null()) row("max steps", show(plan["max_steps"]), "max_steps");
+  if (plan.contains("init_from") && plan["init_from"].is_object()) {
+    std::string shown = plan["init_from"].value("path", "");
+    const json freeze = plan["init_from"].value("freeze", json::array());
+    if (!freeze.empty()) shown += " (frozen: " + freeze.dump() + ")";
+    row("initial weights", shown, "init_from");
+  }
   if (plan.contains("distributed")) {
     const json& d = plan["distributed"];
     row("distributed", show(d["world_size"]) + " ranks, " + show(d["backend"]), "distributed");

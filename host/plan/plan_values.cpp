@@ -41,6 +41,7 @@ class Decisions {
   void backend_switches();
   void allocator();
   void max_steps();
+  void init_from();
 
   void calibration_report() {
     if (in_.calibration_status.empty() && !in_.calibration) return;
@@ -447,6 +448,14 @@ void Decisions::max_steps() {
     plan_.set(PlanField::kMaxSteps, nullptr, from(SourceKind::kDefault, "default: the algorithm's config"));
 }
 
+// Where the model's weights start: the algorithm's initialization unless --init-from names a file.
+void Decisions::init_from() {
+  if (req_.overrides.init_from)
+    plan_.set(PlanField::kInitFrom, *req_.overrides.init_from, from(SourceKind::kCommandLine, "command line --init-from"));
+  else
+    plan_.set(PlanField::kInitFrom, nullptr, from(SourceKind::kDefault, "default: the algorithm's initialization"));
+}
+
 void decide_plan_values(PlanWriter& plan, const PlanValueInputs& in) {
   Decisions d(plan, in);
   d.device_facts();
@@ -459,6 +468,7 @@ void decide_plan_values(PlanWriter& plan, const PlanValueInputs& in) {
   d.backend_switches();
   d.allocator();
   d.max_steps();
+  d.init_from();
   d.calibration_report();
 }
 

@@ -63,6 +63,7 @@ struct PlanOverrides {
   bool batch_size_auto = false;          // --batch-size auto: the batch size finder
   std::optional<std::string> allocator;  // --allocator
   std::optional<int64_t> max_steps;      // --max-steps N
+  std::optional<nlohmann::json> init_from;  // --init-from PATH --freeze ...: {"path", "freeze": [names]}
 };
 
 // Whether planning may measure (calibration and the batch size finder), and where results

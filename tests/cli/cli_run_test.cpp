@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "cli_harness.hpp"
@@ -594,6 +595,96 @@ TEST_F(RunTest, MaxStepsEndsTrainingEarlyAsANormalEnd) {
   const Result eval = train({"--resume", "--command", "eval", "--max-steps", "7"});
   ASSERT_EQ(eval.exit_code, 0) << eval.describe();
   EXPECT_TRUE(contains(eval.out + eval.err, "7 (no effect: eval does not train)")) << eval.describe();
+}
+
+// A safetensors file by hand (the format's bytes: u64 header size, JSON header, data), so
+// that a test can bring weights of any shape without LibTorch.
+void write_safetensors(const fs::path& path, const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+  json header = json::object();
+  int64_t offset = 0;
+  for (const auto& [name, shape] : tensors) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + 4 * n}}};
+    offset += 4 * n;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::ofstream out(path, std::ios::binary);
+  const uint64_t size = text.size();
+  out.write(reinterpret_cast<const char*>(&size), 8);
+  out << text << std::string(static_cast<size_t>(offset), '\0');
+}
+
+// One F32 tensor of a safetensors file, read by hand.
+std::vector<float> read_safetensor(const fs::path& path, const std::string& name) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t size = 0;
+  in.read(reinterpret_cast<char*>(&size), 8);
+  std::string text(size, ' ');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  const json entry = json::parse(text).at(name);
+  const int64_t begin = entry["data_offsets"][0], end = entry["data_offsets"][1];
+  std::vector<float> values(static_cast<size_t>(end - begin) / 4);
+  in.seekg(static_cast<std::streamoff>(8 + size + begin));
+  in.read(reinterpret_cast<char*>(values.data()), end - begin);
+  return values;
+}
+
+// A run warm-started from another's weights starts where that run ended: its first loss is the
+// source's last (a fresh run's is far higher), and the plan and the log say where the weights
+// came from. Files that do not fit, and commands that train nothing, are refused by name.
+TEST_F(RunTest, InitFromStartsWhereTheSourceRunEnded) {
+  const fs::path source = tmp() / "source", fresh = tmp() / "fresh";
+  ASSERT_EQ(run_toyreg({"--run-dir", source.string(), "--set", "steps=60"}).exit_code, 0);
+  ASSERT_EQ(run_toyreg({"--run-dir", fresh.string(), "--set", "steps=3"}).exit_code, 0);
+  for (const fs::path& weights : {source / "model.safetensors", source / "checkpoints" / "best.ckpt"}) {
+    const fs::path warm = tmp() / ("warm-" + weights.extension().string().substr(1));
+    const Result r = run_toyreg({"--run-dir", warm.string(), "--set", "steps=3", "--init-from", weights.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(contains(r.err, "--init-from '" + weights.string() + "'")) << r.describe();
+    const double source_last = metric("train/loss", source).back().second;
+    const double warm_first = metric("train/loss", warm).front().second;
+    const double fresh_first = metric("train/loss", fresh).front().second;
+    EXPECT_LT(warm_first, 3 * source_last + 1e-3) << weights;
+    EXPECT_GT(fresh_first, 20 * warm_first) << weights;
+    const json plan = file_json(warm / "plan.json");
+    EXPECT_EQ(plan["init_from"]["path"], weights.string()) << plan.dump(2);
+    EXPECT_EQ(plan["source_kinds"]["init_from"], "command_line") << plan.dump(2);
+  }
+
+  // A frozen weight does not move (the warm run ends with the source's), the other trains on.
+  const Result frozen = run_toyreg({"--run-dir", (tmp() / "frozen").string(), "--set", "steps=5", "--set", "lr=0.5",
+                                    "--init-from", (source / "model.safetensors").string(), "--freeze", "weight"});
+  ASSERT_EQ(frozen.exit_code, 0) << frozen.describe();
+  EXPECT_TRUE(contains(frozen.err, "frozen: 1 parameter ('weight')")) << frozen.describe();
+  EXPECT_EQ(read_safetensor(tmp() / "frozen" / "model.safetensors", "weight"),
+            read_safetensor(source / "model.safetensors", "weight"));
+  EXPECT_NE(read_safetensor(tmp() / "frozen" / "model.safetensors", "bias"),
+            read_safetensor(source / "model.safetensors", "bias"));
+
+  const fs::path wrong = tmp() / "wrong.safetensors";
+  write_safetensors(wrong, {{"weight", {2, 1}}, {"bias", {1}}});
+  const Result misfit = train({"--init-from", wrong.string()});
+  EXPECT_NE(misfit.exit_code, 0) << misfit.describe();
+  EXPECT_TRUE(contains(misfit.out + misfit.err, "tensor 'weight' is [2, 1] in the file, [1, 1] in the model"))
+      << misfit.describe();
+
+  const Result missing = train({"--init-from", (tmp() / "absent.pt").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.describe();
+  EXPECT_TRUE(contains(missing.err, "--init-from '" + (tmp() / "absent.pt").string() + "': no such file"))
+      << missing.describe();
+  const Result no_file = train({"--freeze", "weight"});
+  EXPECT_EQ(no_file.exit_code, 2) << no_file.describe();
+  EXPECT_TRUE(contains(no_file.err, "--freeze needs --init-from")) << no_file.describe();
+  const Result unknown = run_toyreg({"--run-dir", (tmp() / "unknown").string(), "--init-from",
+                                     (source / "model.safetensors").string(), "--freeze", "encoder"});
+  EXPECT_NE(unknown.exit_code, 0) << unknown.describe();
+  EXPECT_TRUE(contains(unknown.out + unknown.err, "--freeze 'encoder' names no parameter")) << unknown.describe();
+  const Result eval = run_toyreg({"--run-dir", source.string(), "--resume", "--command", "eval", "--init-from",
+                                  (source / "model.safetensors").string()});
+  EXPECT_EQ(eval.exit_code, 2) << eval.describe();
+  EXPECT_TRUE(contains(eval.err, "eval does not train")) << eval.describe();
 }
 
 TEST_F(RunTest, BenchmarkPrintsATableOrJson) {

@@ -36,6 +36,7 @@ enum class PlanField {
   kDeterministic,
   kDistributed,
   kMaxSteps,
+  kInitFrom,
 };
 
 // Who knows whether a value does anything on a run. The worker's side: the device and the
@@ -73,6 +74,7 @@ inline constexpr PlanFieldInfo kPlanFields[] = {
     {PlanField::kDeterministic, "deterministic", PlanFieldDecider::kWorker},
     {PlanField::kDistributed, "distributed", PlanFieldDecider::kWorker},
     {PlanField::kMaxSteps, "max_steps", PlanFieldDecider::kAlgorithm},
+    {PlanField::kInitFrom, "init_from", PlanFieldDecider::kAlgorithm},
 };
 
 inline constexpr size_t kPlanFieldCount = sizeof kPlanFields / sizeof kPlanFields[0];

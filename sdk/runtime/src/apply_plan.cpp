@@ -39,6 +39,25 @@ std::optional<uint64_t> parse_seed(const PlanReader& reader) {
   return v->get<uint64_t>();
 }
 
+std::optional<RuntimePlan::InitFrom> parse_init_from(const PlanReader& reader) {
+  const std::string field = mlh::plan_field_name(mlh::PlanField::kInitFrom);
+  const PlanReader::json* v = reader.find(field);
+  if (!v || v->is_null()) return std::nullopt;
+  const PlanReader::json* path = reader.find(field + ".path");
+  if (!path || !path->is_string() || path->get<std::string>().empty())
+    PlanReader::fail(field + ".path", "a file path", path ? *path : PlanReader::json());
+  RuntimePlan::InitFrom init{path->get<std::string>(), {}};
+  if (const PlanReader::json* freeze = reader.find(field + ".freeze")) {
+    if (!freeze->is_array()) PlanReader::fail(field + ".freeze", "a list of parameter names", *freeze);
+    for (const auto& name : *freeze) {
+      if (!name.is_string() || name.get<std::string>().empty())
+        PlanReader::fail(field + ".freeze", "a list of parameter names", *freeze);
+      init.freeze.push_back(name.get<std::string>());
+    }
+  }
+  return init;
+}
+
 }  // namespace
 
 RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
@@ -82,6 +101,7 @@ RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
   plan.channels_last = reader.boolean(name(F::kChannelsLast)).value_or(false);
   plan.max_steps = reader.positive_integer(name(F::kMaxSteps));
   plan.seed = parse_seed(reader);
+  plan.init_from = parse_init_from(reader);
   return plan;
 }
 

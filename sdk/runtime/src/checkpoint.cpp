@@ -220,14 +220,13 @@ std::vector<char> read_all(const std::string& path) {
   return bytes;
 }
 
-// Loads one checkpoint file: Unusable when it does not verify, mlh::Error when it verifies
-// but does not fit the state.
-LoadedCheckpoint load_file(const std::string& path, TrainingState& state, at::Device device) {
+// Opens one checkpoint file's archive: Unusable when it does not verify.
+torch::serialize::InputArchive open_verified(const std::string& path, at::Device device, Header& header) {
   const std::vector<char> bytes = read_all(path);
   if (bytes.size() < kHeaderSize)
     throw Unusable("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the header");
   const auto* h = reinterpret_cast<const unsigned char*>(bytes.data());
-  const Header header = decode_header(h);
+  header = decode_header(h);
   const uint64_t payload = bytes.size() - kHeaderSize;
   if (header.payload_size != payload)
     throw Unusable((payload < header.payload_size ? "truncated: " : "trailing bytes: ") +
@@ -242,12 +241,34 @@ LoadedCheckpoint load_file(const std::string& path, TrainingState& state, at::De
   } catch (const c10::Error& e) {
     throw Unusable("unreadable archive: " + first_line(e.what()));
   }
+  return archive;
+}
+
+// Loads one checkpoint file: Unusable when it does not verify, mlh::Error when it verifies
+// but does not fit the state.
+LoadedCheckpoint load_file(const std::string& path, TrainingState& state, at::Device device) {
+  Header header;
+  torch::serialize::InputArchive archive = open_verified(path, device, header);
   try {
     read_archive(archive, state);
   } catch (const Error& e) {
     throw Error(e.code(), "checkpoint '" + path + "' does not fit this run: " + e.what());
   }
   return {header.step, header.metric, state.values, path};
+}
+
+// A module's sub-archive flattened to dotted names, as Module::save nested it: its tensors
+// under their keys, each child under its own sub-archive.
+void flatten_module_archive(torch::serialize::InputArchive& archive, const std::string& prefix,
+                            std::map<std::string, at::Tensor>& out) {
+  for (const std::string& key : archive.keys()) {
+    at::Tensor tensor;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, tensor))
+      out[prefix + key] = tensor;
+    else if (archive.try_read(key, child))
+      flatten_module_archive(child, prefix + key + ".", out);
+  }
 }
 
 std::string step_file_name(int64_t step) {
@@ -444,6 +465,22 @@ void CheckpointManager::remove_abandoned_temp_files() {
     std::error_code remove_ec;
     fs::remove(it->path(), remove_ec);
   }
+}
+
+std::map<std::string, at::Tensor> read_checkpoint_module(const std::string& path, const std::string& module) {
+  check_name(module, "module");
+  Header header;
+  torch::serialize::InputArchive archive, modules, sub;
+  try {
+    archive = open_verified(path, at::Device(at::kCPU), header);
+  } catch (const Unusable& e) {
+    throw Error(MLH_ERR_INVALID_ARGUMENT, "checkpoint '" + path + "' is unusable: " + e.what());
+  }
+  if (!archive.try_read("modules", modules) || !modules.try_read(module, sub))
+    throw Error(MLH_ERR_INVALID_ARGUMENT, "checkpoint '" + path + "' holds no module '" + module + "'");
+  std::map<std::string, at::Tensor> tensors;
+  flatten_module_archive(sub, "", tensors);
+  return tensors;
 }
 
 std::optional<LoadedCheckpoint> CheckpointManager::load_first(const std::vector<std::string>& paths,

@@ -7,6 +7,7 @@
 
 #include "mlh/runtime/safetensors.hpp"
 #include "mlh/runtime/throughput.hpp"
+#include "mlh/runtime/warm_start.hpp"
 
 namespace mlh::rt {
 
@@ -36,11 +37,19 @@ TrainingSession::TrainingSession(const mlh::RunContext& ctx, const RuntimePlan& 
     : ctx_(ctx),
       device_(plan.device),
       max_steps_(plan.max_steps),
+      init_from_(plan.init_from),
       options_(checked(std::move(options))),
       dist_(ctx, plan.device),
       checkpoints_(ctx.run_dir(), options_.keep_checkpoints, options_.goal, warn_sink(ctx)),
       memory_(plan.device, ctx, memory_options(options_.memory, plan)) {
   checkpoints_.share_with(dist_);
+}
+
+void TrainingSession::init_weights(torch::nn::Module& model, const WeightNameMap& rename) {
+  if (!init_from_) return;
+  const WeightsFile file = read_weights_file(init_from_->path);
+  const WarmStartReport report = load_weights_into(model, file, init_from_->freeze, rename);
+  ctx_.info("--init-from '" + file.path + "' (" + file.format + "): " + report.describe());
 }
 
 std::optional<LoadedCheckpoint> TrainingSession::resume(TrainingState& state, const RestoreFn& restore) {

@@ -155,6 +155,7 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
   mlh::rt::TrainingSession session(ctx, plan, {3, mlh::rt::Goal::Minimize, cfg.at("checkpoint_every").get<int64_t>()});
   const int64_t steps = session.step_limit(cfg.at("steps"));
   Trainer t(ctx, cfg, plan, session.dist());
+  session.init_weights(*t.model);  // --init-from
   int64_t start = 0;
   double loss = 0;
   mlh::rt::TrainingState saved = t.state(0);
@@ -297,6 +298,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     d.uses("precision", "autocast for the forward pass (fp16 with a gradient scaler)");
     d.uses("preset", "the number of samples");
     d.uses_if(ctx.command() == "train", "max_steps", "trains that many steps of the config's", ctx.command() + " does not train");
+    d.uses_if(ctx.command() == "train", "init_from", "the linear model's first weights", ctx.command() + " does not train");
     d.uses_if(ctx.command() == "train", "empty_cache_steps", "releases the device's cached memory every N steps",
               ctx.command() + " does not release the cache");
     d.no_effect("gradient_checkpointing", "a linear model has no activations to recompute");

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <c10/core/Device.h>
 
@@ -41,6 +42,12 @@ struct RuntimePlan {
   bool channels_last = false;  // convolutional models in NHWC layout (to_channels_last below)
   std::optional<uint64_t> seed;
   std::optional<int64_t> max_steps;  // --max-steps: TrainingSession::step_limit and after_step end the loop there
+  // --init-from PATH [--freeze NAME,...]: the model's first weights (TrainingSession::init_weights).
+  struct InitFrom {
+    std::string path;
+    std::vector<std::string> freeze;  // parameter names, dotted prefixes or globs
+  };
+  std::optional<InitFrom> init_from;
 
   // Throws mlh::Error naming the field of a malformed value (see mlh::PlanReader).
   static RuntimePlan parse(const std::string& plan_json);

@@ -66,6 +66,11 @@ struct TrainingState {
 void save_training_state(const TrainingState& state, std::ostream& out);
 void load_training_state(TrainingState& state, std::istream& in, at::Device device);
 
+// The parameters and buffers of one module of a checkpoint file, by dotted name, on the CPU
+// (for warm starts: warm_start.hpp). A file that cannot be read, does not verify (the
+// loaders' checks) or lacks the module is an mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming it.
+std::map<std::string, at::Tensor> read_checkpoint_module(const std::string& path, const std::string& module);
+
 enum class Goal { Minimize, Maximize };  // which metric is better
 
 struct LoadedCheckpoint {

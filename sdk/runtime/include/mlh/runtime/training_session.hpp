@@ -13,6 +13,7 @@
 //   mlh::rt::TrainingSession session(ctx, plan, {/*keep_checkpoints=*/3, mlh::rt::Goal::Minimize,
 //                                                /*checkpoint_every=*/100});
 //   Net net;
+//   session.init_weights(*net);                            // --init-from: weights from a file
 //   session.dist().broadcast_module(*net);                 // rank 0's initial weights everywhere
 //   auto state = [&] {                                     // what a checkpoint holds
 //     mlh::rt::TrainingState s;
@@ -51,6 +52,7 @@
 #include "mlh/runtime/checkpoint.hpp"  // TrainingState, CheckpointManager; torch::nn::Module declared
 #include "mlh/runtime/distributed.hpp"
 #include "mlh/runtime/memory.hpp"
+#include "mlh/runtime/warm_start.hpp"
 
 namespace mlh::rt {
 
@@ -82,6 +84,15 @@ class TrainingSession {
 
   Distributed& dist() { return dist_; }
   CheckpointManager& checkpoints() { return checkpoints_; }
+
+  // Under --init-from (the plan's init_from), copies the file's weights into `model` and
+  // freezes the parameters --freeze names, then logs what it loaded ("--init-from <file>
+  // (<format>): 24 tensors ..."); without it, nothing. Call it on every rank once the model is
+  // built, before its optimizer and any copy of its weights (an EMA): --resume's checkpoint,
+  // loaded later, replaces the weights again (freezing stays). A file that does not fit the
+  // model throws mlh::Error naming the tensor (warm_start.hpp).
+  // `rename` maps another implementation's names to the model's (WeightNameMap).
+  void init_weights(torch::nn::Module& model, const WeightNameMap& rename = {});
 
   // Under --resume, loads the newest checkpoint that verifies into `state` (modules and
   // optimizers in place, tensors and values replaced), calls `restore` and logs
@@ -128,6 +139,7 @@ class TrainingSession {
   const mlh::RunContext& ctx_;
   c10::Device device_;  // where checkpoints load to
   std::optional<int64_t> max_steps_;  // the plan's --max-steps
+  std::optional<RuntimePlan::InitFrom> init_from_;  // the plan's --init-from
   bool max_steps_logged_ = false;
   SessionOptions options_;
   Distributed dist_;
