@@ -12,6 +12,7 @@ packages=(
   libjemalloc2                                          # the training worker's allocator (the plan's default)
   libboost-dev libboost-filesystem-dev libboost-program-options-dev   # Boost.DLL, filesystem, program_options
   libspdlog-dev nlohmann-json3-dev                      # logging, JSON
+  libcurl4-openssl-dev                                  # HTTP for experiment tracking (MLflow's REST API)
   libgtest-dev libgmock-dev                             # tests
   libstb-dev zlib1g-dev                                 # PNG/JPEG decoding, gzip'd IDX files
   dataset-fashion-mnist                                 # the demo data (IDX files)
