@@ -58,9 +58,13 @@ void RunSink::metric(const char* name, double value, int64_t step) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string n = name ? name : "";
   const double t = seconds();
-  jsonl_ << json{{"step", step}, {"name", n}, {"value", value}, {"time", t}}.dump() << "\n" << std::flush;
+  const double wall = wall_time();
+  // wall_time (Unix seconds): the point's own clock time, which a tracking server's timeline
+  // needs (run/tracking); "time" restarts at 0 in each launch of a resumed run.
+  jsonl_ << json{{"step", step}, {"name", n}, {"value", value}, {"time", t}, {"wall_time", wall}}.dump() << "\n"
+         << std::flush;
   csv_ << step << "," << csv_field(n) << "," << value << "," << t << "\n" << std::flush;
-  events_->add_scalar(n, value, step, wall_time());
+  events_->add_scalar(n, value, step, wall);
   last_metrics_[n] = value;
 }
 
