@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
       case CliOptions::Action::kRun: return command_run(options);
       case CliOptions::Action::kPrintPlan: return command_print_plan(options);
       case CliOptions::Action::kCalibrate: return command_calibrate(options);
+      case CliOptions::Action::kSyncTracking: return command_sync_tracking(options);
     }
   } catch (const HostError& e) {
     std::cerr << "host: error: " << e.what() << "\n";

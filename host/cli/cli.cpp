@@ -25,7 +25,9 @@ const char* kUsage =
     "  host --algorithm NAME --benchmark [--json]  the algorithm's benchmarks on the chosen device\n"
     "  host --print-plan [--algorithm NAME] [--precision P] [--batch-size N] [--hardware-config FILE]\n"
     "  host --calibrate [--algorithm NAME]      measure the plan's allocator, threads and precision here\n"
-    "  host --algorithm NAME --nproc-per-node N [--nnodes M --node-rank R --master-addr A]  data-parallel ranks\n";
+    "  host --algorithm NAME --nproc-per-node N [--nnodes M --node-rank R --master-addr A]  data-parallel ranks\n"
+    "  host --algorithm NAME --track mlflow     also send the run to $MLFLOW_TRACKING_URI (MLflow)\n"
+    "  host --sync-tracking RUN_DIR             send a run folder's data the tracking server has not got yet\n";
 
 }  // namespace
 
@@ -83,6 +85,18 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "a signal that preempts the run as SIGTERM does (e.g. USR1, for SLURM's --signal=USR1@120): every rank "
        "saves a checkpoint at its next step and the host exits 75; default $MLH_PREEMPT_SIGNAL")
       ("benchmark", "run the algorithm's benchmark command on the chosen device and print a table (--json: JSON)");
+  po::options_description tracking("Experiment tracking (MLflow's REST API; README \"Tracking with MLflow\")");
+  tracking.add_options()
+      ("track", po::value(&o.track)->value_name("mlflow"),
+       "send the run's params, metrics, tags and artifacts to the MLflow tracking server $MLFLOW_TRACKING_URI "
+       "while it trains (auth: $MLFLOW_TRACKING_TOKEN, or $MLFLOW_TRACKING_USERNAME and $MLFLOW_TRACKING_PASSWORD); "
+       "a server that is down or refuses costs the run nothing: the folder keeps the data")
+      ("mlflow-experiment", po::value(&o.mlflow_experiment)->value_name("NAME"),
+       "the MLflow experiment (made if missing); default $MLFLOW_EXPERIMENT_NAME, else $MLFLOW_EXPERIMENT_ID, "
+       "else MLflow's Default")
+      ("sync-tracking", po::value<std::string>()->value_name("RUN_DIR"),
+       "send the run folder's params, metrics, artifacts and end status that the tracking server has not got "
+       "yet (after a run whose server was down, or a run without --track)");
   std::string precision, allocator, batch_size, max_steps;
   po::options_description planning("Planning (docs/plan.md)");
   planning.add_options()
@@ -127,7 +141,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "when a worker this host started crashes, is killed or fails, stop the others and start them all again "
        "from the last checkpoint, up to N times (give every machine the same N)");
   po::options_description all;
-  all.add(general).add(plugins).add(run).add(planning).add(distributed);
+  all.add(general).add(plugins).add(run).add(tracking).add(planning).add(distributed);
 
   std::ostringstream help;
   help << kUsage << "\n" << all;
@@ -268,11 +282,12 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   if (calibrate) actions.push_back({CliOptions::Action::kCalibrate, "--calibrate"});
   if (vm.count("algorithm") && !o.print_plan && !calibrate) actions.push_back({CliOptions::Action::kRun, "--algorithm"});
   if (o.print_plan) actions.push_back({CliOptions::Action::kPrintPlan, "--print-plan"});
+  if (vm.count("sync-tracking")) actions.push_back({CliOptions::Action::kSyncTracking, "--sync-tracking"});
   if (actions.size() > 1 && actions[0].first != CliOptions::Action::kHelp)
     throw CliError(std::string(actions[0].second) + " and " + actions[1].second + " cannot be used together");
   if (actions.empty()) {
     if (argc > 1)
-      throw CliError("nothing to do: give --probe, --list-plugins, --describe NAME or --algorithm NAME");
+      throw CliError("nothing to do: give --probe, --list-plugins, --describe NAME, --algorithm NAME or --sync-tracking RUN_DIR");
     return o;  // bare `host`: help
   }
   o.action = actions[0].first;
@@ -290,6 +305,18 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                             "allocator", "no-calibrate", "max-steps"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm or --print-plan");
   }
+  if (vm.count("track")) {
+    if (!running) throw CliError("--track only applies with --algorithm");
+    if (o.track != "mlflow") throw CliError("--track '" + o.track + "' is not a tracker this host knows (mlflow)");
+  }
+  if (o.action == CliOptions::Action::kSyncTracking) {
+    o.sync_tracking_dir = vm["sync-tracking"].as<std::string>();
+    if (o.sync_tracking_dir.empty()) throw CliError("--sync-tracking needs a run folder");
+  }
+  if (vm.count("mlflow-experiment") && o.track.empty() && o.action != CliOptions::Action::kSyncTracking)
+    throw CliError("--mlflow-experiment only applies with --track mlflow or --sync-tracking");
+  if (vm.count("mlflow-experiment") && o.mlflow_experiment.empty())
+    throw CliError("--mlflow-experiment needs a name");
   if (calibrating && (o.no_calibrate || vm.count("nproc-per-node")))
     throw CliError(std::string("--calibrate cannot be combined with ") + (o.no_calibrate ? "--no-calibrate" : "--nproc-per-node"));
   if (o.action == CliOptions::Action::kPrintPlan && o.algorithm.empty() && (vm.count("config") || vm.count("set")))

@@ -19,7 +19,7 @@ class CliError : public std::runtime_error {
 };
 
 struct CliOptions {
-  enum class Action { kHelp, kVersion, kProbe, kListPlugins, kDescribe, kRun, kPrintPlan, kCalibrate };
+  enum class Action { kHelp, kVersion, kProbe, kListPlugins, kDescribe, kRun, kPrintPlan, kCalibrate, kSyncTracking };
   Action action = Action::kHelp;
 
   bool json = false;
@@ -42,6 +42,12 @@ struct CliOptions {
   bool resume_auto = false;  // --resume auto: continue the run the folder holds, else start one
   int preempt_signal = 0;    // --preempt-signal (or MLH_PREEMPT_SIGNAL): preempts like SIGTERM; 0: none
   bool benchmark = false;  // --benchmark: run the algorithm's benchmark command, print a table
+
+  // Experiment tracking (run/tracking): --track mlflow sends the run to MLflow's tracking
+  // server ($MLFLOW_TRACKING_URI); --sync-tracking RUN_DIR sends what it has not got yet.
+  std::string track;                          // "" or "mlflow"
+  std::string mlflow_experiment;              // --mlflow-experiment (else $MLFLOW_EXPERIMENT_NAME)
+  std::filesystem::path sync_tracking_dir;    // --sync-tracking RUN_DIR
 
   // Planning.
   std::optional<std::string> precision;      // --precision

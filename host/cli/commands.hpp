@@ -4,6 +4,7 @@
 #include "cli/cli.hpp"
 #include "common/errors.hpp"
 #include "plugins/discovery.hpp"
+#include "run/tracking/mlflow_sync.hpp"
 
 namespace mlhost {
 
@@ -17,5 +18,10 @@ int command_describe(const CliOptions& options);
 int command_run(const CliOptions& options);
 int command_print_plan(const CliOptions& options);
 int command_calibrate(const CliOptions& options);
+int command_sync_tracking(const CliOptions& options);
+
+// --track mlflow's server and experiment, from the environment and --mlflow-experiment.
+// Throws HostError (exit 2) when MLFLOW_TRACKING_URI is missing or not an http(s) URL.
+MlflowTracking mlflow_tracking(const CliOptions& options);
 
 }  // namespace mlhost

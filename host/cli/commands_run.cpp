@@ -2,6 +2,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
@@ -15,6 +16,7 @@
 #include "run/restarts.hpp"
 #include "run/run_files.hpp"
 #include "run/run_workers.hpp"
+#include "run/tracking/tracker.hpp"
 
 namespace mlhost {
 
@@ -104,6 +106,7 @@ int stopped_before_training(int sig) {
 
 int command_run(const CliOptions& options) {
   keep_stop_requests(options);
+  if (!options.track.empty()) mlflow_tracking(options);  // a missing or unusable URI stops the run before it starts
   const Launch launch = launch_of(options);
   // The default folder's name holds the time, which differs between the hosts of one run.
   if (launch.distributed() && (launch.external() || launch.nnodes > 1) && options.run_dir.empty())
@@ -149,7 +152,23 @@ int command_run(const CliOptions& options) {
     spdlog::info("{} of the run in {}: its files go to {}; the run's own files stay as they are", s.planned.command,
                  s.run_dir.string(), job.run_dir.string());
   }
+  // --track mlflow: rank 0's host sends the run while it trains and closes it at the end, in
+  // any case (the tracker's destructor does when the run throws); the server never costs the
+  // run its exit status or files.
+  std::unique_ptr<RunTracker> tracker;
+  if (!options.track.empty() && launch.first_rank == 0) {
+    MlflowTracking tracking = mlflow_tracking(options);
+    tracking.tags["algorithm"] = s.algorithm->name();
+    tracking.tags["command"] = s.planned.command;
+    tracking.tags["device"] = s.device.id();
+    tracking.tags["world_size"] = std::to_string(launch.world_size);
+    if (job.algorithm.torch_version) tracking.tags["libtorch_version"] = *job.algorithm.torch_version;
+    spdlog::info("MLflow tracking: sending the run to {}{}", tracking.server.uri,
+                 tracking.experiment_name.empty() ? "" : ", experiment '" + tracking.experiment_name + "'");
+    tracker = std::make_unique<RunTracker>(std::move(tracking), job.run_dir);
+  }
   const int status = run_with_restarts(job, options.max_restarts);
+  if (tracker) tracker->finish();
   if (status == 0 && options.benchmark && launch.first_rank == 0) print_benchmark(options, job.run_dir, s.planned.plan);
   if (s.on_trained_run) std::cerr << s.planned.command << ": results in " << job.run_dir.string() << "\n";
   return status;

@@ -1,0 +1,45 @@
+// --sync-tracking RUN_DIR, and the tracking settings --track takes from the environment.
+#include <cstdlib>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.hpp"
+#include "run/tracking/tracker.hpp"
+
+namespace mlhost {
+
+namespace fs = std::filesystem;
+
+MlflowTracking mlflow_tracking(const CliOptions& options) {
+  MlflowTracking t = mlflow_tracking_from_env([](const char* name) { return std::getenv(name); }, options.mlflow_experiment);
+  if (const std::string why = unsupported_tracking_uri(t.server.uri); !why.empty())
+    throw HostError("MLflow tracking: " + why, kExitBadInput);
+  return t;
+}
+
+int command_sync_tracking(const CliOptions& options) {
+  const fs::path& dir = options.sync_tracking_dir;
+  if (!fs::is_regular_file(dir / "config.json"))
+    throw HostError("--sync-tracking: '" + dir.string() + "' holds no run (no config.json)", kExitBadInput);
+  const MlflowTracking tracking = mlflow_tracking(options);
+  SyncResult r;
+  try {
+    r = sync_mlflow(dir, tracking, SyncMode::kEnded);
+  } catch (const std::exception& e) {
+    throw HostError(std::string("--sync-tracking: ") + e.what());
+  }
+  for (const std::string& note : r.notes) spdlog::info("MLflow tracking: {}", note);
+  if (!r.ok) {
+    log_sync_result(r, dir, tracking);
+    return kExitFailure;
+  }
+  std::cout << "MLflow run " << r.run_id << " (experiment " << r.experiment_id << ") on " << tracking.server.uri
+            << ": sent " << r.params_sent << " params, " << r.metrics_sent << " metric points, " << r.artifacts_sent
+            << " artifacts" << (r.status_sent.empty() ? "" : ", status " + r.status_sent)
+            << (fs::exists(dir / "summary.json") ? "" : " (no summary.json: the run has not ended; its status is left as it is)")
+            << "\n";
+  return 0;
+}
+
+}  // namespace mlhost
