@@ -1,0 +1,141 @@
+// A real MLflow tracking server for tests (`mlflow server` with a SQLite store and the
+// artifact proxy, its default, in a temporary folder), and MLflow's own Python client reading
+// a run back (tests/host/python/mlflow_read_run.py).
+//
+// The mlflow program is the repository's .venv/bin/mlflow (scripts/torch-venv.sh installs it
+// with scripts/py-peers.txt), or the one MLH_TEST_MLFLOW names, e.g. from
+//   python3 -m venv /tmp/mlflowvenv && /tmp/mlflowvenv/bin/pip install mlflow
+//   MLH_TEST_MLFLOW=/tmp/mlflowvenv/bin/mlflow ctest ...
+// The python beside it reads runs back. Without one, the tests that need it skip.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mlflow_test {
+
+inline std::filesystem::path mlflow_program(const std::filesystem::path& source_dir) {
+  if (const char* e = std::getenv("MLH_TEST_MLFLOW"); e && *e) return e;
+  return source_dir / ".venv" / "bin" / "mlflow";
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A child process in its own process group, its output in a log file; the whole group
+// (mlflow's server runs workers) is stopped when the object goes.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ~Child() {
+    if (pid_ <= 0) return;
+    ::kill(-pid_, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+inline bool accepts_connections(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+class Server {
+ public:
+  Server(const std::filesystem::path& program, const std::filesystem::path& dir, int port)
+      : port_(port), uri_("http://127.0.0.1:" + std::to_string(port)), log_(dir / "server.log") {
+    std::filesystem::create_directories(dir);
+    child_ = std::make_unique<Child>(
+        std::vector<std::string>{program.string(), "server", "--backend-store-uri",
+                                 "sqlite:///" + (dir / "mlflow.db").string(), "--artifacts-destination",
+                                 (dir / "artifacts").string(), "--host", "127.0.0.1", "--port", std::to_string(port),
+                                 "--workers", "1"},
+        log_);
+  }
+  // "" once it listens (a first start makes its database: tens of seconds on a busy machine),
+  // else why not, with its log.
+  std::string wait_ready() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (!child_->running()) return "mlflow server exited:\n" + read_text(log_);
+      if (accepts_connections(port_)) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return "mlflow server did not listen within 90 s:\n" + read_text(log_);
+  }
+  const std::string& uri() const { return uri_; }
+
+ private:
+  int port_;
+  std::string uri_;
+  std::filesystem::path log_;
+  std::unique_ptr<Child> child_;
+};
+
+// The run as MLflow's Python client sees it (mlflow_read_run.py's JSON); a discarded value
+// when the script failed.
+inline nlohmann::json read_back(const std::filesystem::path& program, const std::filesystem::path& script,
+                                const std::string& uri, const std::string& run_id) {
+  const std::filesystem::path python = program.parent_path() / "python";
+  const std::string cmd = "'" + python.string() + "' '" + script.string() + "' '" + uri + "' '" + run_id + "'";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
+  if (!p) return nlohmann::json::value_t::discarded;
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p.get())) out.append(buf, n);
+  return nlohmann::json::parse(out, nullptr, false);
+}
+
+}  // namespace mlflow_test

@@ -1,0 +1,296 @@
+// MLflow tracking (host/run/tracking) against a real MLflow tracking server, read back with
+// MLflow's own Python client (python/mlflow_read_run.py): a run folder written as the host
+// writes it (RunSink's metrics.jsonl, config.json, plan.json, summary.json, a model) arrives
+// with its params, tags, status, every metric point once at its step and time, and its
+// artifacts; a server that is down costs nothing and gets everything once it is up; a server
+// that answers errors gives a warning naming the URL, the status and its message.
+//
+// The server is `mlflow server` from the repository's .venv, or MLH_TEST_MLFLOW's
+// (tests/common/mlflow_server.hpp); without one, the tests that need a server skip and say why.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "free_port.hpp"
+#include "mlflow_server.hpp"
+#include "run/run_sink.hpp"
+#include "run/tracking/mlflow_sync.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using mlhost::MlflowTracking;
+using mlhost::SyncMode;
+using mlhost::SyncResult;
+
+fs::path mlflow_program() { return mlflow_test::mlflow_program(MLH_TEST_SOURCE_DIR); }
+
+using mlflow_test::Child;
+using mlflow_test::read_text;
+
+// The test's server, from the repository's venv (or MLH_TEST_MLFLOW).
+class Server : public mlflow_test::Server {
+ public:
+  Server(const fs::path& dir, int port) : mlflow_test::Server(mlflow_program(), dir, port) {}
+  ::testing::AssertionResult ready() {
+    const std::string problem = wait_ready();
+    if (problem.empty()) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << problem;
+  }
+};
+
+MlflowTracking tracking_of(const std::string& uri, const std::string& experiment = "mlhost-tests") {
+  MlflowTracking t;
+  t.server.uri = uri;
+  t.server.timeout_s = 20;
+  t.experiment_name = experiment;
+  t.tags = {{"algorithm", "toyreg"}, {"command", "train"}, {"libtorch_version", "2.5.1"}};
+  return t;
+}
+
+// The run as MLflow's Python client sees it.
+json read_back(const std::string& uri, const std::string& run_id) {
+  return mlflow_test::read_back(mlflow_program(), MLH_TEST_SOURCE_DIR "/tests/host/python/mlflow_read_run.py", uri, run_id);
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+// A run folder's start as run_workers writes it: the resolved config and the plan.
+void start_run_folder(const fs::path& dir) {
+  write_file(dir / "config.json", json{{"lr", 0.001}, {"steps", 1200}, {"model", {{"layers", 2}, {"hidden", 64}}},
+                                       {"name", "toy"}, {"milestones", {100, 200}}}
+                                      .dump(2));
+  write_file(dir / "plan.json", json{{"precision", "fp32"},
+                                     {"batch_size", 32},
+                                     {"device", "cpu:0"},
+                                     {"device_name", "Test CPU"},
+                                     {"threads", {{"intra_op", 2}, {"inter_op", 1}}},
+                                     {"max_steps", nullptr},
+                                     {"sources", {{"precision", "rule: fp32 on CPU"}}}}
+                                    .dump(2));
+}
+
+// Its end as the worker writes it.
+void end_run_folder(const fs::path& dir, const std::string& status) {
+  write_file(dir / "summary.json", json{{"algorithm", "toyreg"}, {"command", "train"}, {"status", status}}.dump(2));
+  write_file(dir / "model.safetensors", std::string(4096, 'm'));
+}
+
+struct Point {
+  int64_t step;
+  double value;
+  int64_t timestamp_ms;
+};
+
+// metrics.jsonl as the run wrote it, per metric.
+std::map<std::string, std::vector<Point>> jsonl_metrics(const fs::path& dir) {
+  std::map<std::string, std::vector<Point>> m;
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line);
+    const double v = j["value"].is_number() ? j["value"].get<double>() : std::nan("");
+    m[j["name"].get<std::string>()].push_back(
+        {j["step"].get<int64_t>(), v, static_cast<int64_t>(std::llround(j["wall_time"].get<double>() * 1000.0))});
+  }
+  return m;
+}
+
+void expect_same_metrics(const json& run, const fs::path& dir) {
+  const auto written = jsonl_metrics(dir);
+  ASSERT_EQ(run["metrics"].size(), written.size()) << run["metrics"].dump();
+  for (const auto& [name, points] : written) {
+    const std::string key = mlhost::mlflow_key(name);
+    ASSERT_TRUE(run["metrics"].contains(key)) << key;
+    const json& history = run["metrics"][key];
+    ASSERT_EQ(history.size(), points.size()) << key << ": each point once";
+    for (size_t i = 0; i < points.size(); ++i) {
+      EXPECT_EQ(history[i][0].get<int64_t>(), points[i].step) << key;
+      if (std::isnan(points[i].value))
+        EXPECT_EQ(history[i][1], "nan") << key;
+      else
+        EXPECT_DOUBLE_EQ(history[i][1].get<double>(), points[i].value) << key;
+      EXPECT_EQ(history[i][2].get<int64_t>(), points[i].timestamp_ms) << key << " step " << points[i].step;
+    }
+  }
+}
+
+class MlflowTrackingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(mlflow_program()))
+      GTEST_SKIP() << "no mlflow at " << mlflow_program()
+                   << " (bash scripts/torch-venv.sh installs it into .venv/; MLH_TEST_MLFLOW names another)";
+  }
+  TempDir tmp_{"mlhost-mlflow-"};
+};
+
+TEST(MlflowRules, KeysAndValuesFitMlflowsLimits) {
+  EXPECT_EQ(mlhost::mlflow_key("train/loss"), "train/loss");
+  EXPECT_EQ(mlhost::mlflow_key("model.layers-2 x_y"), "model.layers-2 x_y");
+  EXPECT_EQ(mlhost::mlflow_key("acc@1:top(5)"), "acc_1_top_5_");
+  EXPECT_EQ(mlhost::mlflow_key(std::string(300, 'k')).size(), 250u);
+  bool truncated = true;
+  EXPECT_EQ(mlhost::mlflow_param_value("short", &truncated), "short");
+  EXPECT_FALSE(truncated);
+  // A cut never splits a UTF-8 character.
+  const std::string long_value = std::string(5999, 'a') + "\xc3\xa9" + std::string(10, 'b');
+  const std::string cut = mlhost::mlflow_param_value(long_value, &truncated);
+  EXPECT_TRUE(truncated);
+  EXPECT_EQ(cut, std::string(5999, 'a'));
+}
+
+TEST(MlflowRules, AnUnsupportedUriIsAnErrorNotACrash) {
+  const SyncResult r = mlhost::sync_mlflow("/nonexistent", tracking_of("file:///tmp/mlruns"), SyncMode::kEnded);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("file:///tmp/mlruns"), std::string::npos) << r.error;
+  EXPECT_NE(mlhost::unsupported_tracking_uri("").find("MLFLOW_TRACKING_URI"), std::string::npos);
+}
+
+// A run synced while it trains and once more at its end: MLflow's client reads back the
+// params, tags, status, every metric point once, and the artifacts.
+TEST_F(MlflowTrackingTest, ARunFolderArrivesWhole) {
+  Server server(tmp_ / "server", free_loopback_port_for_test());
+  ASSERT_TRUE(server.ready());
+  const fs::path dir = tmp_ / "runs" / "toyreg-20261126-120000";
+  start_run_folder(dir);
+  const MlflowTracking tracking = tracking_of(server.uri());
+  {
+    mlhost::RunSink sink(dir, /*console=*/false);
+    for (int64_t step = 0; step < 700; ++step) {
+      sink.metric("train/loss", 1.0 / static_cast<double>(step + 1), step);
+      if (step % 100 == 0) sink.metric("eval/acc", static_cast<double>(step) / 1200.0, step);
+    }
+    sink.metric("train/grad norm!", std::numeric_limits<double>::quiet_NaN(), 3);  // renamed, and not a number
+    const SyncResult live = mlhost::sync_mlflow(dir, tracking, SyncMode::kLive);
+    ASSERT_TRUE(live.ok) << live.error;
+    EXPECT_EQ(live.metrics_sent, 708);
+    EXPECT_EQ(live.artifacts_sent, 2) << "config.json and plan.json during the run";
+    for (int64_t step = 700; step < 1200; ++step) sink.metric("train/loss", 1.0 / static_cast<double>(step + 1), step);
+  }
+  end_run_folder(dir, "completed");
+  const SyncResult end = mlhost::sync_mlflow(dir, tracking, SyncMode::kEnded);
+  ASSERT_TRUE(end.ok) << end.error;
+  EXPECT_EQ(end.metrics_sent, 500);
+  EXPECT_EQ(end.params_sent, 0) << "params went with the first sync";
+  EXPECT_EQ(end.status_sent, "FINISHED");
+  // Again: nothing new to send.
+  const SyncResult again = mlhost::sync_mlflow(dir, tracking, SyncMode::kEnded);
+  ASSERT_TRUE(again.ok) << again.error;
+  EXPECT_EQ(again.metrics_sent + again.params_sent + again.artifacts_sent, 0);
+  EXPECT_EQ(again.status_sent, "");
+
+  const json cursor = json::parse(read_text(mlhost::mlflow_cursor_path(dir)));
+  EXPECT_EQ(cursor["metrics_lines"], 1208);
+  EXPECT_EQ(cursor["run_id"], end.run_id);
+
+  const json run = read_back(server.uri(), end.run_id);
+  ASSERT_TRUE(run.is_object()) << "mlflow_read_run.py failed";
+  EXPECT_EQ(run["status"], "FINISHED");
+  EXPECT_EQ(run["experiment_name"], "mlhost-tests");
+  EXPECT_EQ(run["run_name"], "toyreg-20261126-120000");
+  EXPECT_EQ(run["tags"]["mlflow.runName"], "toyreg-20261126-120000");
+  EXPECT_EQ(run["tags"]["algorithm"], "toyreg");
+  EXPECT_EQ(run["tags"]["command"], "train");
+  EXPECT_EQ(run["tags"]["device"], "cpu:0");
+  EXPECT_EQ(run["tags"]["libtorch_version"], "2.5.1");
+  EXPECT_EQ(run["tags"]["host_version"], MLHOST_VERSION);
+  EXPECT_EQ(run["params"]["lr"], "0.001");
+  EXPECT_EQ(run["params"]["steps"], "1200");
+  EXPECT_EQ(run["params"]["model.layers"], "2");
+  EXPECT_EQ(run["params"]["name"], "toy");
+  EXPECT_EQ(run["params"]["milestones"], "[100,200]");
+  EXPECT_EQ(run["params"]["plan.precision"], "fp32");
+  EXPECT_EQ(run["params"]["plan.threads.intra_op"], "2");
+  EXPECT_EQ(run["params"]["plan.max_steps"], "null");
+  EXPECT_EQ(run["params"]["plan.sources.precision"], "rule: fp32 on CPU");
+  EXPECT_GT(run["end_time"].get<int64_t>(), 0);
+  expect_same_metrics(run, dir);
+  for (const char* f : {"config.json", "plan.json", "summary.json", "model.safetensors"}) {
+    ASSERT_TRUE(run["artifacts"].contains(f)) << f << " " << run["artifacts"].dump();
+    EXPECT_EQ(run["artifacts"][f].get<int64_t>(), static_cast<int64_t>(fs::file_size(dir / f))) << f;
+  }
+}
+
+// A server that is down: a warning naming it, nothing marked sent; once it is up, one sync
+// sends everything, each metric point once.
+TEST_F(MlflowTrackingTest, AServerThatIsDownGetsEverythingOnceItIsUp) {
+  const int port = free_loopback_port_for_test();
+  const std::string uri = "http://127.0.0.1:" + std::to_string(port);
+  const fs::path dir = tmp_ / "run";
+  start_run_folder(dir);
+  {
+    mlhost::RunSink sink(dir, /*console=*/false);
+    for (int64_t step = 0; step < 50; ++step) sink.metric("train/loss", 0.5 * static_cast<double>(step), step);
+  }
+  end_run_folder(dir, "failed");
+  const MlflowTracking tracking = tracking_of(uri, "mlhost-offline");
+  const SyncResult down = mlhost::sync_mlflow(dir, tracking, SyncMode::kEnded);
+  EXPECT_FALSE(down.ok);
+  EXPECT_NE(down.error.find(uri), std::string::npos) << down.error;
+  EXPECT_NE(down.error.find("cannot be reached"), std::string::npos) << down.error;
+  const json cursor = json::parse(read_text(mlhost::mlflow_cursor_path(dir)));
+  EXPECT_FALSE(cursor.contains("run_id")) << cursor.dump(2);
+  EXPECT_EQ(cursor["metrics_lines"], 0);
+  EXPECT_EQ(cursor["params_sent"], false);
+
+  Server server(tmp_ / "server", port);
+  ASSERT_TRUE(server.ready());
+  const SyncResult up = mlhost::sync_mlflow(dir, tracking, SyncMode::kEnded);
+  ASSERT_TRUE(up.ok) << up.error;
+  EXPECT_EQ(up.metrics_sent, 50);
+  EXPECT_EQ(up.status_sent, "FAILED");
+  EXPECT_EQ(mlhost::sync_mlflow(dir, tracking, SyncMode::kEnded).metrics_sent, 0);
+  const json run = read_back(uri, up.run_id);
+  ASSERT_TRUE(run.is_object());
+  EXPECT_EQ(run["status"], "FAILED");
+  EXPECT_EQ(run["experiment_name"], "mlhost-offline");
+  expect_same_metrics(run, dir);
+}
+
+// A server that answers with errors: the error names the URL, the HTTP status and the
+// server's own message; nothing is marked sent.
+TEST(MlflowErrors, AServerAnsweringErrorsIsNamedWithItsMessage) {
+  TempDir tmp("mlhost-mlflow-");
+  const int port = free_loopback_port_for_test();
+  Child server({"/usr/bin/env", "python3", MLH_TEST_SOURCE_DIR "/tests/host/python/failing_server.py", std::to_string(port)},
+               tmp / "server.log");
+  const std::string uri = "http://127.0.0.1:" + std::to_string(port);
+  const fs::path dir = tmp / "run";
+  start_run_folder(dir);
+  SyncResult r;
+  for (int i = 0; i < 100; ++i) {  // until the server listens
+    r = mlhost::sync_mlflow(dir, tracking_of(uri), SyncMode::kEnded);
+    if (r.error.find("cannot be reached") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find(uri + "/api/2.0/mlflow/experiments/get-by-name"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("HTTP 500"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("INTERNAL_ERROR"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("the database is locked (test server)"), std::string::npos) << r.error;
+  EXPECT_FALSE(json::parse(read_text(mlhost::mlflow_cursor_path(dir))).contains("run_id"));
+}
+
+}  // namespace
