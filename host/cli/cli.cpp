@@ -90,7 +90,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("track", po::value(&o.track)->value_name("mlflow"),
        "send the run's params, metrics, tags and artifacts to the MLflow tracking server $MLFLOW_TRACKING_URI "
        "while it trains (auth: $MLFLOW_TRACKING_TOKEN, or $MLFLOW_TRACKING_USERNAME and $MLFLOW_TRACKING_PASSWORD); "
-       "a server that is down or refuses costs the run nothing: the folder keeps the data")
+       "a server that is down or refuses costs the run nothing: the folder keeps the data; default: the settings "
+       "file's track key; --track none: no tracking")
       ("mlflow-experiment", po::value(&o.mlflow_experiment)->value_name("NAME"),
        "the MLflow experiment (made if missing); default $MLFLOW_EXPERIMENT_NAME, else $MLFLOW_EXPERIMENT_ID, "
        "else MLflow's Default")
@@ -307,14 +308,15 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   }
   if (vm.count("track")) {
     if (!running) throw CliError("--track only applies with --algorithm");
-    if (o.track != "mlflow") throw CliError("--track '" + o.track + "' is not a tracker this host knows (mlflow)");
+    if (o.track != "mlflow" && o.track != "none")
+      throw CliError("--track '" + o.track + "' is not a tracker this host knows (mlflow, or none)");
   }
   if (o.action == CliOptions::Action::kSyncTracking) {
     o.sync_tracking_dir = vm["sync-tracking"].as<std::string>();
     if (o.sync_tracking_dir.empty()) throw CliError("--sync-tracking needs a run folder");
   }
-  if (vm.count("mlflow-experiment") && o.track.empty() && o.action != CliOptions::Action::kSyncTracking)
-    throw CliError("--mlflow-experiment only applies with --track mlflow or --sync-tracking");
+  if (vm.count("mlflow-experiment") && !running && o.action != CliOptions::Action::kSyncTracking)
+    throw CliError("--mlflow-experiment only applies with --algorithm or --sync-tracking");
   if (vm.count("mlflow-experiment") && o.mlflow_experiment.empty())
     throw CliError("--mlflow-experiment needs a name");
   if (calibrating && (o.no_calibrate || vm.count("nproc-per-node")))

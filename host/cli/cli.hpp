@@ -45,7 +45,7 @@ struct CliOptions {
 
   // Experiment tracking (run/tracking): --track mlflow sends the run to MLflow's tracking
   // server ($MLFLOW_TRACKING_URI); --sync-tracking RUN_DIR sends what it has not got yet.
-  std::string track;                          // "" or "mlflow"
+  std::string track;                          // "", "mlflow" or "none" ("": the settings file's track key)
   std::string mlflow_experiment;              // --mlflow-experiment (else $MLFLOW_EXPERIMENT_NAME)
   std::filesystem::path sync_tracking_dir;    // --sync-tracking RUN_DIR
 

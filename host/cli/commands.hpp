@@ -20,8 +20,9 @@ int command_print_plan(const CliOptions& options);
 int command_calibrate(const CliOptions& options);
 int command_sync_tracking(const CliOptions& options);
 
-// --track mlflow's server and experiment, from the environment and --mlflow-experiment.
-// Throws HostError (exit 2) when MLFLOW_TRACKING_URI is missing or not an http(s) URL.
-MlflowTracking mlflow_tracking(const CliOptions& options);
+// --track mlflow's server and experiment: --mlflow-experiment, else the environment, else the
+// settings file's mlflow_experiment. Throws HostError (exit 2) when MLFLOW_TRACKING_URI is
+// missing or not an http(s) URL.
+MlflowTracking mlflow_tracking(const CliOptions& options, const std::string& settings_experiment);
 
 }  // namespace mlhost

@@ -106,7 +106,7 @@ int stopped_before_training(int sig) {
 
 int command_run(const CliOptions& options) {
   keep_stop_requests(options);
-  if (!options.track.empty()) mlflow_tracking(options);  // a missing or unusable URI stops the run before it starts
+  if (options.track == "mlflow") mlflow_tracking(options, "");  // a missing or unusable URI stops the run before it starts
   const Launch launch = launch_of(options);
   // The default folder's name holds the time, which differs between the hosts of one run.
   if (launch.distributed() && (launch.external() || launch.nnodes > 1) && options.run_dir.empty())
@@ -156,8 +156,12 @@ int command_run(const CliOptions& options) {
   // any case (the tracker's destructor does when the run throws); the server never costs the
   // run its exit status or files.
   std::unique_ptr<RunTracker> tracker;
-  if (!options.track.empty() && launch.first_rank == 0) {
-    MlflowTracking tracking = mlflow_tracking(options);
+  const std::optional<Setting> track_setting = s.settings ? s.settings->get("track", s.device.kind) : std::nullopt;
+  const std::string track = !options.track.empty() ? options.track : track_setting ? track_setting->value : "none";
+  if (track == "mlflow" && launch.first_rank == 0) {
+    const std::optional<Setting> experiment = s.settings ? s.settings->get("mlflow_experiment", s.device.kind) : std::nullopt;
+    if (options.track.empty()) spdlog::info("MLflow tracking: track = mlflow in {}", track_setting->origin);
+    MlflowTracking tracking = mlflow_tracking(options, experiment ? experiment->value : "");
     tracking.tags["algorithm"] = s.algorithm->name();
     tracking.tags["command"] = s.planned.command;
     tracking.tags["device"] = s.device.id();

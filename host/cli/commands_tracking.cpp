@@ -11,8 +11,9 @@ namespace mlhost {
 
 namespace fs = std::filesystem;
 
-MlflowTracking mlflow_tracking(const CliOptions& options) {
+MlflowTracking mlflow_tracking(const CliOptions& options, const std::string& settings_experiment) {
   MlflowTracking t = mlflow_tracking_from_env([](const char* name) { return std::getenv(name); }, options.mlflow_experiment);
+  if (t.experiment_name.empty()) t.experiment_name = settings_experiment;
   if (const std::string why = unsupported_tracking_uri(t.server.uri); !why.empty())
     throw HostError("MLflow tracking: " + why, kExitBadInput);
   return t;
@@ -22,7 +23,7 @@ int command_sync_tracking(const CliOptions& options) {
   const fs::path& dir = options.sync_tracking_dir;
   if (!fs::is_regular_file(dir / "config.json"))
     throw HostError("--sync-tracking: '" + dir.string() + "' holds no run (no config.json)", kExitBadInput);
-  const MlflowTracking tracking = mlflow_tracking(options);
+  const MlflowTracking tracking = mlflow_tracking(options, "");
   SyncResult r;
   try {
     r = sync_mlflow(dir, tracking, SyncMode::kEnded);

@@ -129,6 +129,7 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
   request.launch = launch;
   request.sharing = machine_share(launch);
 
+  s.settings = request.settings;
   WorkerPlanServices services(s.discovery);
   s.planned = plan_run(request, services);
   for (const json& warning : s.planned.plan.value("warnings", json::array())) spdlog::warn("{}", warning.get<std::string>());

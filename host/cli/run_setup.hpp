@@ -26,6 +26,7 @@ struct RunSetup {
   ProbeReport probe;
   Device device;  // the chosen one
   PlannedRun planned;
+  std::optional<HardwareSettings> settings;  // the settings file read, if any (its tracking keys)
 };
 
 // Throws HostError (exit status 2 for bad input) naming the option, file or value.

@@ -87,6 +87,12 @@ const std::map<std::string, Check>& checks() {
        }},
       {"malloc_trim_threshold", integer_at_least(0, true)},
       {"malloc_top_pad", integer_at_least(0, true)},
+      // Experiment tracking (host/run/tracking): the launcher's, not the plan's.
+      {"track", one_of({"auto", "none", "mlflow"})},
+      {"mlflow_experiment",
+       [](const std::string& v) -> std::string {
+         return v.empty() || v.size() > 500 ? "must be an MLflow experiment name (1 to 500 characters)" : "";
+       }},
       {"jemalloc_conf",
        [](const std::string& v) -> std::string {
          static const std::regex conf("^(auto|[a-z_]+:[^,: ]+(,[a-z_]+:[^,: ]+)*)$");

@@ -65,12 +65,16 @@ class Child {
   ~Child() {
     if (pid_ <= 0) return;
     ::kill(-pid_, SIGTERM);
-    for (int i = 0; i < 100; ++i) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+    // The whole group gone, every member reaped: a test process that is a child subreaper
+    // (the CLI tests) inherits the server's workers and counts those left as leaks.
+    for (int i = 0; i < 150 && ::kill(-pid_, 0) == 0; ++i) {
+      while (::waitpid(-pid_, nullptr, WNOHANG) > 0) {
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     ::kill(-pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    while (::waitpid(-pid_, nullptr, 0) > 0) {
+    }
   }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
