@@ -21,8 +21,9 @@ MlflowTracking mlflow_tracking(const CliOptions& options, const std::string& set
 
 int command_sync_tracking(const CliOptions& options) {
   const fs::path& dir = options.sync_tracking_dir;
-  if (!fs::is_regular_file(dir / "config.json"))
-    throw HostError("--sync-tracking: '" + dir.string() + "' holds no run (no config.json)", kExitBadInput);
+  for (const char* f : {"config.json", "plan.json"})
+    if (!fs::is_regular_file(dir / f))
+      throw HostError("--sync-tracking: '" + dir.string() + "' holds no run (no " + f + ")", kExitBadInput);
   const MlflowTracking tracking = mlflow_tracking(options, "");
   SyncResult r;
   try {

@@ -31,6 +31,7 @@
 #include "mlflow_server.hpp"
 #include "run/run_sink.hpp"
 #include "run/tracking/mlflow_sync.hpp"
+#include "run/tracking/tracker.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -267,6 +268,50 @@ TEST_F(MlflowTrackingTest, AServerThatIsDownGetsEverythingOnceItIsUp) {
   EXPECT_EQ(run["status"], "FAILED");
   EXPECT_EQ(run["experiment_name"], "mlhost-offline");
   expect_same_metrics(run, dir);
+}
+
+// The launcher's tracker: its thread sends the run while it goes on (RUNNING, the metrics so
+// far), and finish() closes it with summary.json's status.
+TEST_F(MlflowTrackingTest, TheLaunchersTrackerSendsWhileTheRunGoesOn) {
+  Server server(tmp_ / "server", free_loopback_port_for_test());
+  ASSERT_TRUE(server.ready());
+  const fs::path dir = tmp_ / "run";
+  mlhost::RunTracker tracker(tracking_of(server.uri()), dir, std::chrono::milliseconds(200));
+  start_run_folder(dir);  // after the tracker started, as run_workers writes it
+  {
+    mlhost::RunSink sink(dir, /*console=*/false);
+    for (int64_t step = 0; step < 20; ++step) sink.metric("train/loss", 1.0 / static_cast<double>(step + 1), step);
+  }
+  json cursor = json::object();
+  for (int i = 0; i < 600 && cursor.value("metrics_lines", 0) < 20; ++i) {  // up to a minute on a busy machine
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cursor = json::parse(read_text(mlhost::mlflow_cursor_path(dir)), nullptr, false);
+    if (cursor.is_discarded()) cursor = json::object();
+  }
+  ASSERT_EQ(cursor.value("metrics_lines", 0), 20) << cursor.dump(2);
+  const json running = read_back(server.uri(), cursor["run_id"]);
+  ASSERT_TRUE(running.is_object());
+  EXPECT_EQ(running["status"], "RUNNING");
+  EXPECT_EQ(running["metrics"]["train/loss"].size(), 20u);
+  end_run_folder(dir, "cancelled");
+  const SyncResult end = tracker.finish();
+  ASSERT_TRUE(end.ok) << end.error;
+  EXPECT_EQ(end.status_sent, "KILLED");
+  EXPECT_EQ(read_back(server.uri(), cursor["run_id"])["status"], "KILLED");
+}
+
+// A folder that the launch did not write (it refused another run's folder) is never sent.
+TEST(MlflowTracker, AFolderThisLaunchDidNotWriteIsNeverSent) {
+  TempDir tmp("mlhost-mlflow-");
+  const fs::path dir = tmp / "old";
+  start_run_folder(dir);
+  end_run_folder(dir, "completed");
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  fs::last_write_time(dir / "config.json", old);
+  mlhost::RunTracker tracker(tracking_of("http://127.0.0.1:1"), dir, std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(tracker.finish().ok);
+  EXPECT_FALSE(fs::exists(dir / "tracking"));
 }
 
 // A server that answers with errors: the error names the URL, the HTTP status and the

@@ -112,7 +112,9 @@ class Syncer {
       : dir_(run_dir), tracking_(tracking), mode_(mode), client_(tracking.server) {}
 
   SyncResult run() {
-    if (!fs::exists(dir_ / "config.json")) {
+    // run_workers writes config.json, then plan.json: a sync between the two would send the
+    // params without the plan's, and params are sent once.
+    if (!fs::exists(dir_ / "config.json") || !fs::exists(dir_ / "plan.json")) {
       result_.ok = true;  // the run has not written its folder yet: nothing to send
       return result_;
     }
