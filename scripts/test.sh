@@ -31,9 +31,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # The test folders of stage 2 (above), and the tests it leaves out though they are built: the
 # soak test kills and resumes the host's runs for two minutes, whatever LibTorch does.
 # trm_data needs no LibTorch, but its comparison with the TRM reference's ARC builder needs
-# .venv/'s numpy, which exists from this stage on (in stage 1 it skips); host holds the MLflow
-# tracking tests, which need .venv/'s mlflow server (host_mlflow_tests, label mlflow).
-pypi_areas="abi;plugins;algorithm_plugins;ppo_networks;trm_model;trm_data;cuda;runtime;host;cli;sdk;gpu"
+# .venv/'s numpy, which exists from this stage on (in stage 1 it skips); tracking holds the
+# MLflow tracking tests, which need .venv/'s mlflow server (host_mlflow_tests, label mlflow).
+pypi_areas="abi;plugins;algorithm_plugins;ppo_networks;trm_model;trm_data;cuda;runtime;tracking;cli;sdk;gpu"
 pypi_skip='^SoakTest\.'
 
 

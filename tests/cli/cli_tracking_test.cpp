@@ -12,7 +12,7 @@
 namespace mlhost::cli_test {
 namespace {
 
-const fs::path kReadRun = MLH_CLI_SOURCE_DIR "/tests/host/python/mlflow_read_run.py";
+const fs::path kReadRun = MLH_CLI_SOURCE_DIR "/tests/tracking/python/mlflow_read_run.py";
 
 fs::path mlflow_program() { return mlflow_test::mlflow_program(MLH_CLI_SOURCE_DIR); }
 

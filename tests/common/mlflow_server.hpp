@@ -1,6 +1,6 @@
 // A real MLflow tracking server for tests (`mlflow server` with a SQLite store and the
 // artifact proxy, its default, in a temporary folder), and MLflow's own Python client reading
-// a run back (tests/host/python/mlflow_read_run.py).
+// a run back (tests/tracking/python/mlflow_read_run.py).
 //
 // The mlflow program is the repository's .venv/bin/mlflow (scripts/torch-venv.sh installs it
 // with scripts/py-peers.txt), or the one MLH_TEST_MLFLOW names, e.g. from

@@ -1,5 +1,5 @@
 """Reads an MLflow run back through MLflow's own client and prints it as JSON, for
-tests/host/mlflow_tracking_test.cpp: params, tags, status, times, every metric's history
+tests/tracking/mlflow_tracking_test.cpp: params, tags, status, times, every metric's history
 (step, value, timestamp) and the artifacts' paths and sizes.
 
 Usage: mlflow_read_run.py TRACKING_URI RUN_ID

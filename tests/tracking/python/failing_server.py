@@ -1,5 +1,5 @@
 """A tiny HTTP server that answers every request with HTTP 500 and an MLflow-style JSON error,
-for tests/host/mlflow_tracking_test.cpp (a tracking server that refuses).
+for tests/tracking/mlflow_tracking_test.cpp (a tracking server that refuses).
 
 Usage: failing_server.py PORT
 """
