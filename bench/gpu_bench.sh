@@ -6,7 +6,7 @@
 # without and with checkpointing.
 #   bench/gpu_bench.sh [BUILD_DIR]        (default build-gpu, as scripts/gpu.sh builds)
 # Environment: DEVICE (cuda), ALGORITHMS ("protonet ppo trm"), PRECISIONS ("fp32 fp16 bf16"),
-# RUN_TIMEOUT (seconds for one benchmark run, 150). Runs skip the calibration
+# CHECKPOINTING ("false true": the plan's gradient_checkpointing in each run), RUN_TIMEOUT (seconds for one benchmark run, 150). Runs skip the calibration
 # (MLH_NO_CALIBRATE): the table compares precisions and checkpointing under one plan, and a
 # calibration in each of the 18 runs would only add time. Each run's time goes to stderr.
 set -euo pipefail
@@ -51,7 +51,7 @@ echo "| algorithm | precision | checkpointing | benchmark | throughput | peak Mi
 echo "|---|---|---|---|---|---|"
 for algorithm in ${ALGORITHMS:-protonet ppo trm}; do
   for precision in ${PRECISIONS:-fp32 fp16 bf16}; do
-    for ckpt in false true; do
+    for ckpt in ${CHECKPOINTING:-false true}; do
       run=$out/$algorithm-$precision-$ckpt
       start=$SECONDS
       if MLH_NO_CALIBRATE=1 timeout "${RUN_TIMEOUT:-150}" "$host" --log-level warn --algorithm "$algorithm" --benchmark --json --device "$device" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Downloads the Debian 12 packages that scripts/gpu.sh unpacks on a GPU machine that has a
 # CUDA PyTorch but no Debian development packages: Boost (DLL, filesystem, program_options),
-# spdlog with fmt, nlohmann_json, GoogleTest, stb, zlib headers, libcurl (MLflow tracking), and the Fashion-MNIST files
+# spdlog with fmt, nlohmann_json, GoogleTest, stb, zlib headers, libcurl (MLflow tracking) with the two libraries of its that a GPU image may lack (libssh2, OpenLDAP 2.5), and the Fashion-MNIST files
 # the GPU tests train ProtoNet on. Run it on Debian 12; apt-get download needs no root.
 #   bash scripts/gpu-debs.sh [FOLDER]     (default .debs, about 45 MB)
 set -euo pipefail
@@ -14,7 +14,7 @@ packages=(
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   nlohmann-json3-dev libgtest-dev libgmock-dev
   libstb-dev libstb0 zlib1g-dev
-  libcurl4-openssl-dev libcurl4
+  libcurl4-openssl-dev libcurl4 libssh2-1 libldap-2.5-0
   dataset-fashion-mnist
 )
 mkdir -p "$out"

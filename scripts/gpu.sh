@@ -8,7 +8,8 @@
 #   bash scripts/gpu.sh [DEB_FOLDER]      (default .debs)
 # Environment: PYTHON (python3), TORCH_ROOT (default: the torch package of $PYTHON),
 # BUILD_DIR (build-gpu), JOBS (all cores), GPU_ONLY=1 to skip the CPU suite (and build only
-# the test folders the GPU tests need, which saves most of the build's time).
+# the test folders the GPU tests need, which saves most of the build's time), GPU_TESTS=REGEX to
+# run only the GPU tests whose names match.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 debs=${1:-.debs}
@@ -38,10 +39,13 @@ MLH_PREFIX_PATH="$prefix/usr;$lib/cmake" BUILD_DIR=$build CMAKE_BUILD_PARALLEL_L
   -DCMAKE_MODULE_LINKER_FLAGS="-L$lib -Wl,-rpath,$lib" "${areas[@]}"
 
 export MLH_FASHION_MNIST_DIR=$prefix/usr/share/datasets/fashion-mnist
+# The binaries' run path finds the prefix's libraries, but not what those need in turn (libcurl's
+# libssh2 and OpenLDAP, which a GPU image may lack): RUNPATH does not reach indirect ones.
+export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 status=0
 if [[ "${GPU_ONLY:-0}" != 1 ]]; then
   ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 -LE gpu || status=$?
 fi
 # One at a time: they share the GPU and measure its memory.
-ctest --test-dir "$build" --output-on-failure -L gpu --timeout 900 || status=$?
+ctest --test-dir "$build" --output-on-failure -L gpu --timeout 900 ${GPU_TESTS:+-R "$GPU_TESTS"} || status=$?
 exit $status

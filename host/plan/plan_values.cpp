@@ -321,10 +321,15 @@ void Decisions::memory_limit() {
   } else {
     plan_.set(PlanField::kMemoryFraction, *fraction, source);
     // Under a memory cap, PyTorch's CUDA allocator should give cached blocks back before it
-    // reaches the cap rather than fail: its garbage_collection_threshold does that.
+    // reaches the cap rather than fail: its garbage_collection_threshold does that. And a
+    // large freed block must not be split for small requests: on an H100 under a 5% cap, a
+    // 64 MiB allocation took a piece of a step's freed 2.97 GiB block, the segment could not be
+    // given back, and the next step's 2.97 GiB found 2.94 GiB reserved but unusable: out of
+    // memory at a batch the finder had measured to fit. max_split_size_mb keeps blocks from
+    // 256 MiB up whole.
     if (cuda_like)
-      plan_.set(PlanField::kMemory, {{"garbage_collection_threshold", 0.8}},
-                from(SourceKind::kDefault, "default: reclaim cached memory under memory_fraction"));
+      plan_.set(PlanField::kMemory, {{"garbage_collection_threshold", 0.8}, {"max_split_size_mb", 256}},
+                from(SourceKind::kDefault, "default: under memory_fraction, reclaim cached memory and keep large blocks whole"));
   }
   // The cap in bytes where the fraction is of the device's memory: the CPU's tensor-memory cap,
   // CUDA's caching allocator. (MPS's high watermark is a share of Metal's recommended working

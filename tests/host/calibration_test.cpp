@@ -105,6 +105,16 @@ TEST(Calibration, UntrustworthyResultsAreRejectedNamingTheField) {
   bad = good;
   bad["chosen"] = s("jemalloc", 2, "bf16").to_json();  // measured faster, but its check failed
   EXPECT_NE(error(bad).find("chosen.precision"), std::string::npos);
+  // Measured in bf16 without varying the precision (a GPU, where the plan picks bf16): the
+  // cache entry is good, and reads back as it was written.
+  json gpu = good;
+  gpu["varied"] = json::array({"allocator"});
+  gpu["precision_check"] = nullptr;
+  gpu["measurements"] = json::array({{{"settings", s("glibc", 2, "bf16").to_json()}, {"throughput", 200}},
+                                     {{"settings", s("jemalloc", 2, "bf16").to_json()}, {"throughput", 210}}});
+  gpu["chosen"] = s("jemalloc", 2, "bf16").to_json();
+  EXPECT_EQ(error(gpu), "");
+  EXPECT_EQ(CalibrationResult::from_json(gpu, "x").to_json(), gpu);
   bad = good;
   bad["measurements"][1]["throughput"] = -3;
   EXPECT_NE(error(bad).find("measurements[1].throughput"), std::string::npos);

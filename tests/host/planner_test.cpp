@@ -127,6 +127,7 @@ TEST_F(PlanTest, CommandLineBeatsSettingsBeatsRules) {
   EXPECT_EQ(p["gradient_checkpointing"], true);
   EXPECT_EQ(p["memory_fraction"], 0.5);
   EXPECT_EQ(p["memory"]["garbage_collection_threshold"], 0.8) << "the CUDA allocator reclaims under a cap";
+  EXPECT_EQ(p["memory"]["max_split_size_mb"], 256) << "and keeps large blocks whole";
   EXPECT_EQ(p["threads"]["intra_op"], 3);
   EXPECT_EQ(p["preset"], "full") << "the rule still fills what the file leaves";
 

@@ -158,7 +158,10 @@ CalibrationResult CalibrationResult::from_json(const json& j, const std::string&
   if (!c.throughput_of(c.chosen)) r.fail("chosen", "settings that were measured");
   c.precision_check = r.at("precision_check");
   if (!c.precision_check.is_null() && !c.precision_check.is_object()) r.fail("precision_check", "an object or null");
-  if (c.chosen.precision != "fp32" &&
+  // Only a precision the calibration chose needs its quality check. Where it did not vary the
+  // precision (a GPU: the plan's rule picks bf16 there), chosen.precision is the plan's, which
+  // the plan does not take from the cache; rejecting it made every GPU run calibrate again.
+  if (c.varies("precision") && c.chosen.precision != "fp32" &&
       !(c.precision_check.is_object() && c.precision_check.value("passed", false) == true &&
         c.precision_check.value("precision", "") == c.chosen.precision))
     r.fail("chosen.precision", "fp32 unless a passed precision_check of that precision");
