@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
       case CliOptions::Action::kListPlugins: return command_list_plugins(options);
       case CliOptions::Action::kDescribe: return command_describe(options);
       case CliOptions::Action::kRun: return command_run(options);
+      case CliOptions::Action::kSweep: return command_sweep(options);
       case CliOptions::Action::kPrintPlan: return command_print_plan(options);
       case CliOptions::Action::kCalibrate: return command_calibrate(options);
       case CliOptions::Action::kSyncTracking: return command_sync_tracking(options);

@@ -27,7 +27,9 @@ const char* kUsage =
     "  host --calibrate [--algorithm NAME]      measure the plan's allocator, threads and precision here\n"
     "  host --algorithm NAME --nproc-per-node N [--nnodes M --node-rank R --master-addr A]  data-parallel ranks\n"
     "  host --algorithm NAME --track mlflow     also send the run to $MLFLOW_TRACKING_URI (MLflow)\n"
-    "  host --sync-tracking RUN_DIR             send a run folder's data the tracking server has not got yet\n";
+    "  host --sync-tracking RUN_DIR             send a run folder's data the tracking server has not got yet\n"
+    "  host --algorithm NAME --sweep KEY=V1,V2 [--seeds N] [--run-dir DIR] [--resume]  a grid of runs (or\n"
+    "                                           --sweep KEY=loguniform(A,B) --sweep-random N), with a summary table\n";
 
 }  // namespace
 
@@ -98,6 +100,20 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("sync-tracking", po::value<std::string>()->value_name("RUN_DIR"),
        "send the run folder's params, metrics, artifacts and end status that the tracking server has not got "
        "yet (after a run whose server was down, or a run without --track)");
+  po::options_description sweeps("Sweeps and seeds (README \"Sweeps and seeds\")");
+  std::string sweep_parallel;
+  sweeps.add_options()
+      ("sweep", po::value<std::vector<std::string>>()->composing()->value_name("KEY=VALUES"),
+       "run a trial for each value (repeatable: a grid over every combination): lr=0.1,0.01; with --sweep-random "
+       "also a distribution: lr=loguniform(1e-4,1e-1), dropout=uniform(0,0.5), width=randint(32,256); each trial "
+       "is a run folder inside --run-dir")
+      ("sweep-random", po::value(&o.sweep_random)->value_name("N"),
+       "N trials drawn at random from the --sweep values and distributions instead of the grid")
+      ("seeds", po::value(&o.seeds)->value_name("N"),
+       "run every configuration with the seeds 1 to N (or a list: 0,7,42) and give each metric's mean and 95% "
+       "interval over them")
+      ("sweep-parallel", po::value(&sweep_parallel)->value_name("N"),
+       "trials at once: auto (default: one per GPU of the chosen kind, one on a CPU, whose run takes every core) or N");
   std::string precision, allocator, batch_size, max_steps;
   po::options_description planning("Planning (docs/plan.md)");
   planning.add_options()
@@ -142,7 +158,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "when a worker this host started crashes, is killed or fails, stop the others and start them all again "
        "from the last checkpoint, up to N times (give every machine the same N)");
   po::options_description all;
-  all.add(general).add(plugins).add(run).add(tracking).add(planning).add(distributed);
+  all.add(general).add(plugins).add(run).add(tracking).add(sweeps).add(planning).add(distributed);
 
   std::ostringstream help;
   help << kUsage << "\n" << all;
@@ -281,7 +297,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   if (vm.count("describe")) actions.push_back({CliOptions::Action::kDescribe, "--describe"});
   const bool calibrate = vm.count("calibrate") > 0;
   if (calibrate) actions.push_back({CliOptions::Action::kCalibrate, "--calibrate"});
-  if (vm.count("algorithm") && !o.print_plan && !calibrate) actions.push_back({CliOptions::Action::kRun, "--algorithm"});
+  const bool sweeping = vm.count("sweep") || vm.count("seeds");
+  if (vm.count("algorithm") && !o.print_plan && !calibrate)
+    actions.push_back({sweeping ? CliOptions::Action::kSweep : CliOptions::Action::kRun, "--algorithm"});
   if (o.print_plan) actions.push_back({CliOptions::Action::kPrintPlan, "--print-plan"});
   if (vm.count("sync-tracking")) actions.push_back({CliOptions::Action::kSyncTracking, "--sync-tracking"});
   if (actions.size() > 1 && actions[0].first != CliOptions::Action::kHelp)
@@ -293,7 +311,29 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   }
   o.action = actions[0].first;
 
-  const bool running = o.action == CliOptions::Action::kRun;
+  const bool running = o.action == CliOptions::Action::kRun || o.action == CliOptions::Action::kSweep;
+  if (o.action == CliOptions::Action::kSweep) {
+    if (vm.count("sweep")) o.sweep = vm["sweep"].as<std::vector<std::string>>();
+    for (const char* opt : {"benchmark", "nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port", "max-restarts"})
+      if (vm.count(opt) && !vm[opt].defaulted()) throw CliError(std::string("--") + opt + " cannot be combined with a sweep (--sweep, --seeds): "
+                                        "a sweep's trials are single-process runs");
+    if (!o.command.empty()) throw CliError("--command cannot be combined with a sweep: a sweep's trials train");
+    if (vm.count("sweep-random") && o.sweep_random < 1)
+      throw CliError("--sweep-random must be at least 1, got " + std::to_string(o.sweep_random));
+  } else {
+    for (const char* opt : {"sweep", "seeds"})
+      if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm (a sweep of training runs)");
+    for (const char* opt : {"sweep-random", "sweep-parallel"})
+      if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm and --sweep or --seeds");
+  }
+  if (vm.count("sweep-parallel") && sweep_parallel != "auto") {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(sweep_parallel.c_str(), &end, 10);
+    if (sweep_parallel.empty() || *end != '\0' || errno != 0 || n < 1 || n > 1024)
+      throw CliError("--sweep-parallel must be auto or a whole number from 1 to 1024, got '" + sweep_parallel + "'");
+    o.sweep_parallel = static_cast<int>(n);
+  }
   const bool calibrating = o.action == CliOptions::Action::kCalibrate;
   const bool planning_action = running || calibrating || o.action == CliOptions::Action::kPrintPlan;
   if (!running) {

@@ -19,7 +19,7 @@ class CliError : public std::runtime_error {
 };
 
 struct CliOptions {
-  enum class Action { kHelp, kVersion, kProbe, kListPlugins, kDescribe, kRun, kPrintPlan, kCalibrate, kSyncTracking };
+  enum class Action { kHelp, kVersion, kProbe, kListPlugins, kDescribe, kRun, kSweep, kPrintPlan, kCalibrate, kSyncTracking };
   Action action = Action::kHelp;
 
   bool json = false;
@@ -63,6 +63,13 @@ struct CliOptions {
   std::optional<int64_t> max_steps;          // --max-steps N: end the run after N optimizer steps
   std::optional<std::string> init_from;      // --init-from PATH: the model's first weights (absolute)
   std::vector<std::string> freeze;           // --freeze NAME[,NAME...]: parameters not trained
+
+  // Sweeps (host/sweep; README "Sweeps and seeds"): --algorithm with --sweep or --seeds runs
+  // trials, each an ordinary run in a folder of its own inside --run-dir.
+  std::vector<std::string> sweep;  // --sweep KEY=VALUES, in order
+  int sweep_random = 0;            // --sweep-random N: N random draws; 0: the grid
+  std::string seeds;               // --seeds N or a list; empty: the config's seed
+  int sweep_parallel = 0;          // --sweep-parallel N; 0: auto (one per GPU, one on a CPU)
 
   // Distributed (docs: README "Distributed training"); 0 / empty: not given.
   int nproc_per_node = 0;     // --nproc-per-node

@@ -16,6 +16,7 @@ int command_probe(const CliOptions& options);
 int command_list_plugins(const CliOptions& options);
 int command_describe(const CliOptions& options);
 int command_run(const CliOptions& options);
+int command_sweep(const CliOptions& options);
 int command_print_plan(const CliOptions& options);
 int command_calibrate(const CliOptions& options);
 int command_sync_tracking(const CliOptions& options);

@@ -281,6 +281,11 @@ volatile sig_atomic_t g_worker_count = 0;
 
 void on_host_group_signal(int sig) {
   record_stop_signal(sig);
+  // Only a repeated interactive stop (Ctrl-C, SIGHUP) kills the workers before they save. A
+  // preemption signal can reach this host twice for one stop (SLURM signals every process of
+  // a job step, and a sweep passes its stop on to the trial it runs), and a preempted run
+  // must get to write its checkpoint; the scheduler's own SIGKILL ends it otherwise.
+  if (is_preemption(sig) && g_host_signals > 0) return;
   ++g_host_signals;
   for (int i = 0; i < g_worker_count; ++i)
     if (g_worker_pids[i] > 0) ::kill(g_worker_pids[i], g_host_signals == 1 ? SIGINT : SIGKILL);
