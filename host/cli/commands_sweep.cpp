@@ -2,9 +2,12 @@
 // folder of its own inside the sweep folder, run by command_run() in a child process of this
 // host (sweep/trial_pool.hpp); the sweep folder keeps the spec (sweep.json), the trials' logs
 // (logs/), and the results (trials.csv, summary.csv), rewritten as each trial ends.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -13,6 +16,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/launch_options.hpp"
+#include "cli/run_setup.hpp"
 #include "common/stop_request.hpp"
 #include "plan/algorithm_config.hpp"
 #include "plugins/plugin_calls.hpp"
@@ -106,38 +111,6 @@ SweepRecord sweep_record(const CliOptions& options, const AlgorithmInfo& algorit
   return *saved;
 }
 
-// Trials at once: --sweep-parallel N, else one per GPU of the chosen kind (each trial then runs
-// on its own), else one: a CPU run's plan takes every core.
-struct Parallelism {
-  int trials = 1;
-  std::vector<std::string> devices;  // per slot, "cuda:1"; empty: each trial picks as the command line says
-  std::string why;
-};
-
-Parallelism parallelism(const CliOptions& options, const Discovery& discovery, const AlgorithmInfo& algorithm) {
-  const ProbeReport probe = probe_and_rank(discovery, {algorithm.manifest}, options.device, options.no_gpu,
-                                           std::chrono::milliseconds(options.probe_timeout_ms));
-  const Device* chosen = probe.ranking.chosen_device();
-  if (!chosen) throw HostError("no device to run on: " + probe.ranking.error + " (see 'host --probe')");
-  Parallelism p;
-  if (chosen->is_gpu() && options.device.index < 0) {
-    for (const RankedDevice& r : probe.ranking.devices)
-      if (r.position > 0 && r.device.kind == chosen->kind && r.device.available) p.devices.push_back(r.device.id());
-  }
-  if (options.sweep_parallel > 0) {
-    p.trials = options.sweep_parallel;
-    p.why = "--sweep-parallel";
-    if (p.devices.size() < 2) p.devices.clear();
-  } else if (p.devices.size() > 1) {
-    p.trials = static_cast<int>(p.devices.size());
-    p.why = "one per " + chosen->kind + " device";
-  } else {
-    p.devices.clear();
-    p.why = chosen->is_gpu() ? "one " + chosen->kind + " device" : "a run on " + chosen->id() + " takes every core";
-  }
-  return p;
-}
-
 // The trial's own run: this command line's options, the trial's values after its --set, its
 // folder, continued where it holds a run (a trial a stopped sweep left half done).
 CliOptions trial_options(const CliOptions& options, const SweepRecord& record, const SweepTrial& trial,
@@ -155,6 +128,63 @@ CliOptions trial_options(const CliOptions& options, const SweepRecord& record, c
   o.resume_auto = true;
   if (!device.empty()) o.device = DeviceRequest::parse(device);
   return o;
+}
+
+// Trials at once: --sweep-parallel N, else one per GPU of the chosen kind (each trial then runs
+// on its own), else on a CPU as many as the cores hold at the threads the plan gives a trial
+// (one, unless the settings file gives a run fewer threads than the machine has).
+struct Parallelism {
+  int trials = 1;
+  std::vector<std::string> devices;  // per slot, "cuda:1"; empty: each trial picks as the command line says
+  std::string why;
+};
+
+// The threads the plan gives the first trial, from what is cached (no calibration, no batch
+// search: the trial does those when it runs).
+int planned_cpu_threads(const CliOptions& trial) {
+  MeasurementPolicy measurement =
+      measurement_policy(trial, MeasurementPolicy::Calibrate::kCachedOnly, "the sweep only reads the plan's threads");
+  measurement.may_search_batch = false;
+  Launch launch;
+  try {
+    launch = resolve_launch(trial, [](const char* name) { return std::getenv(name); });
+  } catch (const CliError& e) {
+    throw bad_input(e.what());
+  }
+  const RunSetup setup = setup_run(trial, launch, measurement);
+  const json& threads = setup.planned.plan["threads"]["intra_op"];
+  return threads.is_number_integer() && threads.get<int>() > 0 ? threads.get<int>() : 0;
+}
+
+Parallelism parallelism(const CliOptions& options, const Discovery& discovery, const AlgorithmInfo& algorithm,
+                        const CliOptions& first_trial) {
+  const ProbeReport probe = probe_and_rank(discovery, {algorithm.manifest}, options.device, options.no_gpu,
+                                           std::chrono::milliseconds(options.probe_timeout_ms));
+  const Device* chosen = probe.ranking.chosen_device();
+  if (!chosen) throw HostError("no device to run on: " + probe.ranking.error + " (see 'host --probe')");
+  Parallelism p;
+  if (chosen->is_gpu() && options.device.index < 0) {
+    for (const RankedDevice& r : probe.ranking.devices)
+      if (r.position > 0 && r.device.kind == chosen->kind && r.device.available) p.devices.push_back(r.device.id());
+  }
+  if (options.sweep_parallel > 0) {
+    p.trials = options.sweep_parallel;
+    p.why = "--sweep-parallel";
+    if (p.devices.size() < 2) p.devices.clear();
+  } else if (p.devices.size() > 1) {
+    p.trials = static_cast<int>(p.devices.size());
+    p.why = "one per " + chosen->kind + " device";
+  } else if (chosen->is_gpu()) {
+    p.devices.clear();
+    p.why = "one " + chosen->kind + " device";
+  } else {
+    const int cores = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+    const int threads = planned_cpu_threads(first_trial);
+    p.trials = threads > 0 ? std::max(1, cores / threads) : 1;
+    p.why = "the plan gives a trial " + (threads > 0 ? std::to_string(threads) : std::string("every")) + " of " +
+            std::to_string(cores) + " cores";
+  }
+  return p;
 }
 
 // A child's log is a file: plain lines, no colour codes.
@@ -191,7 +221,9 @@ int command_sweep(const CliOptions& options) {
   const fs::path dir = options.run_dir.empty() ? default_run_dir(algorithm.name() + "-sweep") : options.run_dir;
   const SweepRecord record = sweep_record(options, algorithm, dir);
   check_trial_configs(algorithm, record);
-  const Parallelism parallel = parallelism(options, discovery, algorithm);
+  CliOptions first_trial = trial_options(options, record, record.trials.front(), dir, "");
+  first_trial.resume_auto = false;  // planned as a new run, whatever its folder holds
+  const Parallelism parallel = parallelism(options, discovery, algorithm, first_trial);
   if (options.track == "mlflow") mlflow_tracking(options, "");  // as a run: a missing URI stops it before it starts
 
   try {

@@ -113,6 +113,8 @@ TEST_F(SweepTest, AGridTimesSeedsRunsEveryTrialAndSummarizesOverTheSeeds) {
   EXPECT_TRUE(contains(r.out, "2/2")) << r.out;
   EXPECT_TRUE(contains(r.out, " ± ")) << r.out;
   EXPECT_TRUE(contains(r.err, "4 trials (2 configurations x 2 seeds)")) << r.err;
+  // The settings file gives a run one thread: as many trials at once as there are cores.
+  EXPECT_TRUE(contains(r.err, "(the plan gives a trial 1 of ")) << r.err;
   EXPECT_TRUE(contains(r.err, "1/4 done, ETA ")) << r.err;
   EXPECT_TRUE(contains(r.err, "4/4 done")) << r.err;
   EXPECT_TRUE(fs::is_regular_file(sweep_dir() / "logs" / "trial-004.log"));
@@ -138,7 +140,8 @@ TEST_F(SweepTest, RandomDrawsStayInTheirRangesAndTwoRunAtOnce) {
 }
 
 TEST_F(SweepTest, AStoppedSweepResumesWhereItStopped) {
-  const std::vector<std::string> spec{"--sweep", "lr=0.01,0.02,0.03", "--set", "steps=4000", "--set", "checkpoint_every=500"};
+  const std::vector<std::string> spec{"--sweep", "lr=0.01,0.02,0.03", "--sweep-parallel", "1", "--set", "steps=4000",
+                                      "--set", "checkpoint_every=500"};
   std::vector<std::string> argv{host_path().string()};
   for (const auto& a : args(spec)) argv.push_back(a);
   RunOptions o;
