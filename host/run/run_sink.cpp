@@ -9,19 +9,14 @@
 #include <mlh/mlh_abi.h>
 #include <spdlog/spdlog.h>
 
+#include "common/csv.hpp"
+
 namespace mlhost {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 double wall_time() {
   struct timespec ts {};

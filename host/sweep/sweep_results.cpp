@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/csv.hpp"
 #include "common/files.hpp"
 
 namespace mlhost {
@@ -32,14 +33,6 @@ std::string number(double v) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.6g", v);
   return buffer;
-}
-
-// RFC 4180: quoted when it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 std::string csv_line(const std::vector<std::string>& fields) {
