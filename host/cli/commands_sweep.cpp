@@ -196,14 +196,11 @@ void log_to_plain_stderr(const std::string& level) {
 }
 
 std::string metric_brief(const TrialOutcome& o) {
-  for (const char* prefix : {"test/", "eval/", "val/", "charts/avg_return", "train/"})
-    for (const auto& [name, value] : o.metrics)
-      if (name.rfind(prefix, 0) == 0) {
-        char buffer[64];
-        std::snprintf(buffer, sizeof buffer, "%.4g", value);
-        return ", " + name + " " + buffer;
-      }
-  return "";
+  const auto metric = headline_metric(o);
+  if (!metric) return "";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.4g", metric->second);
+  return ", " + metric->first + " " + buffer;
 }
 
 std::vector<std::string> swept_keys(const SweepRecord& record) {

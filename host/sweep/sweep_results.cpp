@@ -66,6 +66,13 @@ int metric_rank(const std::string& name) {
 
 }  // namespace
 
+std::optional<std::pair<std::string, double>> headline_metric(const TrialOutcome& outcome) {
+  std::optional<std::pair<std::string, double>> best;
+  for (const auto& [name, value] : outcome.metrics)  // by name: the first of each rank wins
+    if (metric_rank(name) < 3 && (!best || metric_rank(name) < metric_rank(best->first))) best = {name, value};
+  return best;
+}
+
 TrialOutcome read_trial_outcome(const fs::path& sweep_dir, const SweepTrial& trial) {
   TrialOutcome o;
   o.trial = trial;

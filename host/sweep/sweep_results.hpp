@@ -47,6 +47,11 @@ std::vector<ConfigurationSummary> summarize(const std::vector<TrialOutcome>& out
 void write_sweep_csv(const std::filesystem::path& sweep_dir, const std::vector<std::string>& keys,
                      const std::vector<TrialOutcome>& outcomes);
 
+// The metric a progress line shows for a trial: the first, by name, of its evaluation and
+// validation metrics, else of its training ones (charts/, train/), else of the rest; none for
+// throughput alone.
+std::optional<std::pair<std::string, double>> headline_metric(const TrialOutcome& outcome);
+
 // The printed table: a row per configuration, the seeds that completed, and up to
 // `max_metrics` metrics as "mean ± half width" (evaluation and validation metrics first).
 std::string sweep_table_text(const std::vector<std::string>& keys, const std::vector<TrialOutcome>& outcomes,
