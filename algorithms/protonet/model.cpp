@@ -7,6 +7,8 @@
 #include <mlh/runtime/grad_checkpoint.hpp>
 #include <mlh/runtime/parameters.hpp>
 
+#include "fused_block.hpp"
+
 namespace protonet {
 
 Conv4Impl::Conv4Impl(int64_t in_channels, int64_t width) : width_(width) {
@@ -27,9 +29,13 @@ at::Tensor Conv4Impl::block(size_t i, const at::Tensor& x, bool recompute) {
   const bool training = is_training();
   const double momentum = bn->options.momentum().value_or(0.1);
   if (training && !recompute) bn->num_batches_tracked.add_(1);
+  const double block_momentum = recompute ? 0.0 : momentum;
+  if (training && fused_cpu_block_ && fused_block_applies(y))
+    return batch_norm_relu_pool(y, bn->weight, bn->bias, bn->running_mean, bn->running_var, block_momentum,
+                                bn->options.eps());
   // As BatchNorm2d's forward, with momentum 0 on a recomputation (see model.hpp).
   y = at::batch_norm(y, bn->weight, bn->bias, bn->running_mean, bn->running_var, training,
-                     recompute ? 0.0 : momentum, bn->options.eps(), /*cudnn_enabled=*/true);
+                     block_momentum, bn->options.eps(), /*cudnn_enabled=*/true);
   return at::max_pool2d(at::relu(y), {2, 2});
 }
 

@@ -31,6 +31,9 @@ class Conv4Impl : public torch::nn::Module {
   // Embedding size for an input of this height and width.
   int64_t embedding_dim(int64_t height, int64_t width) const;
   int64_t parameter_count() const;
+  // Training on the CPU in fp32 fuses each block's batch norm, ReLU and pooling
+  // (fused_block.hpp); off, ATen's three ops run (the benchmark compares the two).
+  void set_fused_cpu_block(bool on) { fused_cpu_block_ = on; }
   // Floating-point operations of one training image through the convolutions (forward, and
   // backward for the weights and the inputs, less the first layer's input gradient that
   // nothing needs); batch norm, ReLU and pooling are left out, as model FLOP counts do.
@@ -42,6 +45,7 @@ class Conv4Impl : public torch::nn::Module {
   std::vector<torch::nn::Conv2d> convs_;
   std::vector<torch::nn::BatchNorm2d> norms_;
   int64_t width_;
+  bool fused_cpu_block_ = true;
 };
 TORCH_MODULE(Conv4);
 

@@ -316,16 +316,17 @@ TEST(ProtonetBenchmark, ReportsEpisodeAndEmbeddingThroughput) {
   EXPECT_EQ(summary["benchmarks"][3]["unit"], "images");
   for (const auto& b : summary["benchmarks"]) EXPECT_GT(b["throughput"].get<double>(), 0);
   // Each training shape as convolution GFLOP/s against the matmul measured in the same run.
-  ASSERT_EQ(summary["notes"].size(), 5u) << summary.dump(2);
+  ASSERT_EQ(summary["notes"].size(), 6u) << summary.dump(2);
   for (int i = 0; i < 2; ++i)
     EXPECT_NE(summary["notes"][i].get<std::string>().find("% of the 1024x1024 fp32 matmul's"), std::string::npos)
         << summary["notes"][i];
-  // The convolution paths tried against the same matmul: the plan's, the other layout, and
-  // oneDNN switched off.
+  // The convolution paths tried against the same matmul: the plan's, the other layout,
+  // oneDNN switched off, and the blocks' batch norm, ReLU and pooling unfused.
   const json& variants = summary["convolution_variants"];
-  ASSERT_EQ(variants.size(), 3u) << variants.dump();
+  ASSERT_EQ(variants.size(), 4u) << variants.dump();
   EXPECT_TRUE(variants.contains("channels-last")) << variants.dump();
   EXPECT_TRUE(variants.contains("oneDNN off (ATen im2col + GEMM)")) << variants.dump();
+  EXPECT_TRUE(variants.contains("batch norm, ReLU and pooling unfused (ATen's ops)")) << variants.dump();
   for (const auto& [name, v] : variants.items()) {
     EXPECT_GT(v["episodes_per_s"].get<double>(), 0) << name;
     EXPECT_GT(v["gemm_share"].get<double>(), 0) << name;

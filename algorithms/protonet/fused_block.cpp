@@ -1,0 +1,304 @@
+#include "fused_block.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+namespace protonet {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// A pooled value's winner: 0-3 for the window's top-left, top-right, bottom-left and
+// bottom-right input; kCut where ReLU made the output 0 (no gradient flows back).
+constexpr uint8_t kCut = 4;
+
+struct Shape {
+  int64_t n, c, h, w;
+  int64_t plane() const { return h * w; }
+  int64_t ho() const { return h / 2; }
+  int64_t wo() const { return w / 2; }
+  int64_t pooled() const { return ho() * wo(); }
+  // Offset of image n's channel c in an N x C x rows x cols tensor of planes of `size`.
+  int64_t at(int64_t image, int64_t channel, int64_t size) const { return (image * c + channel) * size; }
+};
+
+// Where winner k of pooled value (i, j) lies in its input plane.
+int64_t winner_offset(const Shape& s, int64_t i, int64_t j, uint8_t k) {
+  return (2 * i + k / 2) * s.w + 2 * j + k % 2;
+}
+
+// Eight running sums in double, so the compiler can keep them in vector registers (a single
+// accumulator is a dependency chain it may not reorder) and a plane's mean keeps the digits
+// that a large mean against a small spread needs.
+double plane_sum(const float* p, int64_t n) {
+  double acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += p[i + k];
+  double sum = 0;
+  for (; i < n; ++i) sum += p[i];
+  for (double a : acc) sum += a;
+  return sum;
+}
+
+double plane_squared_deviation(const float* p, int64_t n, double mean) {
+  double acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) {
+      const double d = p[i + k] - mean;
+      acc[k] += d * d;
+    }
+  double sum = 0;
+  for (; i < n; ++i) sum += (p[i] - mean) * (p[i] - mean);
+  for (double a : acc) sum += a;
+  return sum;
+}
+
+// Mean and biased variance of channel c over all images. Each plane (a few KB, in L1) gets
+// its own mean and squared deviation; the planes combine pairwise (Chan et al.), so a large
+// mean does not cancel the variance away as sum(x^2) - sum(x)^2 would.
+void channel_moments(const float* x, const Shape& s, int64_t c, double& mean, double& variance) {
+  double count = 0, m = 0, m2 = 0;
+  const double size = static_cast<double>(s.plane());
+  for (int64_t n = 0; n < s.n; ++n) {
+    const float* p = x + s.at(n, c, s.plane());
+    const double plane_mean = plane_sum(p, s.plane()) / size;
+    const double squared = plane_squared_deviation(p, s.plane(), plane_mean);
+    const double delta = plane_mean - m, total = count + size;
+    m += delta * size / total;
+    m2 += squared + delta * delta * count * size / total;
+    count = total;
+  }
+  mean = m;
+  variance = m2 / count;
+}
+
+// out = max over each 2x2 window of relu((x - mean) * scale + shift), and which input won.
+// Ties go to the first in the window's row-major order, as in ATen's max_pool2d; the values
+// compared are the fp32 batch-norm outputs ATen would compare. The mean comes off in double
+// before the scale: folded into the shift it would cancel digits away where the mean is large
+// against the spread. The window's choice is made with selects, not branches: on real
+// activations which input wins is a coin toss the branch predictor loses. (A NaN or infinite
+// input makes the channel's statistics NaN, and the caller then fills the channel with NaN,
+// as ATen's ops would: the comparisons here never see one.)
+void normalize_relu_pool(const float* x, float* out, uint8_t* winners, const Shape& s, int64_t c, double mean,
+                         double scale, double shift, std::vector<float>& rows) {
+  rows.resize(static_cast<size_t>(2 * s.w));
+  float* top = rows.data();
+  float* bottom = top + s.w;
+  const int64_t used = 2 * s.wo();  // a last odd column is never pooled
+  for (int64_t n = 0; n < s.n; ++n) {
+    const float* p = x + s.at(n, c, s.plane());
+    float* o = out + s.at(n, c, s.pooled());
+    uint8_t* won = winners + s.at(n, c, s.pooled());
+    for (int64_t i = 0; i < s.ho(); ++i) {
+      const float* in_top = p + 2 * i * s.w;
+      const float* in_bottom = in_top + s.w;
+      for (int64_t j = 0; j < used; ++j) {
+        top[j] = static_cast<float>((in_top[j] - mean) * scale + shift);
+        bottom[j] = static_cast<float>((in_bottom[j] - mean) * scale + shift);
+      }
+      for (int64_t j = 0; j < s.wo(); ++j) {
+        const float v[4] = {top[2 * j], top[2 * j + 1], bottom[2 * j], bottom[2 * j + 1]};
+        float best = v[0];
+        uint8_t k = 0;
+        for (uint8_t q = 1; q < 4; ++q) {
+          const bool take = v[q] > best;
+          best = take ? v[q] : best;
+          k = take ? q : k;
+        }
+        const bool cut = !(best > 0.0f);  // ReLU: 0, and no gradient
+        o[i * s.wo() + j] = cut ? 0.0f : best;
+        won[i * s.wo() + j] = cut ? kCut : k;
+      }
+    }
+  }
+}
+
+// Sets channel c of an N x C x H/2 x W/2 tensor to `value`.
+template <class T>
+void fill_pooled_channel(T* pooled, const Shape& s, int64_t c, T value) {
+  for (int64_t n = 0; n < s.n; ++n) std::fill_n(pooled + s.at(n, c, s.pooled()), s.pooled(), value);
+}
+
+struct ChannelGradients {
+  double weight = 0, bias = 0;
+};
+
+// The gradient reaching the batch norm's output is the pooled gradient at each window's
+// winner and 0 elsewhere, so batch norm's two reductions, sum(g) (the bias gradient) and
+// sum(g * x_hat) (the weight gradient), need only the winners.
+ChannelGradients winner_sums(const float* x, const float* grad, const uint8_t* winners, const Shape& s, int64_t c,
+                             double mean, double invstd) {
+  ChannelGradients sums;
+  for (int64_t n = 0; n < s.n; ++n) {
+    const float* p = x + s.at(n, c, s.plane());
+    const float* g = grad + s.at(n, c, s.pooled());
+    const uint8_t* won = winners + s.at(n, c, s.pooled());
+    for (int64_t i = 0; i < s.ho(); ++i)
+      for (int64_t j = 0; j < s.wo(); ++j) {
+        const uint8_t k = won[i * s.wo() + j];
+        if (k == kCut) continue;
+        const double gv = g[i * s.wo() + j];
+        sums.bias += gv;
+        sums.weight += gv * (p[winner_offset(s, i, j, k)] - mean) * invstd;
+      }
+  }
+  return sums;
+}
+
+// Batch norm's input gradient, gamma * invstd * (g - sum(g) / M - x_hat * sum(g x_hat) / M)
+// over the channel's M inputs: an affine function of x - mean everywhere, plus
+// gamma * invstd * g at the winners.
+void input_gradient(const float* x, const float* grad, const uint8_t* winners, float* dx, const Shape& s, int64_t c,
+                    double mean, double invstd, double gamma, const ChannelGradients& sums) {
+  const double count = static_cast<double>(s.n * s.plane());
+  const double slope = -gamma * invstd * invstd * sums.weight / count;
+  const double offset = -gamma * invstd * sums.bias / count;
+  const float winner_scale = static_cast<float>(gamma * invstd);
+  for (int64_t n = 0; n < s.n; ++n) {
+    const float* p = x + s.at(n, c, s.plane());
+    float* d = dx + s.at(n, c, s.plane());
+    for (int64_t i = 0; i < s.plane(); ++i) d[i] = static_cast<float>(slope * (p[i] - mean) + offset);
+    const float* g = grad + s.at(n, c, s.pooled());
+    const uint8_t* won = winners + s.at(n, c, s.pooled());
+    for (int64_t i = 0; i < s.ho(); ++i)
+      for (int64_t j = 0; j < s.wo(); ++j) {
+        const uint8_t k = won[i * s.wo() + j];
+        if (k != kCut) d[winner_offset(s, i, j, k)] += winner_scale * g[i * s.wo() + j];
+      }
+  }
+}
+
+// Runs body(begin, end) over [0, n) split among the plan's intra-op threads (the calling
+// thread takes the first share). Not at::parallel_for: its OpenMP loop is a header template
+// that runs serially in code built without -fopenmp, and building the plugin with it would
+// bring a second OpenMP runtime beside the one LibTorch ships (the PyPI wheel's own).
+template <class Body>
+void parallel_over(int64_t n, const Body& body) {
+  const int64_t threads = std::min<int64_t>(std::max(at::get_num_threads(), 1), n);
+  const int64_t share = threads > 0 ? (n + threads - 1) / threads : n;
+  std::vector<std::thread> helpers;
+  for (int64_t t = 1; t < threads; ++t)
+    helpers.emplace_back([&body, t, share, n] { body(std::min(n, t * share), std::min(n, (t + 1) * share)); });
+  body(0, std::min(n, share));
+  for (std::thread& h : helpers) h.join();
+}
+
+Shape shape_of(const at::Tensor& x) { return {x.size(0), x.size(1), x.size(2), x.size(3)}; }
+
+// One float per channel of a 1-d tensor, 1 (or 0) where the tensor is undefined (no affine).
+std::vector<double> per_channel(const at::Tensor& t, int64_t channels, double absent) {
+  if (!t.defined()) return std::vector<double>(static_cast<size_t>(channels), absent);
+  const at::Tensor values = t.detach().to(at::kDouble).contiguous();
+  return std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + channels);
+}
+
+struct BatchNormReluPool : public torch::autograd::Function<BatchNormReluPool> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& bias, const at::Tensor& running_mean, const at::Tensor& running_var,
+                            double momentum, double eps) {
+    const at::Tensor x = input.contiguous();
+    const Shape s = shape_of(x);
+    const std::vector<double> gamma = per_channel(weight, s.c, 1.0), beta = per_channel(bias, s.c, 0.0);
+    at::Tensor out = at::empty({s.n, s.c, s.ho(), s.wo()}, x.options());
+    at::Tensor winners = at::empty({s.n, s.c, s.ho(), s.wo()}, x.options().dtype(at::kByte));
+    at::Tensor mean = at::empty({s.c}, x.options().dtype(at::kDouble));
+    at::Tensor variance = at::empty({s.c}, x.options().dtype(at::kDouble));
+    at::Tensor invstd = at::empty({s.c}, x.options().dtype(at::kDouble));
+    const float* xp = x.data_ptr<float>();
+    double* mp = mean.data_ptr<double>();
+    double* vp = variance.data_ptr<double>();
+    double* ip = invstd.data_ptr<double>();
+    parallel_over(s.c, [&](int64_t begin, int64_t end) {
+      std::vector<float> rows;
+      for (int64_t c = begin; c < end; ++c) {
+        channel_moments(xp, s, c, mp[c], vp[c]);
+        ip[c] = 1.0 / std::sqrt(vp[c] + eps);
+        if (!std::isfinite(mp[c]) || !std::isfinite(vp[c])) {  // a NaN or infinity in the channel
+          fill_pooled_channel(out.data_ptr<float>(), s, c, std::numeric_limits<float>::quiet_NaN());
+          fill_pooled_channel(winners.data_ptr<uint8_t>(), s, c, kCut);
+          continue;
+        }
+        const double scale = gamma[static_cast<size_t>(c)] * ip[c];
+        normalize_relu_pool(xp, out.data_ptr<float>(), winners.data_ptr<uint8_t>(), s, c, mp[c], scale,
+                            beta[static_cast<size_t>(c)], rows);
+      }
+    });
+    if (running_mean.defined() && momentum != 0.0) {
+      at::NoGradGuard no_grad;
+      running_mean.mul_(1.0 - momentum).add_(mean.to(running_mean.scalar_type()), momentum);
+    }
+    if (running_var.defined() && momentum != 0.0) {
+      at::NoGradGuard no_grad;
+      const double count = static_cast<double>(s.n * s.plane());
+      const double unbiased = count > 1 ? count / (count - 1) : 1.0;
+      running_var.mul_(1.0 - momentum).add_(variance.to(running_var.scalar_type()), momentum * unbiased);
+    }
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["mean"] = mean;
+    ctx->saved_data["invstd"] = invstd;
+    ctx->saved_data["winners"] = winners;
+    ctx->saved_data["input_needs_grad"] = input.requires_grad();
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor mean = ctx->saved_data["mean"].toTensor();
+    const at::Tensor invstd = ctx->saved_data["invstd"].toTensor();
+    const at::Tensor winners = ctx->saved_data["winners"].toTensor();
+    const bool input_needs_grad = ctx->saved_data["input_needs_grad"].toBool();
+    const at::Tensor grad = grad_outputs[0].contiguous();
+    const Shape s = shape_of(x);
+    const std::vector<double> gamma = per_channel(weight, s.c, 1.0);
+    at::Tensor dx = input_needs_grad ? at::empty_like(x) : at::Tensor();
+    at::Tensor dweight = at::empty({s.c}, x.options().dtype(at::kDouble));
+    at::Tensor dbias = at::empty({s.c}, x.options().dtype(at::kDouble));
+    const float* xp = x.data_ptr<float>();
+    const float* gp = grad.data_ptr<float>();
+    const uint8_t* wp = winners.data_ptr<uint8_t>();
+    const double* mp = mean.data_ptr<double>();
+    const double* ip = invstd.data_ptr<double>();
+    parallel_over(s.c, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        const ChannelGradients sums = winner_sums(xp, gp, wp, s, c, mp[c], ip[c]);
+        dweight.data_ptr<double>()[c] = sums.weight;
+        dbias.data_ptr<double>()[c] = sums.bias;
+        if (input_needs_grad)
+          input_gradient(xp, gp, wp, dx.data_ptr<float>(), s, c, mp[c], ip[c], gamma[static_cast<size_t>(c)], sums);
+      }
+    });
+    const bool affine = weight.defined();
+    return {dx, affine ? dweight.to(weight.scalar_type()) : at::Tensor(),
+            affine ? dbias.to(weight.scalar_type()) : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fused_block_applies(const at::Tensor& x) {
+  return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() == 4 && x.size(2) >= 2 &&
+         x.size(3) >= 2 && x.size(0) * x.size(2) * x.size(3) > 1 && x.is_contiguous();
+}
+
+at::Tensor batch_norm_relu_pool(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                const at::Tensor& running_mean, const at::Tensor& running_var, double momentum,
+                                double eps) {
+  return BatchNormReluPool::apply(x, weight, bias, running_mean, running_var, momentum, eps);
+}
+
+}  // namespace protonet
