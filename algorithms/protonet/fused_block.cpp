@@ -186,8 +186,8 @@ void input_gradient(const float* x, const float* grad, const uint8_t* winners, f
 // bring a second OpenMP runtime beside the one LibTorch ships (the PyPI wheel's own).
 template <class Body>
 void parallel_over(int64_t n, const Body& body) {
-  const int64_t threads = std::min<int64_t>(std::max(at::get_num_threads(), 1), n);
-  const int64_t share = threads > 0 ? (n + threads - 1) / threads : n;
+  const int64_t threads = std::max<int64_t>(std::min<int64_t>(at::get_num_threads(), n), 1);
+  const int64_t share = (n + threads - 1) / threads;
   std::vector<std::thread> helpers;
   for (int64_t t = 1; t < threads; ++t)
     helpers.emplace_back([&body, t, share, n] { body(std::min(n, t * share), std::min(n, (t + 1) * share)); });
@@ -197,7 +197,7 @@ void parallel_over(int64_t n, const Body& body) {
 
 Shape shape_of(const at::Tensor& x) { return {x.size(0), x.size(1), x.size(2), x.size(3)}; }
 
-// One float per channel of a 1-d tensor, 1 (or 0) where the tensor is undefined (no affine).
+// One value per channel of a 1-d tensor; `absent` (1 or 0) where it is undefined (no affine).
 std::vector<double> per_channel(const at::Tensor& t, int64_t channels, double absent) {
   if (!t.defined()) return std::vector<double>(static_cast<size_t>(channels), absent);
   const at::Tensor values = t.detach().to(at::kDouble).contiguous();
@@ -241,8 +241,8 @@ struct BatchNormReluPool : public torch::autograd::Function<BatchNormReluPool> {
     }
     if (running_var.defined() && momentum != 0.0) {
       at::NoGradGuard no_grad;
-      const double count = static_cast<double>(s.n * s.plane());
-      const double unbiased = count > 1 ? count / (count - 1) : 1.0;
+      const double count = static_cast<double>(s.n * s.plane());  // >= 4: fused_block_applies
+      const double unbiased = count / (count - 1);
       running_var.mul_(1.0 - momentum).add_(variance.to(running_var.scalar_type()), momentum * unbiased);
     }
     ctx->save_for_backward({x, weight});
@@ -291,8 +291,8 @@ struct BatchNormReluPool : public torch::autograd::Function<BatchNormReluPool> {
 }  // namespace
 
 bool fused_block_applies(const at::Tensor& x) {
-  return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() == 4 && x.size(2) >= 2 &&
-         x.size(3) >= 2 && x.size(0) * x.size(2) * x.size(3) > 1 && x.is_contiguous();
+  return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() == 4 && x.size(0) >= 1 &&
+         x.size(2) >= 2 && x.size(3) >= 2 && x.is_contiguous();
 }
 
 at::Tensor batch_norm_relu_pool(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,

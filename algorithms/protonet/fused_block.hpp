@@ -20,7 +20,7 @@
 namespace protonet {
 
 // Whether the fused op can take `x`: a defined fp32 CPU tensor, N x C x H x W in NCHW
-// layout, at least 2 x 2. Anything else (CUDA, MPS, bf16 under autocast, channels-last)
+// layout, at least one image of at least 2 x 2. Anything else (CUDA, MPS, bf16 under autocast, channels-last)
 // takes ATen's three ops.
 bool fused_block_applies(const at::Tensor& x);
 
