@@ -8,7 +8,7 @@
 #   scripts/sanitize.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-areas="abi;plugins;algorithm_plugins;protonet_data;ppo_env;trm_data;cpu;cuda;mps;host;cli"  # algorithm_plugins: its C plugin only
+areas="abi;plugins;algorithm_plugins;configs;protonet_data;ppo_env;trm_data;cpu;cuda;mps;host;cli"  # algorithm_plugins: its C plugin only
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 # -g1: line tables, all a sanitizer's report needs (function, file and line of each frame);
 # full debug info made each host file compile half again as long (plan_values.cpp: 30 s, 21 s).

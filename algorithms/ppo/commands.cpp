@@ -11,7 +11,7 @@
 #include <mlh/format.hpp>
 #include <mlh/atomic_file.hpp>
 #include <mlh/run_description.hpp>
-#include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/command_setup.hpp>
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/checkpoint.hpp>
@@ -78,18 +78,13 @@ Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt:
   p.net = make_network(spec);
   p.net->to(plan.device);
   p.updater = std::make_unique<PpoUpdater>(p.net, cfg.lr, UpdateOptions{}, plan.device);
-  mlh::rt::CheckpointManager checkpoints(trained, cfg.keep_checkpoints, mlh::rt::Goal::Maximize,
-                                         mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState s;
   s.add("model", *p.net).add("optimizer", p.updater->optimizer());
-  auto loaded = cfg.checkpoint == "latest" ? checkpoints.load_latest(s, plan.device)
-                                           : checkpoints.load_best(s, plan.device);
-  if (!loaded && cfg.checkpoint == "best") loaded = checkpoints.load_latest(s, plan.device);
-  if (!loaded) throw mlh::Error(MLH_ERR_IO, "no checkpoint in the run folder ('" + checkpoints.dir() + "')");
+  const mlh::rt::LoadedCheckpoint loaded = mlh::rt::load_trained(ctx, s, plan.device, cfg.checkpoint, mlh::rt::Goal::Maximize);
   p.updater->parameters().rebind();
   p.net->eval();
-  p.step = loaded->step;
-  p.path = loaded->path;
+  p.step = loaded.step;
+  p.path = loaded.path;
   return p;
 }
 
@@ -196,7 +191,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                   {"avg_return_100", std::isnan(last_avg) ? json(nullptr) : json(last_avg)},
                   {"wall_seconds", wall},
                   {"env_steps_per_s", sps},
-                  {"torch_threads", at::get_num_threads()},
+                  {"intra_op_threads", at::get_num_threads()},
                   {"network", to_json(t.net().spec())},
                   {"parameters", t.net().parameter_count()}};
   if (cfg.env == "cartpole") summary["steps_to_avg_475"] = reached_475 < 0 ? json(nullptr) : json(reached_475);
@@ -481,11 +476,7 @@ const Commands& command_table() {
 void run_command(mlh::RunContext& ctx) {
   const Commands::Body& command = command_table().find(ctx.command());
   const Config cfg = parse_config(json::parse(ctx.config_json()));
-  const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
-  mlh::rt::apply_plan(plan);
-  if (cfg.torch_threads > 0) at::set_num_threads(cfg.torch_threads);
-  mlh::rt::seed_everything(mlh::rt::seed_for_rank(cfg.seed, ctx.rank()));  // ranks' models: broadcast from rank 0
-  command(ctx, cfg, plan);
+  command(ctx, cfg, mlh::rt::prepare_command(ctx, cfg.seed));
 }
 
 }  // namespace ppo

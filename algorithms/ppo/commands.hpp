@@ -16,8 +16,7 @@
 //
 // The plan's batch_size is not used: PPO's batch is num_envs x num_steps. The plan's preset
 // sizes the residual tower; its precision runs the recursive/resnet forward passes under
-// autocast (the CartPole MLP stays fp32); its threads are applied (config torch_threads
-// overrides them). describe_run says so for each field (docs/plan.md).
+// autocast (the CartPole MLP stays fp32); its threads are applied. describe_run says so for each field (docs/plan.md).
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
-// PPO's run configuration: the JSON schema the host validates, the defaults (CleanRL's
-// ppo.py CartPole settings), the presets, and the parsed form the commands use. Free of
-// LibTorch.
+// PPO's run configuration: its fields (config_table: the schema the host validates and the
+// defaults, CleanRL's ppo.py CartPole settings, come from it), the presets, and the parsed
+// form the commands use. Free of LibTorch.
 //
 // The plan's batch_size is not PPO's: PPO's batch is num_envs x num_steps transitions per
 // iteration, split into num_minibatches. The plan's preset sizes the residual tower when
@@ -12,10 +12,13 @@
 #include <string>
 #include <vector>
 
+#include <mlh/config_table.hpp>
 #include <nlohmann/json.hpp>
 
 namespace ppo {
 
+struct Config;
+const mlh::ConfigTable<Config>& config_table();
 const char* config_schema_json();
 const char* config_defaults_json();
 const char* presets_json();
@@ -69,7 +72,6 @@ struct Config {
   std::string level_file;           // play
   int64_t play_index = 0;           // play: which level of the file
   bool eval_deterministic = true;   // eval/play: argmax instead of sampling
-  int torch_threads = 0;            // 0: the plan's
 
   int64_t batch_size() const { return num_envs * num_steps; }
   int64_t minibatch_size() const { return batch_size() / num_minibatches; }

@@ -14,6 +14,27 @@
 namespace ppo {
 namespace {
 
+// CleanRL's epoch loop, which both update paths share: each epoch permutes the batch
+// (Fisher-Yates from `rng`, so both paths train on the same minibatches), calls
+// `epoch_start()`, then `minibatch(m)` for each minibatch (it returns its approx_kl), and
+// stops early once the epoch's last approx_kl, averaged over the ranks, passes target_kl.
+template <class EpochStart, class Minibatch>
+void run_epochs(const UpdateOptions& options, mlh::rt::Distributed* dist, std::vector<int64_t>& perm,
+                std::mt19937_64& rng, UpdateStats& s, EpochStart epoch_start, Minibatch minibatch) {
+  for (int64_t epoch = 0; epoch < options.update_epochs; ++epoch) {
+    std::iota(perm.begin(), perm.end(), int64_t{0});
+    for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng() % i]);
+    epoch_start();
+    double epoch_kl = 0;
+    for (int64_t m = 0; m < options.num_minibatches; ++m, ++s.minibatches) epoch_kl = minibatch(m);
+    if (options.target_kl && dist) epoch_kl = dist->mean(epoch_kl);
+    if (options.target_kl && epoch_kl > *options.target_kl) {
+      s.early_stop = true;
+      break;
+    }
+  }
+}
+
 // The update's statistics, averaged over its minibatches (both update paths).
 struct MinibatchMeans {
   double approx_kl = 0, old_approx_kl = 0, pg_loss = 0, v_loss = 0, entropy = 0, clipfrac = 0, grad_norm = 0;
@@ -168,34 +189,23 @@ UpdateStats PpoUpdater::update_fast(const Batch& b, std::mt19937_64& rng) {
   mb_values_.resize(mb);
   perm_.resize(static_cast<size_t>(n));
   MinibatchMeans means;
-  for (int64_t epoch = 0; epoch < options_.update_epochs; ++epoch) {
-    std::iota(perm_.begin(), perm_.end(), int64_t{0});
-    for (size_t i = perm_.size(); i > 1; --i) std::swap(perm_[i - 1], perm_[rng() % i]);
-    double epoch_kl = 0;
-    for (int64_t m = 0; m < options_.num_minibatches; ++m) {
-      for (int64_t j = 0; j < mb; ++j) {
-        const int64_t k = perm_[m * mb + j];
-        std::copy_n(po + k * O, O, mb_obs_.data() + j * O);
-        mb_actions_[j] = pa[k];
-        mb_logprobs_[j] = pl[k];
-        mb_adv_[j] = pv[k];
-        mb_returns_[j] = pr[k];
-        mb_values_[j] = pval[k];
-      }
-      const FastLoss t = fast_->loss_and_grad(mb_obs_.data(), mb_actions_.data(), mb_logprobs_.data(), mb_adv_.data(),
-                                              mb_returns_.data(), mb_values_.data(), mb, options_.loss);
-      if (dist_) dist_->all_reduce_mean(flat_->grad());
-      const double grad_norm = fast_->clip_and_adam(options_.max_grad_norm, *optimizer_);
-      epoch_kl = t.approx_kl;
-      means.add(t.approx_kl, t.old_approx_kl, t.pg_loss, t.v_loss, t.entropy, t.clipfrac, grad_norm);
-      ++s.minibatches;
+  run_epochs(options_, dist_, perm_, rng, s, [] {}, [&](int64_t m) {
+    for (int64_t j = 0; j < mb; ++j) {
+      const int64_t k = perm_[m * mb + j];
+      std::copy_n(po + k * O, O, mb_obs_.data() + j * O);
+      mb_actions_[j] = pa[k];
+      mb_logprobs_[j] = pl[k];
+      mb_adv_[j] = pv[k];
+      mb_returns_[j] = pr[k];
+      mb_values_[j] = pval[k];
     }
-    if (options_.target_kl && dist_) epoch_kl = dist_->mean(epoch_kl);
-    if (options_.target_kl && epoch_kl > *options_.target_kl) {
-      s.early_stop = true;
-      break;
-    }
-  }
+    const FastLoss t = fast_->loss_and_grad(mb_obs_.data(), mb_actions_.data(), mb_logprobs_.data(), mb_adv_.data(),
+                                            mb_returns_.data(), mb_values_.data(), mb, options_.loss);
+    if (dist_) dist_->all_reduce_mean(flat_->grad());
+    const double grad_norm = fast_->clip_and_adam(options_.max_grad_norm, *optimizer_);
+    means.add(t.approx_kl, t.old_approx_kl, t.pg_loss, t.v_loss, t.entropy, t.clipfrac, grad_norm);
+    return t.approx_kl;
+  });
   flat_->mark_changed();
   means.write(s);
   return s;
@@ -216,51 +226,47 @@ UpdateStats PpoUpdater::update(const Batch& b, std::mt19937_64& rng) {
   const int64_t mb = n / options_.num_minibatches;
   perm_.resize(static_cast<size_t>(n));
   MinibatchMeans means;
-  for (int64_t epoch = 0; epoch < options_.update_epochs; ++epoch) {
-    std::iota(perm_.begin(), perm_.end(), int64_t{0});
-    for (size_t i = perm_.size(); i > 1; --i) std::swap(perm_[i - 1], perm_[rng() % i]);
+  at::Tensor obs, actions, logprobs, adv, returns, values, masks;  // the batch in this epoch's order
+  auto shuffle = [&] {
     const at::Tensor idx = at::from_blob(perm_.data(), {n}, at::kLong).to(device_);
-    const at::Tensor obs = b.obs.index_select(0, idx), actions = b.actions.index_select(0, idx),
-                     logprobs = b.logprobs.index_select(0, idx), adv = b.advantages.index_select(0, idx),
-                     returns = b.returns.index_select(0, idx), values = b.values.index_select(0, idx);
-    const at::Tensor masks = b.masks.defined() ? b.masks.index_select(0, idx) : at::Tensor();
-    double epoch_kl = 0;
-    for (int64_t m = 0; m < options_.num_minibatches; ++m) {
-      const int64_t start = m * mb;
-      PolicyOutput out;
-      {
-        std::optional<mlh::rt::AutocastScope> autocast;
-        if (options_.autocast) autocast.emplace(options_.precision, device_);
-        out = net_->forward(obs.narrow(0, start, mb));
-      }
-      at::Tensor logits = out.logits.to(at::kFloat);
-      if (masks.defined()) logits = mask_logits(logits, masks.narrow(0, start, mb));
-      const LossTerms t = ppo_loss(logits, out.value, actions.narrow(0, start, mb), logprobs.narrow(0, start, mb),
-                                   adv.narrow(0, start, mb), returns.narrow(0, start, mb),
-                                   values.narrow(0, start, mb), options_.loss);
-      flat_->grad().zero_();
-      scaler_.scale(t.loss).backward();
-      if (dist_) dist_->all_reduce_mean(flat_->grad());
-      if (scaler_.enabled()) scaler_.unscale_(*optimizer_);
-      at::Tensor norm;
-      {
-        at::NoGradGuard no_grad;
-        norm = flat_->grad().norm();
-        flat_->grad().mul_((options_.max_grad_norm / (norm + 1e-6)).clamp_max(1.0));
-      }
-      scaler_.step(*optimizer_);
-      scaler_.update();
-      epoch_kl = t.approx_kl.item<double>();
-      means.add(epoch_kl, t.old_approx_kl.item<double>(), t.pg_loss.item<double>(), t.v_loss.item<double>(),
-                t.entropy.item<double>(), t.clipfrac.item<double>(), norm.item<double>());
-      ++s.minibatches;
+    obs = b.obs.index_select(0, idx);
+    actions = b.actions.index_select(0, idx);
+    logprobs = b.logprobs.index_select(0, idx);
+    adv = b.advantages.index_select(0, idx);
+    returns = b.returns.index_select(0, idx);
+    values = b.values.index_select(0, idx);
+    masks = b.masks.defined() ? b.masks.index_select(0, idx) : at::Tensor();
+  };
+  run_epochs(options_, dist_, perm_, rng, s, shuffle, [&](int64_t m) {
+    const int64_t start = m * mb;
+    PolicyOutput out;
+    {
+      std::optional<mlh::rt::AutocastScope> autocast;
+      if (options_.autocast) autocast.emplace(options_.precision, device_);
+      out = net_->forward(obs.narrow(0, start, mb));
     }
-    if (options_.target_kl && dist_) epoch_kl = dist_->mean(epoch_kl);
-    if (options_.target_kl && epoch_kl > *options_.target_kl) {
-      s.early_stop = true;
-      break;
+    at::Tensor logits = out.logits.to(at::kFloat);
+    if (masks.defined()) logits = mask_logits(logits, masks.narrow(0, start, mb));
+    const LossTerms t = ppo_loss(logits, out.value, actions.narrow(0, start, mb), logprobs.narrow(0, start, mb),
+                                 adv.narrow(0, start, mb), returns.narrow(0, start, mb),
+                                 values.narrow(0, start, mb), options_.loss);
+    flat_->grad().zero_();
+    scaler_.scale(t.loss).backward();
+    if (dist_) dist_->all_reduce_mean(flat_->grad());
+    if (scaler_.enabled()) scaler_.unscale_(*optimizer_);
+    at::Tensor norm;
+    {
+      at::NoGradGuard no_grad;
+      norm = flat_->grad().norm();
+      flat_->grad().mul_((options_.max_grad_norm / (norm + 1e-6)).clamp_max(1.0));
     }
-  }
+    scaler_.step(*optimizer_);
+    scaler_.update();
+    const double approx_kl = t.approx_kl.item<double>();
+    means.add(approx_kl, t.old_approx_kl.item<double>(), t.pg_loss.item<double>(), t.v_loss.item<double>(),
+              t.entropy.item<double>(), t.clipfrac.item<double>(), norm.item<double>());
+    return approx_kl;
+  });
   flat_->mark_changed();
   means.write(s);
   return s;

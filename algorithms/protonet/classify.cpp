@@ -10,7 +10,7 @@
 #include <torch/utils.h>
 
 #include "commands.hpp"
-#include "episode_data.hpp"
+#include "data_sets.hpp"
 #include "learner.hpp"
 
 namespace protonet {

@@ -1,8 +1,6 @@
 #include "commands.hpp"
 
-#include <mlh/runtime/apply_plan.hpp>
-#include <mlh/runtime/distributed.hpp>
-#include <mlh/runtime/seed.hpp>
+#include <mlh/runtime/command_setup.hpp>
 #include <nlohmann/json.hpp>
 
 namespace protonet {
@@ -17,10 +15,8 @@ void run_command(mlh::RunContext& ctx, const DatasetLoader& load, const ImageDec
                  const ClassLister& list_classes) {
   const Commands::Body& command = command_table().find(ctx.command());
   const Config cfg = parse_config(nlohmann::json::parse(ctx.config_json()));
-  const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
-  mlh::rt::apply_plan(plan);
   // Distributed ranks draw different training episodes; their models start from rank 0's.
-  mlh::rt::seed_everything(mlh::rt::seed_for_rank(cfg.seed, ctx.rank()));
+  const mlh::rt::RuntimePlan plan = mlh::rt::prepare_command(ctx, cfg.seed);
   command(ctx, cfg, plan, DataSources{load, decode, list_classes});
 }
 

@@ -17,7 +17,7 @@
 // under autocast, its dataloader_workers/prefetch_factor assemble episodes ahead.
 //
 // Where each lives: train and eval in train.cpp, classify in classify.cpp, benchmark and
-// calibrate in benchmark.cpp; the model's step in learner.cpp, the data in episode_data.cpp.
+// calibrate in benchmark.cpp; the model's step in learner.cpp, the data in data_sets.cpp.
 #pragma once
 
 #include <string>
@@ -26,7 +26,7 @@
 #include <mlh/plugin.hpp>
 
 #include "config.hpp"
-#include "episode_data.hpp"
+#include "data_sets.hpp"
 
 namespace mlh::rt {
 struct RuntimePlan;

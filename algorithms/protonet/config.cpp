@@ -1,92 +1,120 @@
 #include "config.hpp"
 
+#include <mlh/config_table.hpp>
 #include <mlh/plugin.hpp>
 
 namespace protonet {
 
 using nlohmann::json;
 
-const char* config_schema_json() {
-  return R"json({
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "data": {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-        "format": {"enum": ["idx", "omniglot", "miniimagenet", "folder"]},
-        "root": {"type": "string", "description": "idx: the images file; else the data folder"},
-        "labels": {"type": "string", "description": "idx: the labels file"},
-        "train_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "idx: labels to train on (empty: all)"},
-        "val_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "idx: validate on these labels of the training file (class-disjoint); empty: hold out val_fraction of each training class. omniglot/miniimagenet use their 'val' split"},
-        "val_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-        "test_root": {"type": "string", "description": "idx: the test images file; folder: the test folder; omniglot/miniimagenet: the folder holding the test split, '' (or the idx default) = root"},
-        "test_labels": {"type": "string"},
-        "test_classes": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-        "height": {"type": "integer", "minimum": 8},
-        "width": {"type": "integer", "minimum": 8},
-        "channels": {"enum": [1, 3]},
-        "invert": {"type": "boolean"},
-        "rotations": {"type": "boolean", "description": "omniglot: rotated characters as extra training classes (a split file's rotDDD lines say it per class)"},
-        "splits": {"type": "string", "description": "omniglot/miniimagenet: which classes each split holds: 'vinyals' (Omniglot's standard split, shipped), 'ravi' (miniImageNet's, shipped), a folder of train/val/test[/trainval] lists (.txt for Omniglot, .csv for miniImageNet), or '' for the dataset's own (<root>/splits/<split>.txt, <root>/<split>.csv)"},
-        "trainval": {"type": "boolean", "description": "train on the training and validation classes together, without validation or early stopping, for a fixed number of epochs (the reference's retraining for the reported test figures)"},
-        "allow_class_overlap": {"type": "boolean", "description": "let the test (or validation) classes include training classes; refused otherwise, since a few-shot test on trained classes measures memory"},
-        "cache_dir": {"type": "string"}
-      }
-    },
-    "preset": {"type": "string", "description": "a preset of this algorithm: full, reduced, or the reference protocols omniglot-1shot, omniglot-5shot, miniimagenet-1shot, miniimagenet-5shot"},
-    "train_way": {"type": "integer", "minimum": 2, "description": "classes per training episode (capped at the classes available, except with data.splits, where too few classes is an error)"},
-    "train_shot": {"type": "integer", "minimum": 1},
-    "train_query": {"type": "integer", "minimum": 1},
-    "test_way": {"type": "integer", "minimum": 2},
-    "test_shot": {"type": "integer", "minimum": 1},
-    "test_query": {"type": "integer", "minimum": 1},
-    "epochs": {"type": "integer", "minimum": 1},
-    "episodes_per_epoch": {"type": "integer", "minimum": 1},
-    "val_episodes": {"type": "integer", "minimum": 1},
-    "patience": {"type": "integer", "minimum": 1, "description": "epochs without a better validation loss before stopping"},
-    "lr": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-    "lr_halve_every": {"type": "integer", "minimum": 1, "description": "episodes"},
-    "distance": {"enum": ["euclidean", "cosine"]},
-    "cosine_scale": {"type": "number", "exclusiveMinimum": 0, "description": "logits = scale * cosine similarity"},
-    "width": {"type": "integer", "minimum": 1, "description": "Conv-4 filters per block"},
-    "micro_batch": {"type": "integer", "minimum": 0, "description": "training queries per micro-batch from the start; 0: the whole episode (out of memory halves it)"},
-    "seed": {"type": "integer", "minimum": 0},
-    "eval_episodes": {"type": "integer", "minimum": 1},
-    "keep_checkpoints": {"type": "integer", "minimum": 1},
-    "support_dir": {"type": "string", "description": "classify: one subfolder of images per class"},
-    "query": {"type": ["string", "array"], "items": {"type": "string"}, "description": "classify: a folder of images, or image files"},
-    "checkpoint": {"enum": ["best", "latest"]}
-  }
-})json";
+namespace {
+
+// Where the default data live: Debian's dataset-fashion-mnist package (scripts/setup.sh).
+const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
+
+}  // namespace
+
+// Data fields fill train_data (and test_data's own); parse_config derives the validation and
+// test sets from them.
+const mlh::ConfigTable<Config>& config_table() {
+  static const auto table =
+      mlh::ConfigTable<Config>("protonet")
+          .field("data.format", MLH_MEMBER(train_data.format), "idx", mlh::one_of({"idx", "omniglot", "miniimagenet", "folder"}),
+                 "the data's layout: IDX files (MNIST, Fashion-MNIST), Omniglot's or miniImageNet's folders, or a "
+                 "folder with one subfolder of images per class")
+          .field("data.root", MLH_MEMBER(train_data.root), kFashion + "train-images-idx3-ubyte.gz", mlh::any_value(),
+                 "idx: the training images file; else the data folder")
+          .field("data.labels", MLH_MEMBER(train_data.labels), kFashion + "train-labels-idx1-ubyte.gz", mlh::any_value(),
+                 "idx: the training labels file")
+          .field("data.train_classes", MLH_MEMBER(train_data.classes), {0, 1, 2, 3, 4}, mlh::FieldRule().items_at_least(0),
+                 "idx: the labels to train on (empty: all)")
+          .field("data.val_classes", MLH_MEMBER(val_classes), json::array(), mlh::FieldRule().items_at_least(0),
+                 "idx: validate on these labels of the training file (class-disjoint); empty: hold out "
+                 "val_fraction of each training class. omniglot/miniimagenet use their 'val' split")
+          .field("data.val_fraction", MLH_MEMBER(val_fraction), 0.1, mlh::above(0).below(1),
+                 "idx/folder without val_classes: the share of each training class's images held out for validation")
+          .field("data.test_root", MLH_MEMBER(test_data.root), kFashion + "t10k-images-idx3-ubyte.gz", mlh::any_value(),
+                 "idx: the test images file; folder: the test folder; omniglot/miniimagenet: the folder holding the "
+                 "test split, '' (or the idx default) = root")
+          .field("data.test_labels", MLH_MEMBER(test_data.labels), kFashion + "t10k-labels-idx1-ubyte.gz", mlh::any_value(),
+                 "idx: the test labels file")
+          .field("data.test_classes", MLH_MEMBER(test_data.classes), {5, 6, 7, 8, 9}, mlh::FieldRule().items_at_least(0),
+                 "idx: the labels to test on (empty: all); class-disjoint from training unless allow_class_overlap")
+          .field("data.height", MLH_MEMBER(train_data.height), 28, mlh::at_least(8).unit("pixels"),
+                 "images are resized to this height")
+          .field("data.width", MLH_MEMBER(train_data.width), 28, mlh::at_least(8).unit("pixels"),
+                 "images are resized to this width")
+          .field("data.channels", MLH_MEMBER(train_data.channels), 1, mlh::one_of({1, 3}),
+                 "1: grayscale, 3: RGB (images are converted on loading)")
+          .field("data.invert", MLH_MEMBER(train_data.invert), false, mlh::any_value(),
+                 "invert the pixels (Omniglot: white strokes on black, as the reference code reads it)")
+          .field("data.rotations", MLH_MEMBER(train_data.rotations), false, mlh::any_value(),
+                 "omniglot: rotated characters as extra training classes (a split file's rotDDD lines say it per class)")
+          .field("data.splits", MLH_MEMBER(train_data.splits), "", mlh::any_value(),
+                 "omniglot/miniimagenet: which classes each split holds: 'vinyals' (Omniglot's standard split, "
+                 "shipped), 'ravi' (miniImageNet's, shipped), a folder of train/val/test[/trainval] lists (.txt for "
+                 "Omniglot, .csv for miniImageNet), or '' for the dataset's own (<root>/splits/<split>.txt, "
+                 "<root>/<split>.csv)")
+          .field("data.trainval", MLH_MEMBER(trainval), false, mlh::any_value(),
+                 "train on the training and validation classes together, without validation or early stopping, for "
+                 "a fixed number of epochs (the reference's retraining for the reported test figures)")
+          .field("data.allow_class_overlap", MLH_MEMBER(allow_class_overlap), false, mlh::any_value(),
+                 "let the test (or validation) classes include training classes; refused otherwise, since a few-shot "
+                 "test on trained classes measures memory")
+          .field("data.cache_dir", MLH_MEMBER(train_data.cache_dir), "", mlh::any_value(),
+                 "keep decoded image sets here and reuse them while the source files are unchanged ('': no cache)")
+          .host_field("preset", "string",
+                      "a preset of this algorithm: full, reduced, or the reference protocols omniglot-1shot, "
+                      "omniglot-5shot, miniimagenet-1shot, miniimagenet-5shot")
+          .field("train_way", MLH_MEMBER(train.way), 60, mlh::at_least(2).unit("classes"),
+                 "classes per training episode (capped at the classes available, except with data.splits, where "
+                 "too few classes is an error)")
+          .field("train_shot", MLH_MEMBER(train.shot), 5, mlh::at_least(1).unit("images per class"),
+                 "support images per class in a training episode")
+          .field("train_query", MLH_MEMBER(train.query), 5, mlh::at_least(1).unit("images per class"),
+                 "query images per class in a training episode")
+          .field("test_way", MLH_MEMBER(test.way), 5, mlh::at_least(2).unit("classes"),
+                 "classes per validation and test episode")
+          .field("test_shot", MLH_MEMBER(test.shot), 5, mlh::at_least(1).unit("images per class"),
+                 "support images per class in a validation and test episode")
+          .field("test_query", MLH_MEMBER(test.query), 15, mlh::at_least(1).unit("images per class"),
+                 "query images per class in a validation and test episode")
+          .field("epochs", MLH_MEMBER(epochs), 100, mlh::at_least(1).unit("epochs"),
+                 "the most epochs to train (early stopping may end sooner)")
+          .field("episodes_per_epoch", MLH_MEMBER(episodes_per_epoch), 100, mlh::at_least(1).unit("episodes"),
+                 "training episodes per epoch; validation runs after each epoch")
+          .field("val_episodes", MLH_MEMBER(val_episodes), 100, mlh::at_least(1).unit("episodes"),
+                 "validation episodes after each epoch")
+          .field("patience", MLH_MEMBER(patience), 10, mlh::at_least(1).unit("epochs"),
+                 "epochs without a better validation loss before stopping")
+          .field("lr", MLH_MEMBER(lr), 0.001, mlh::above(0).max(1), "Adam's learning rate")
+          .field("lr_halve_every", MLH_MEMBER(lr_halve_every), 2000, mlh::at_least(1).unit("episodes"),
+                 "the learning rate halves after every this many training episodes")
+          .field("distance", MLH_MEMBER(distance), "euclidean", mlh::one_of({"euclidean", "cosine"}),
+                 "how queries are compared with the class prototypes: squared Euclidean distance or scaled cosine "
+                 "similarity")
+          .field("cosine_scale", MLH_MEMBER(cosine_scale), 10.0, mlh::above(0),
+                 "distance cosine: logits = scale x cosine similarity")
+          .field("width", MLH_MEMBER(width), 64, mlh::at_least(1).unit("filters"), "Conv-4 filters per block")
+          .field("micro_batch", MLH_MEMBER(micro_batch), 0, mlh::at_least(0).unit("queries"),
+                 "training queries per micro-batch from the start, gradients accumulated; 0: the whole episode (out "
+                 "of memory halves it)")
+          .field("seed", MLH_MEMBER(seed), 0, mlh::at_least(0), "seeds the episodes' sampling and the initial weights")
+          .field("eval_episodes", MLH_MEMBER(eval_episodes), 1000, mlh::at_least(1).unit("episodes"),
+                 "eval: test episodes whose mean accuracy (and 95% interval) is reported")
+          .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3, mlh::at_least(1).unit("checkpoints"),
+                 "the newest checkpoints kept on disk (the best one is kept besides)")
+          .field("support_dir", MLH_MEMBER(support_dir), "", mlh::any_value(),
+                 "classify: one subfolder of images per class, its name the class's")
+          .field("query", MLH_MEMBER(query), "", mlh::FieldRule().or_one_string(),
+                 "classify: a folder of images, or image files")
+          .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}),
+                 "eval/classify: the checkpoint with the best validation loss, or the newest");
+  return table;
 }
 
-const char* config_defaults_json() {
-  return R"json({
-  "data": {
-    "format": "idx",
-    "root": "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz",
-    "labels": "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
-    "train_classes": [0, 1, 2, 3, 4],
-    "val_classes": [],
-    "val_fraction": 0.1,
-    "test_root": "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
-    "test_labels": "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz",
-    "test_classes": [5, 6, 7, 8, 9],
-    "height": 28, "width": 28, "channels": 1,
-    "invert": false, "rotations": false, "splits": "", "trainval": false, "allow_class_overlap": false,
-    "cache_dir": ""
-  },
-  "train_way": 60, "train_shot": 5, "train_query": 5,
-  "test_way": 5, "test_shot": 5, "test_query": 15,
-  "epochs": 100, "episodes_per_epoch": 100, "val_episodes": 100, "patience": 10,
-  "lr": 0.001, "lr_halve_every": 2000,
-  "distance": "euclidean", "cosine_scale": 10.0,
-  "width": 64, "micro_batch": 0, "seed": 0, "eval_episodes": 1000, "keep_checkpoints": 3,
-  "support_dir": "", "query": "", "checkpoint": "best"
-})json";
-}
+const char* config_schema_json() { return config_table().schema_text().c_str(); }
+const char* config_defaults_json() { return config_table().defaults_text().c_str(); }
 
 // Conv-4 at width 64 on 1-channel input has 111,936 parameters (3 channels: 113,088). Every
 // preset keeps the reference's Conv-4 (the accuracy ProtoNet is held to is the reference's,
@@ -134,100 +162,46 @@ const char* presets_json() {
   return text.c_str();
 }
 
-namespace {
-
-std::vector<int32_t> ints(const json& j) { return j.get<std::vector<int32_t>>(); }
-
-}  // namespace
-
 Config parse_config(const json& user) {
-  try {
-    json cfg = json::parse(config_defaults_json());
-    cfg.merge_patch(user);
-    Config c;
-    const json& d = cfg.at("data");
-    DatasetSpec base;
-    base.format = d.at("format").get<std::string>();
-    base.height = d.at("height").get<int>();
-    base.width = d.at("width").get<int>();
-    base.channels = d.at("channels").get<int>();
-    base.invert = d.at("invert").get<bool>();
-    base.cache_dir = d.at("cache_dir").get<std::string>();
-    base.splits = d.at("splits").get<std::string>();
-    c.trainval = d.at("trainval").get<bool>();
-    c.allow_class_overlap = d.at("allow_class_overlap").get<bool>();
-    if (!base.splits.empty() && base.format != "omniglot" && base.format != "miniimagenet")
-      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'data.splits': split lists are for the omniglot and "
-                                                 "miniimagenet formats, not " + base.format +
-                                                 " (idx: data.train_classes, data.val_classes, data.test_classes)");
-    const bool split_format = base.format == "omniglot" || base.format == "miniimagenet";
+  Config c = config_table().parse(user);
+  DatasetSpec& train = c.train_data;
+  if (!train.splits.empty() && train.format != "omniglot" && train.format != "miniimagenet")
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'data.splits': split lists are for the omniglot and "
+                                               "miniimagenet formats, not " + train.format +
+                                               " (idx: data.train_classes, data.val_classes, data.test_classes)");
+  const bool split_format = train.format == "omniglot" || train.format == "miniimagenet";
+  train.split = split_format ? (c.trainval ? "trainval" : "train") : "";
 
-    c.train_data = base;
-    c.train_data.root = d.at("root").get<std::string>();
-    c.train_data.labels = d.at("labels").get<std::string>();
-    c.train_data.classes = ints(d.at("train_classes"));
-    c.train_data.rotations = d.at("rotations").get<bool>();
-    c.train_data.split = split_format ? (c.trainval ? "trainval" : "train") : "";
-
-    c.val_fraction = d.at("val_fraction").get<double>();
-    const std::vector<int32_t> val_classes = ints(d.at("val_classes"));
-    c.val_data = c.train_data;
-    c.val_data.rotations = false;
-    if (c.trainval) {
-      // Retraining: the validation classes join the training ones, and nothing is held out.
-      c.validate = false;
-      if (!split_format && !val_classes.empty() && !c.train_data.classes.empty())
-        c.train_data.classes.insert(c.train_data.classes.end(), val_classes.begin(), val_classes.end());
-    } else if (split_format) {
-      c.has_val_classes = true;
-      c.val_data.split = "val";
-    } else if (!val_classes.empty()) {
-      c.has_val_classes = true;
-      c.val_data.classes = val_classes;
-    }
-
-    c.test_data = base;
-    c.test_data.root = d.at("test_root").get<std::string>();
-    c.test_data.labels = d.at("test_labels").get<std::string>();
-    c.test_data.classes = ints(d.at("test_classes"));
-    if (split_format) {
-      // The default test_root is Fashion-MNIST's test file, which means nothing to a dataset
-      // whose test classes are a split of the same folder: that default and '' both mean root.
-      const json defaults = json::parse(config_defaults_json());
-      if (c.test_data.root.empty() || c.test_data.root == defaults["data"]["test_root"]) c.test_data.root = c.train_data.root;
-      c.test_data.split = "test";
-    }
-
-    c.train = {cfg.at("train_way").get<int>(), cfg.at("train_shot").get<int>(), cfg.at("train_query").get<int>()};
-    c.test = {cfg.at("test_way").get<int>(), cfg.at("test_shot").get<int>(), cfg.at("test_query").get<int>()};
-    c.epochs = cfg.at("epochs").get<int64_t>();
-    c.episodes_per_epoch = cfg.at("episodes_per_epoch").get<int64_t>();
-    c.val_episodes = cfg.at("val_episodes").get<int64_t>();
-    c.patience = cfg.at("patience").get<int64_t>();
-    c.lr = cfg.at("lr").get<double>();
-    c.lr_halve_every = cfg.at("lr_halve_every").get<int64_t>();
-    c.distance = cfg.at("distance").get<std::string>();
-    c.cosine_scale = cfg.at("cosine_scale").get<double>();
-    c.width = cfg.at("width").get<int64_t>();
-    c.micro_batch = cfg.at("micro_batch").get<int64_t>();
-    if (c.micro_batch < 0) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'micro_batch': expected an integer >= 0");
-    c.seed = cfg.at("seed").get<uint64_t>();
-    c.eval_episodes = cfg.at("eval_episodes").get<int64_t>();
-    c.keep_checkpoints = cfg.at("keep_checkpoints").get<int>();
-    c.support_dir = cfg.at("support_dir").get<std::string>();
-    const json& q = cfg.at("query");
-    if (q.is_string()) {
-      if (!q.get<std::string>().empty()) c.query = {q.get<std::string>()};
-    } else {
-      c.query = q.get<std::vector<std::string>>();
-    }
-    c.checkpoint = cfg.at("checkpoint").get<std::string>();
-    if (c.distance != "euclidean" && c.distance != "cosine")
-      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'distance': expected euclidean or cosine");
-    return c;
-  } catch (const json::exception& e) {
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("protonet config: ") + e.what());
+  // The validation and test sets read the data as training does; rotations are training's.
+  c.val_data = train;
+  c.val_data.rotations = false;
+  if (c.trainval) {
+    // Retraining: the validation classes join the training ones, and nothing is held out.
+    c.validate = false;
+    if (!split_format && !c.val_classes.empty() && !train.classes.empty())
+      train.classes.insert(train.classes.end(), c.val_classes.begin(), c.val_classes.end());
+  } else if (split_format) {
+    c.has_val_classes = true;
+    c.val_data.split = "val";
+  } else if (!c.val_classes.empty()) {
+    c.has_val_classes = true;
+    c.val_data.classes = c.val_classes;
   }
+
+  DatasetSpec test = train;
+  test.rotations = false;
+  test.root = c.test_data.root;
+  test.labels = c.test_data.labels;
+  test.classes = c.test_data.classes;
+  test.split = "";
+  if (split_format) {
+    // The default test_root is Fashion-MNIST's test file, which means nothing to a dataset
+    // whose test classes are a split of the same folder: that default and '' both mean root.
+    if (test.root.empty() || test.root == config_table().defaults()["data"]["test_root"]) test.root = train.root;
+    test.split = "test";
+  }
+  c.test_data = test;
+  return c;
 }
 
 }  // namespace protonet

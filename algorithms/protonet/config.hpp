@@ -1,17 +1,21 @@
-// ProtoNet's run configuration: the JSON schema the host validates, the defaults, the
-// presets, and the parsed form the commands use. Free of LibTorch.
+// ProtoNet's run configuration: its fields (config_table: the schema the host validates and
+// the defaults come from it), the presets, and the parsed form the commands use. Free of
+// LibTorch.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <mlh/config_table.hpp>
 #include <nlohmann/json.hpp>
 
 #include "data/image_set.hpp"
 
 namespace protonet {
 
+struct Config;
+const mlh::ConfigTable<Config>& config_table();
 const char* config_schema_json();
 const char* config_defaults_json();
 const char* presets_json();
@@ -21,11 +25,12 @@ struct EpisodeShape {
 };
 
 struct Config {
-  // Data (see the schema's descriptions for how the validation and test sets are chosen).
+  // Data (see the fields' descriptions for how the validation and test sets are chosen).
   DatasetSpec train_data;
-  bool has_val_classes = false;  // idx/folder: val from these classes of the training file
-  DatasetSpec val_data;          // omniglot/miniimagenet: split "val"; idx with val_classes
-  double val_fraction = 0.1;     // otherwise: this share of each training class, held out
+  std::vector<int32_t> val_classes;  // data.val_classes as given
+  bool has_val_classes = false;      // idx/folder: val from these classes of the training file
+  DatasetSpec val_data;              // omniglot/miniimagenet: split "val"; idx with val_classes
+  double val_fraction = 0.1;         // otherwise: this share of each training class, held out
   DatasetSpec test_data;
   bool trainval = false;             // train on train + val classes; no validation (validate false)
   bool validate = true;              // validate each epoch and stop early; false with trainval

@@ -10,7 +10,7 @@
 #include <mlh/runtime/trained_run.hpp>
 #include <torch/utils.h>
 
-#include "episode_data.hpp"
+#include "data_sets.hpp"
 
 namespace protonet {
 
@@ -123,14 +123,9 @@ EpisodeStats evaluate(Learner& l, const ImageSet& set, const std::vector<Episode
 }
 
 mlh::rt::LoadedCheckpoint load_trained(const mlh::RunContext& ctx, const Config& cfg, Learner& l) {
-  mlh::rt::CheckpointManager checkpoints(mlh::rt::trained_run_dir(ctx), cfg.keep_checkpoints, mlh::rt::Goal::Minimize,
-                                         mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState s = l.state();
   // A run without validation (data.trainval) has no best checkpoint: its latest is the result.
-  auto loaded = cfg.checkpoint == "latest" || !cfg.validate ? checkpoints.load_latest(s, l.plan.device)
-                                                            : checkpoints.load_best(s, l.plan.device);
-  if (!loaded) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder ('" + checkpoints.dir() + "')");
-  return *loaded;
+  return mlh::rt::load_trained(ctx, s, l.plan.device, cfg.validate ? cfg.checkpoint : "latest", mlh::rt::Goal::Minimize);
 }
 
 }  // namespace protonet

@@ -18,7 +18,7 @@
 
 #include "config.hpp"
 #include "data/image_set.hpp"
-#include "episodes.hpp"
+#include "episode_sampler.hpp"
 #include "model.hpp"
 #include "proto_loss.hpp"
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "episode_data.hpp"
+#include "data_sets.hpp"
 #include "learner.hpp"
 #include "progress.hpp"
 

@@ -17,7 +17,7 @@
 
 #include "commands.hpp"
 #include "flops.hpp"
-#include "run_model.hpp"
+#include "model_record.hpp"
 #include "trainer.hpp"
 
 namespace trm {

@@ -8,7 +8,7 @@
 
 #include <ATen/Parallel.h>
 #include <mlh/format.hpp>
-#include <mlh/runtime/apply_plan.hpp>
+#include <mlh/runtime/command_setup.hpp>
 #include <mlh/runtime/parameters.hpp>
 #include <mlh/runtime/prefetcher.hpp>
 #include <mlh/runtime/seed.hpp>
@@ -17,7 +17,7 @@
 
 #include "arc_eval.hpp"
 #include "evaluate.hpp"
-#include "run_model.hpp"
+#include "model_record.hpp"
 #include "text_data.hpp"
 #include "trained_model.hpp"
 #include "trainer.hpp"
@@ -93,8 +93,8 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     ctx.warn("global_batch_size is " + std::to_string(cfg.global_batch_size) + " but each step trains on " +
              std::to_string(global_batch) + " rows (batch_size " + std::to_string(cfg.batch_size) + " x " +
              std::to_string(dist.world_size()) + " ranks): --batch-size overrides it");
-  RunModel run_model;
-  run_model.mode = cfg.mode;
+  ModelRecord record;
+  record.mode = cfg.mode;
   TrainingData data;
   std::unique_ptr<PuzzleSource> puzzles;
   std::unique_ptr<TextCorpus> corpus;
@@ -103,8 +103,8 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   if (cfg.text()) {
     corpus = std::make_unique<TextCorpus>(cfg.data.text_file, cfg.data.text_eval_fraction, cfg.model.text_seq_len);
     text_sampler = std::make_unique<TextSampler>(*corpus, global_batch, cfg.seed);
-    run_model.model = text_model_config(cfg);
-    run_model.text_file = cfg.data.text_file;
+    record.model = text_model_config(cfg);
+    record.text_file = cfg.data.text_file;
     ctx.info("text '" + cfg.data.text_file + "': " + std::to_string(corpus->train().size()) + " training bytes, " +
              std::to_string(corpus->eval().size()) + " held out");
     data.next = [&] { return shard_rows(text_sampler->next(), dist.rank(), dist.world_size()); };
@@ -138,8 +138,8 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
                                                      std::to_string(tm.seq_len) + " vs " + std::to_string(em.seq_len) +
                                                      ", vocab_size " + std::to_string(tm.vocab_size) + " vs " +
                                                      std::to_string(em.vocab_size) + ")");
-    run_model.model = puzzle_model_config(cfg, tm);
-    run_model.data_dir = dir;
+    record.model = puzzle_model_config(cfg, tm);
+    record.data_dir = dir;
     ctx.info("dataset '" + dir + "': " + std::to_string(puzzles->train.num_examples()) + " training examples (" +
              std::to_string(puzzles->train.num_groups()) + " groups), " + std::to_string(puzzles->test.num_examples()) +
              " test examples; seq_len " + std::to_string(tm.seq_len) + ", vocab " + std::to_string(tm.vocab_size));
@@ -163,10 +163,10 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
       return std::make_pair(arc_score->pass(2), arc_line(*arc_score) + "; " + line);
     };
   }
-  run_model.model.gradient_checkpointing = plan.gradient_checkpointing;
-  if (dist.is_main()) write_run_model(ctx.run_dir(), run_model);
+  record.model.gradient_checkpointing = plan.gradient_checkpointing;
+  if (dist.is_main()) write_model_record(ctx.run_dir(), record);
 
-  Trainer t(cfg, plan, run_model.model, &dist, [&](torch::nn::Module& m) { session.init_weights(m); });
+  Trainer t(cfg, plan, record.model, &dist, [&](torch::nn::Module& m) { session.init_weights(m); });
   t.micro_batching() = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
   mlh::rt::TrainingState saved = t.state();
   session.resume(saved, [&](const mlh::rt::LoadedCheckpoint&) {
@@ -180,7 +180,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
       data.next, data.state, [&](Batch b) { return prepare_batch(std::move(b), plan.device, plan.pinned_memory); },
       mlh::rt::prefetch_depth(plan.prefetch_factor, plan.dataloader_workers), static_cast<int>(plan.dataloader_workers));
   const int64_t parameters = mlh::rt::parameter_count(*t.model());
-  const ModelConfig& m = run_model.model;
+  const ModelConfig& m = record.model;
   ctx.info("trm " + cfg.mode + ": " + std::to_string(parameters) + " parameters (hidden " + std::to_string(m.hidden) +
            ", " + std::to_string(m.num_heads) + " heads, " + std::to_string(m.l_layers) + " layers, H " +
            std::to_string(m.h_cycles) + " x L " + std::to_string(m.l_cycles) + (m.mlp_t ? ", mlp_t" : "") +
@@ -256,7 +256,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   {
     std::optional<Ema::Swapped> ema_weights;  // the EMA weights are the result
     if (t.ema()) ema_weights.emplace(*t.ema());
-    json model_json = to_json(run_model.model);
+    json model_json = to_json(record.model);
     model_json.erase("gradient_checkpointing");
     session.export_weights(*t.model(),
                            {{"model", model_json.dump()}, {"mode", cfg.mode}, {"ema", t.ema() ? "true" : "false"}});
@@ -267,7 +267,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
                   {"wall_seconds", wall},
                   {"samples_per_s", sps},
                   {"parameters", parameters},
-                  {"torch_threads", at::get_num_threads()},
+                  {"intra_op_threads", at::get_num_threads()},
                   {"final_train_loss", s.loss},
                   {"eval", last_eval_metrics},
                   {"mode", cfg.mode},
@@ -326,16 +326,10 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
 
 namespace {
 
-// A LibTorch command, run with the plan applied, the config's threads and its seed
-// (build-data needs none of it).
+// A LibTorch command, run with the plan applied and the generators seeded (build-data needs
+// neither).
 Commands::Body with_plan(void (*body)(mlh::RunContext&, const Config&, const mlh::rt::RuntimePlan&)) {
-  return [body](mlh::RunContext& ctx, const Config& cfg) {
-    const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
-    mlh::rt::apply_plan(plan);
-    if (cfg.torch_threads > 0) at::set_num_threads(cfg.torch_threads);
-    mlh::rt::seed_everything(cfg.seed);
-    body(ctx, cfg, plan);
-  };
+  return [body](mlh::RunContext& ctx, const Config& cfg) { body(ctx, cfg, mlh::rt::prepare_command(ctx, cfg.seed)); };
 }
 
 }  // namespace

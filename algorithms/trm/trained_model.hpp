@@ -10,13 +10,13 @@
 #include <mlh/runtime/apply_plan.hpp>
 
 #include "config.hpp"
-#include "run_model.hpp"
+#include "model_record.hpp"
 #include "trainer.hpp"
 
 namespace trm {
 
 struct TrainedModel {
-  RunModel run;
+  ModelRecord run;
   std::unique_ptr<Trainer> trainer;  // holds the model (and the optimizer the checkpoint needs)
   int64_t step = 0;
   std::string checkpoint_path;

@@ -215,16 +215,12 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
 void sample(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
   mlh::rt::seed_everything(cfg.at("seed").get<uint64_t>());  // the same text for the same seed
   // The vocabulary, and so the model's shape, come from the checkpoint: read it first.
-  mlh::rt::CheckpointManager checkpoints(mlh::rt::trained_run_dir(ctx), 3, mlh::rt::Goal::Minimize,
-                                         mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState probe;
-  auto info = checkpoints.load_best(probe, at::kCPU);
-  if (!info) throw mlh::Error(MLH_ERR_IO, "no checkpoint in '" + checkpoints.dir() + "': train first");
-  const std::vector<std::string> vocab = info->values.at("vocab");
+  const std::vector<std::string> vocab = mlh::rt::load_trained(ctx, probe, at::kCPU).values.at("vocab");
   chargpt::Gpt model(model_config(cfg, static_cast<int64_t>(vocab.size())));
   mlh::rt::TrainingState s;
   s.add("model", *model);
-  checkpoints.load_best(s, plan.device);
+  mlh::rt::load_trained(ctx, s, plan.device);
   model->eval();
 
   std::vector<int64_t> context;

@@ -21,6 +21,7 @@ const char* kUsage =
     "  host --probe [--json]                    what devices this machine has, and which is chosen\n"
     "  host --list-plugins [--json]             the plugins found (manifests only, nothing loaded)\n"
     "  host --describe NAME                     an algorithm's commands, config schema, defaults, presets\n"
+    "  host --describe NAME --format markdown   its config reference: every field, default and meaning\n"
     "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n"
     "  host --algorithm NAME --benchmark [--json]  the algorithm's benchmarks on the chosen device\n"
     "  host --print-plan [--algorithm NAME] [--precision P] [--batch-size N] [--hardware-config FILE]\n"
@@ -74,6 +75,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   po::options_description run("Running an algorithm");
   run.add_options()
       ("describe", po::value(&o.describe), "describe the algorithm plugin NAME as JSON")
+      ("format", po::value(&o.describe_format)->value_name("json|markdown"),
+       "with --describe: json (default), or markdown: the algorithm's config reference (every field with its "
+       "type, default, allowed values, unit and meaning)")
       ("algorithm", po::value(&o.algorithm), "the algorithm plugin to run")
       ("command", po::value(&o.command), "what to run (default: the algorithm's first command, e.g. train)")
       ("config", po::value<std::string>(), "JSON file with config values")
@@ -114,7 +118,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "interval over them")
       ("sweep-parallel", po::value(&sweep_parallel)->value_name("N"),
        "trials at once: auto (default: one per GPU of the chosen kind, one on a CPU, whose run takes every core) or N");
-  std::string precision, allocator, batch_size, max_steps;
+  std::string precision, allocator, batch_size, max_steps, threads;
   po::options_description planning("Planning (docs/plan.md)");
   planning.add_options()
       ("precision", po::value(&precision), "auto, fp32, fp16 or bf16 (default: auto, or the settings file)")
@@ -127,6 +131,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("no-hardware-config", "read no hardware settings file, not even one found in those places")
       ("rules", po::value<std::string>(), "JSON file of auto-configuration rules tried before the shipped ones")
       ("print-plan", "show the plan for the chosen device (and --algorithm), run nothing")
+      ("threads", po::value(&threads)->value_name("N"),
+       "the worker's intra-op threads (LibTorch, OpenMP, BLAS) (default: the settings file's intra_op_threads, "
+       "else calibrated, else the device plugin's recommendation, else all online CPUs)")
       ("allocator", po::value(&allocator),
        "the worker's memory allocator: auto, glibc, glibc-tuned, jemalloc or tcmalloc (default: calibrated, "
        "else jemalloc)")
@@ -237,6 +244,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       o.batch_size = n;
     }
   }
+  if (vm.count("threads")) {
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(threads.c_str(), &end, 10);
+    if (threads.empty() || *end != '\0' || errno != 0 || n < 1 || n > 4096)
+      throw CliError("--threads must be a whole number from 1 to 4096, got '" + threads + "'");
+    o.threads = n;
+  }
   if (vm.count("allocator")) {
     static const std::vector<std::string> allocators = {"auto", "glibc", "glibc-tuned", "jemalloc", "tcmalloc"};
     if (std::find(allocators.begin(), allocators.end(), allocator) == allocators.end())
@@ -343,7 +358,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   }
   if (!planning_action) {
     for (const char* opt : {"config", "set", "precision", "batch-size", "hardware-config", "rules", "nproc-per-node",
-                            "allocator", "no-calibrate", "max-steps"})
+                            "allocator", "threads", "no-calibrate", "max-steps"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm or --print-plan");
   }
   if (vm.count("track")) {
@@ -367,6 +382,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     if (!o.command.empty() && o.command != "benchmark")
       throw CliError("--benchmark runs the 'benchmark' command; it cannot be combined with --command " + o.command);
     o.command = "benchmark";
+  }
+  if (vm.count("format")) {
+    if (o.action != CliOptions::Action::kDescribe) throw CliError("--format only applies with --describe");
+    if (o.describe_format != "json" && o.describe_format != "markdown")
+      throw CliError("--format '" + o.describe_format + "' is not one of json, markdown");
   }
   if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins && !o.benchmark)
     throw CliError("--json only applies with --probe, --list-plugins or --benchmark");

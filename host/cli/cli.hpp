@@ -33,6 +33,7 @@ struct CliOptions {
   int probe_timeout_ms = 10000;
 
   std::string describe;   // --describe NAME
+  std::string describe_format = "json";  // --format: json or markdown
   std::string algorithm;  // --algorithm NAME
   std::string command;    // --command NAME; empty: the algorithm's default
   std::filesystem::path config_file;
@@ -58,6 +59,7 @@ struct CliOptions {
   std::filesystem::path rules_file;          // --rules
   bool print_plan = false;                   // --print-plan: show the plan, run nothing
   std::optional<std::string> allocator;      // --allocator
+  std::optional<int64_t> threads;            // --threads N
   bool no_calibrate = false;                 // --no-calibrate
   int calibration_seconds = 60;              // --calibration-seconds
   std::optional<int64_t> max_steps;          // --max-steps N: end the run after N optimizer steps

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/config_reference.hpp"
 #include "cli/launch_options.hpp"
 #include "cli/run_setup.hpp"
 #include "common/stop_request.hpp"
@@ -26,7 +27,9 @@ using Calibrate = MeasurementPolicy::Calibrate;
 
 int command_describe(const CliOptions& options) {
   const Discovery discovery = discover_plugins(discovery_options(options));
-  std::cout << describe_algorithm(discovery.usable_algorithm(options.describe).manifest).to_json().dump(2) << "\n";
+  const AlgorithmInfo algorithm = describe_algorithm(discovery.usable_algorithm(options.describe).manifest);
+  if (options.describe_format == "markdown") std::cout << config_reference_markdown(algorithm);
+  else std::cout << algorithm.to_json().dump(2) << "\n";
   return 0;
 }
 

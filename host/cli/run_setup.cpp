@@ -41,6 +41,7 @@ PlanOverrides overrides(const CliOptions& options) {
   o.batch_size = options.batch_size;
   o.batch_size_auto = options.batch_size_auto;
   if (options.allocator && *options.allocator != "auto") o.allocator = options.allocator;
+  o.threads = options.threads;
   o.max_steps = options.max_steps;
   if (options.init_from) o.init_from = nlohmann::json{{"path", *options.init_from}, {"freeze", options.freeze}};
   return o;

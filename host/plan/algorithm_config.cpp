@@ -1,8 +1,9 @@
 #include "plan/algorithm_config.hpp"
 
-#include <cmath>
 #include <fstream>
 #include <sstream>
+
+#include <mlh/config_schema.hpp>
 
 namespace mlhost {
 
@@ -10,91 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string show(const json& v) {
-  // Replace, not throw on, invalid UTF-8: --set values are the user's bytes as given.
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
-}
-
-bool has_type(const json& v, const std::string& type) {
-  if (type == "object") return v.is_object();
-  if (type == "array") return v.is_array();
-  if (type == "string") return v.is_string();
-  if (type == "boolean") return v.is_boolean();
-  if (type == "null") return v.is_null();
-  if (type == "number") return v.is_number();
-  if (type == "integer")
-    return v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
-                                      std::floor(v.get<double>()) == v.get<double>());
-  return true;  // an unknown type word in a plugin's schema is not the user's fault
-}
-
-std::string type_words(const json& t) {
-  if (t.is_string()) return (t == "integer" || t == "array" || t == "object" ? "an " : "a ") + t.get<std::string>();
-  std::string out;
-  for (const auto& x : t)
-    if (x.is_string()) out += (out.empty() ? "" : " or ") + x.get<std::string>();
-  return out.empty() ? "a value of type " + t.dump() : out;
-}
-
-void check(const json& v, const json& schema, const std::string& path) {
-  if (!schema.is_object()) return;
-  const std::string where = "config field '" + (path.empty() ? std::string("(root)") : path) + "'";
-  if (auto t = schema.find("type"); t != schema.end()) {
-    bool ok = false;
-    if (t->is_string()) ok = has_type(v, *t);
-    else if (t->is_array())
-      for (const auto& x : *t) ok = ok || (x.is_string() && has_type(v, x));
-    else ok = true;
-    if (!ok) throw ConfigError(where + ": expected " + type_words(*t) + ", got " + show(v));
-  }
-  if (auto e = schema.find("enum"); e != schema.end() && e->is_array()) {
-    bool found = false;
-    for (const auto& x : *e) found = found || x == v;
-    if (!found) throw ConfigError(where + ": " + show(v) + " is not one of " + show(*e));
-  }
-  if (v.is_number()) {
-    const double x = v.get<double>();
-    auto bound = [&](const char* key, bool ok_if_less, bool strict) {
-      auto b = schema.find(key);
-      if (b == schema.end() || !b->is_number()) return;
-      const double lim = b->get<double>();
-      const bool ok = ok_if_less ? (strict ? x < lim : x <= lim) : (strict ? x > lim : x >= lim);
-      if (!ok)
-        throw ConfigError(where + ": " + show(v) + " must be " + (ok_if_less ? "<" : ">") + (strict ? "" : "=") +
-                          " " + show(*b));
-    };
-    bound("minimum", false, false);
-    bound("exclusiveMinimum", false, true);
-    bound("maximum", true, false);
-    bound("exclusiveMaximum", true, true);
-  }
-  if (v.is_object()) {
-    const json* props = schema.contains("properties") ? &schema["properties"] : nullptr;
-    if (auto req = schema.find("required"); req != schema.end() && req->is_array())
-      for (const auto& k : *req)
-        if (k.is_string() && !v.contains(k.get<std::string>()))
-          throw ConfigError("config field '" + (path.empty() ? "" : path + ".") + k.get<std::string>() +
-                            "' is required");
-    const auto extra = schema.find("additionalProperties");
-    const bool closed = extra != schema.end() && *extra == false;
-    for (const auto& [key, value] : v.items()) {
-      const std::string sub = path.empty() ? key : path + "." + key;
-      if (props && props->contains(key))
-        check(value, (*props)[key], sub);
-      else if (closed) {
-        std::string known;
-        if (props)
-          for (const auto& [k, unused] : props->items()) known += (known.empty() ? "" : ", ") + k;
-        throw ConfigError("config field '" + sub + "' is unknown" + (known.empty() ? "" : " (known: " + known + ")"));
-      }
-    }
-  }
-  if (v.is_array()) {
-    if (auto items = schema.find("items"); items != schema.end())
-      for (size_t i = 0; i < v.size(); ++i) check(v[i], *items, path + "[" + std::to_string(i) + "]");
-  }
-}
+using mlh::config_schema_detail::show;
 
 // The schema of the field at `keys`, or null.
 const json* schema_at(const json& schema, const std::vector<std::string>& keys) {
@@ -174,7 +91,10 @@ void apply_set(json& config, const std::string& assignment, const json& schema) 
   (*node)[keys.back()] = value;
 }
 
-void validate_config(const json& config, const json& schema) { check(config, schema, ""); }
+void validate_config(const json& config, const json& schema) {
+  const std::string bad = mlh::config_schema_violation(config, schema);
+  if (!bad.empty()) throw ConfigError(bad);
+}
 
 json run_config(const AlgorithmInfo& algorithm, const json& user, const json& plan) {
   json config = algorithm.config_defaults;

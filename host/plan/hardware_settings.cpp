@@ -4,10 +4,13 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <stdexcept>
 #include <regex>
 #include <sstream>
 
 #include <boost/program_options.hpp>
+#include <mlh/plan_fields.hpp>
 
 namespace mlhost {
 
@@ -47,7 +50,10 @@ Check fraction() {
   };
 }
 
-const std::map<std::string, Check>& checks() {
+// How each key's value is checked. Which keys there are is the plan's table's to say
+// (mlh::kPlanFields' settings) and the launcher's (kLauncherKeys); every_key_has_a_check()
+// holds the two lists to each other.
+const std::map<std::string, Check>& value_checks() {
   static const std::map<std::string, Check> c = {
       {"precision", one_of({"auto", "fp32", "fp16", "bf16"})},
       {"batch_size", integer_at_least(1, true)},
@@ -99,6 +105,25 @@ const std::map<std::string, Check>& checks() {
          return std::regex_match(v, conf) ? "" : "must be jemalloc's MALLOC_CONF, option:value[,option:value...]";
        }},
   };
+  return c;
+}
+
+// Keys of the launcher's own, not the plan's: experiment tracking (host/run/tracking).
+constexpr const char* kLauncherKeys[] = {"track", "mlflow_experiment"};
+
+const std::map<std::string, Check>& checks() {
+  static const std::map<std::string, Check>& c = [] () -> const std::map<std::string, Check>& {
+    std::vector<std::string> keys(std::begin(kLauncherKeys), std::end(kLauncherKeys));
+    for (const mlh::PlanFieldInfo& f : mlh::kPlanFields)
+      for (const char* key : f.settings)
+        if (key) keys.push_back(key);
+    if (keys.size() != value_checks().size())
+      throw std::logic_error("hardware settings: " + std::to_string(keys.size()) + " keys in the plan's table and the "
+                             "launcher's, " + std::to_string(value_checks().size()) + " value checks");
+    for (const std::string& key : keys)
+      if (!value_checks().count(key)) throw std::logic_error("hardware settings: no value check for key '" + key + "'");
+    return value_checks();
+  }();
   return c;
 }
 

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <sstream>
 
+#include <mlh/plan_fields.hpp>
+
 #include "probe/ranking.hpp"
 
 namespace mlhost {
@@ -55,41 +57,52 @@ std::string plan_to_text(const json& plan) {
     if (no_effect.contains(key)) shown += " (no effect: " + no_effect[key].get<std::string>() + ")";
     o << "  " << padded(label, 24) << " " << padded(shown, 18) << " " << src.value(key, "") << "\n";
   };
-  row("batch size", show(plan["batch_size"]), "batch_size");
-  row("gradient checkpointing", show(plan["gradient_checkpointing"]), "gradient_checkpointing");
-  row("precision", show(plan["precision"]), "precision");
-  std::string preset = show(plan["preset"]);
-  // The preset's own size claim, where the algorithm does not describe the run's model.
-  if (plan.contains("parameters") && !plan.contains("model")) preset += " (" + show(plan["parameters"]) + " parameters)";
-  row("model preset", preset, "preset");
-  if (plan.contains("model")) row("model", model_text(plan["model"]), "model");
-  row("threads", show(plan["threads"]["intra_op"]) + " intra / " + show(plan["threads"]["inter_op"]) + " inter", "threads");
-  if (plan.contains("allocator")) row("allocator", show(plan["allocator"]["name"]), "allocator");
-  if (plan.contains("calibration")) o << "  calibration              " << plan["calibration"].value("status", "") << "\n";
-  row("memory fraction", show(plan["memory_fraction"]), "memory_fraction");
-  if (plan.contains("memory_limit_bytes"))
-    row("memory limit", format_bytes(plan["memory_limit_bytes"].get<int64_t>()), "memory_limit_bytes");
-  row("empty cache every", show(plan["empty_cache_steps"]), "empty_cache_steps");
-  row("pinned memory", show(plan["pinned_memory"]), "pinned_memory");
-  row("data workers", show(plan["dataloader_workers"]), "dataloader_workers");
-  row("prefetch factor", show(plan["prefetch_factor"]), "prefetch_factor");
-  row("OpenMP binding", show(plan["omp_proc_bind"]), "omp_proc_bind");
-  row("OpenMP wait policy", show(plan["omp_wait_policy"]), "omp_wait_policy");
-  row("cuDNN benchmark", show(plan["cudnn_benchmark"]), "cudnn_benchmark");
-  row("TF32 matmul", show(plan["tf32_matmul"]), "tf32_matmul");
-  row("deterministic", show(plan["deterministic"]), "deterministic");
-  row("channels last", show(plan["channels_last"]), "channels_last");
-  if (plan.contains("max_steps") && !plan["max_steps"].is_null()) row("max steps", show(plan["max_steps"]), "max_steps");
-  if (plan.contains("init_from") && plan["init_from"].is_object()) {
-    std::string shown = plan["init_from"].value("path", "");
-    const json freeze = plan["init_from"].value("freeze", json::array());
-    if (!freeze.empty()) shown += " (frozen: " + freeze.dump() + ")";
-    row("initial weights", shown, "init_from");
-  }
-  if (plan.contains("distributed")) {
-    const json& d = plan["distributed"];
-    row("distributed", show(d["world_size"]) + " ranks, " + show(d["backend"]), "distributed");
-    row("global batch size", show(d["global_batch_size"]), "distributed");
+  static const json null;
+  auto field = [&](const char* name) -> const json& { return plan.contains(name) ? plan[name] : null; };
+  // A line per setting, labelled and ordered by the plan's table; the facts that explain a
+  // setting (the model a preset gives, what calibration measured) follow it.
+  for (const mlh::PlanFieldInfo& f : mlh::kPlanFields) {
+    if (!f.label) continue;
+    const json& value = field(f.name);
+    switch (f.field) {
+      case mlh::PlanField::kPreset: {
+        std::string preset = show(value);
+        // The preset's own size claim, where the algorithm does not describe the run's model.
+        if (plan.contains("parameters") && !plan.contains("model")) preset += " (" + show(plan["parameters"]) + " parameters)";
+        row(f.label, preset, f.name);
+        if (plan.contains("model")) row("model", model_text(plan["model"]), "model");
+        break;
+      }
+      case mlh::PlanField::kThreads:
+        row(f.label, show(value["intra_op"]) + " intra / " + show(value["inter_op"]) + " inter", f.name);
+        break;
+      case mlh::PlanField::kAllocator:
+        if (value.is_object()) row(f.label, show(value["name"]), f.name);
+        if (plan.contains("calibration")) o << "  calibration              " << plan["calibration"].value("status", "") << "\n";
+        break;
+      case mlh::PlanField::kMemoryLimitBytes:
+        if (value.is_number_integer()) row(f.label, format_bytes(value.get<int64_t>()), f.name);
+        break;
+      case mlh::PlanField::kMaxSteps:
+        if (!value.is_null()) row(f.label, show(value), f.name);
+        break;
+      case mlh::PlanField::kInitFrom:
+        if (value.is_object()) {
+          std::string shown = value.value("path", "");
+          const json freeze = value.value("freeze", json::array());
+          if (!freeze.empty()) shown += " (frozen: " + freeze.dump() + ")";
+          row(f.label, shown, f.name);
+        }
+        break;
+      case mlh::PlanField::kDistributed:
+        if (value.is_object()) {
+          row(f.label, show(value["world_size"]) + " ranks, " + show(value["backend"]), f.name);
+          row("global batch size", show(value["global_batch_size"]), f.name);
+        }
+        break;
+      default:
+        row(f.label, show(value), f.name);
+    }
   }
   if (plan.contains("environment") && !plan["environment"].empty()) {
     o << "  environment             ";

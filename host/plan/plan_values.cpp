@@ -250,7 +250,10 @@ void Decisions::preset() {
 void Decisions::threads() {
   json threads = json::object();
   Source source;
-  if (auto s = setting("intra_op_threads")) {
+  if (req_.overrides.threads) {
+    threads["intra_op"] = *req_.overrides.threads;
+    source = from(SourceKind::kCommandLine, "command line --threads");
+  } else if (auto s = setting("intra_op_threads")) {
     threads["intra_op"] = parse_int(s->value);
     source = from_file(*s);
   } else if (in_.calibration && in_.calibration->varies("threads")) {
@@ -267,7 +270,7 @@ void Decisions::threads() {
   // fair share when they hold them all (a run of one thread beside a run of all of them
   // still trains, where a second thread per core would make both crawl).
   const MachineShare& share = req_.sharing;
-  if (d_.device_class == MLH_DEVICE_CLASS_CPU && source.kind != SourceKind::kSettingsFile && share.shared() &&
+  if (d_.device_class == MLH_DEVICE_CLASS_CPU && !chosen_by_user(source.kind) && share.shared() &&
       share.other_workers > 0) {
     const int64_t cores = d_.recommended_threads > 0 ? d_.recommended_threads : share.online_cpus;
     const int64_t left = cores - share.other_worker_threads;

@@ -62,6 +62,7 @@ struct PlanOverrides {
   std::optional<int64_t> batch_size;     // --batch-size N
   bool batch_size_auto = false;          // --batch-size auto: the batch size finder
   std::optional<std::string> allocator;  // --allocator
+  std::optional<int64_t> threads;        // --threads N: the worker's intra-op threads
   std::optional<int64_t> max_steps;      // --max-steps N
   std::optional<nlohmann::json> init_from;  // --init-from PATH --freeze ...: {"path", "freeze": [names]}
 };

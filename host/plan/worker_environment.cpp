@@ -1,6 +1,6 @@
 #include "plan/worker_environment.hpp"
 
-#include <mlh/worker_env.hpp>
+#include "plan/worker_env.hpp"
 
 #include "plan/planner.hpp"
 

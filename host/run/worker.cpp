@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 
+#include <mlh/plan_fields.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -63,8 +64,9 @@ json run_hparams(const WorkerSpec& spec) {
   hparams["device"] = spec.torch_device;
   hparams["world_size"] = spec.world_size;
   if (plan.is_object())
-    for (const char* field : {"precision", "batch_size", "preset"})
-      if (plan.contains(field) && !plan[field].is_null()) hparams[std::string("plan.") + field] = plan[field];
+    for (const mlh::PlanFieldInfo& f : mlh::kPlanFields)
+      if (f.run_parameter == mlh::RunParameter::kYes && plan.contains(f.name) && !plan[f.name].is_null())
+        hparams[std::string("plan.") + f.name] = plan[f.name];
   return hparams;
 }
 

@@ -13,7 +13,7 @@ class CpuDevices : public mlh::DevicePlugin {
   std::vector<mlh::DeviceInfo> probe() override { return {mlh::cpu::probe_cpu(mlh::cpu::read_snapshot("/"))}; }
 
   // No prepare(): a worker's threads and allocator are the CPU side of every run, which the
-  // host sets from the plan (mlh/worker_env.hpp); the CPU has nothing of its own to add.
+  // host sets from the plan (host/plan/worker_env.hpp); the CPU has nothing of its own to add.
 
   mlh::TelemetrySample telemetry(int32_t device_index, int64_t pid) override {
     check_index(device_index);

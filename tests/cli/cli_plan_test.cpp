@@ -57,6 +57,12 @@ TEST_F(PlanCliTest, SettingsFileIsAppliedAndUserFlagsWin) {
   EXPECT_TRUE(contains(r.out, "command line --precision")) << r.describe();
   EXPECT_TRUE(contains(r.out, "command line --batch-size")) << r.describe();
 
+  // --threads wins over the settings file's intra_op_threads, and says so.
+  r = host({"--print-plan", "--hardware-config", (tmp() / "hw.ini").string(), "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "2 intra / 1 inter")) << r.describe();
+  EXPECT_TRUE(contains(r.out, "command line --threads")) << r.describe();
+
   // The environment variable names the file when the flag does not.
   RunOptions env;
   env.env["MLH_HARDWARE_CONFIG"] = (tmp() / "hw.ini").string();

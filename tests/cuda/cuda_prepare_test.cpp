@@ -39,7 +39,7 @@ TEST(CudaPlan, NoMemoryFieldsNoAllocatorConfig) {
 TEST(CudaPlan, Environment) {
   CudaPlan plan = read_cuda_plan(R"({"memory": {"max_split_size_mb": 128}, "threads": {"intra_op": 8}})");
   std::vector<mlh::EnvVar> env = cuda_environment("GPU-abc", plan);
-  ASSERT_EQ(env.size(), 3u) << "threads are mlh/worker_env.hpp's, as on every device";
+  ASSERT_EQ(env.size(), 3u) << "threads are the host's (host/plan/worker_env.hpp), as on every device";
   EXPECT_EQ(env[0].name, "CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(env[0].value, "GPU-abc");
   EXPECT_EQ(env[1].name, "MLH_TORCH_DEVICE");

@@ -1,13 +1,13 @@
 // The worker's allocator in the plan (plan/allocator.hpp): which one, where its library is
 // found, how a missing one falls back, what the settings file tunes, and what the device
-// plugins turn it into (mlh/allocator_env.hpp).
+// plugins turn it into (host/plan/allocator_env.hpp).
 #include "plan/allocator.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include <mlh/allocator_env.hpp>
+#include "plan/allocator_env.hpp"
 
 #include "plan/hardware_settings.hpp"
 #include "plan/plan_text.hpp"

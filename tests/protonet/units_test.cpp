@@ -10,7 +10,7 @@
 #include <torch/nn/module.h>
 
 #include "config.hpp"
-#include "episodes.hpp"
+#include "episode_sampler.hpp"
 #include "model.hpp"
 #include "progress.hpp"
 #include "proto_loss.hpp"

@@ -12,7 +12,7 @@
 
 #include "config.hpp"
 #include "flops.hpp"
-#include "run_model.hpp"
+#include "model_record.hpp"
 #include "sampling.hpp"
 #include "temp_dir.hpp"
 #include "text_data.hpp"
@@ -181,15 +181,15 @@ TEST(TrmFlops, HandCountedModel) {
 
 TEST(TrmRunModel, RoundTripAndErrors) {
   TempDir dir;
-  trm::RunModel m;
+  trm::ModelRecord m;
   m.mode = "text";
   m.model.hidden = 64;
   m.model.num_heads = 4;
   m.model.causal = true;
   m.model.gradient_checkpointing = true;
   m.text_file = "/some/file.txt";
-  trm::write_run_model(dir.path(), m);
-  const trm::RunModel r = trm::read_run_model(dir.path());
+  trm::write_model_record(dir.path(), m);
+  const trm::ModelRecord r = trm::read_model_record(dir.path());
   EXPECT_EQ(r.mode, "text");
   EXPECT_EQ(r.model.hidden, 64);
   EXPECT_TRUE(r.model.causal);
@@ -197,9 +197,9 @@ TEST(TrmRunModel, RoundTripAndErrors) {
   EXPECT_EQ(r.text_file, "/some/file.txt");
 
   TempDir empty;
-  EXPECT_NE(error_of([&] { trm::read_run_model(empty.path()); }).find("train first"), std::string::npos);
+  EXPECT_NE(error_of([&] { trm::read_model_record(empty.path()); }).find("train first"), std::string::npos);
   write_file(empty.str() + "/model.json", "{\"mode\": \"puzzle\"}");
-  EXPECT_NE(error_of([&] { trm::read_run_model(empty.path()); }).find("model.json"), std::string::npos);
+  EXPECT_NE(error_of([&] { trm::read_model_record(empty.path()); }).find("model.json"), std::string::npos);
 }
 
 }  // namespace

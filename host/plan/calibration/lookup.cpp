@@ -89,7 +89,7 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
   search.device = &device;
   search.plan = plan;
   search.vary_allocator = vary_allocator;
-  search.vary_threads = cpu && !user_set("intra_op_threads");
+  search.vary_threads = cpu && !request.overrides.threads && !user_set("intra_op_threads");
   search.vary_precision = cpu && (device.fast_precisions & MLH_PRECISION_BF16) && !request.overrides.precision &&
                           !user_set("precision");
   search.allocator_search_path = request.allocators.path;

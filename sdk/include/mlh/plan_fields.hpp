@@ -1,6 +1,7 @@
 // The settings of the host's execution plan (docs/plan.md), in one table that every reader
-// of the plan takes its field names from: the host's planner (which writes them), its
-// effects marking (which says where a value does nothing), the training runtime's plan
+// of the plan takes its field names from: the host's planner (which writes them), the
+// printed plan (labels), the hardware settings file (its keys), its effects marking (which
+// says where a value does nothing), the run's hyperparameters, the training runtime's plan
 // reader (mlh::rt::RuntimePlan::parse) and the check that docs/plan.md has a row for each.
 // A plan also holds facts that are not settings (the device, sources, no_effect, the
 // model); those are not in the table.
@@ -15,9 +16,9 @@
 namespace mlh {
 
 enum class PlanField {
-  kPrecision,
   kBatchSize,
   kGradientCheckpointing,
+  kPrecision,
   kPreset,
   kThreads,
   kAllocator,
@@ -28,15 +29,15 @@ enum class PlanField {
   kPinnedMemory,
   kDataloaderWorkers,
   kPrefetchFactor,
-  kChannelsLast,
   kOmpProcBind,
   kOmpWaitPolicy,
   kCudnnBenchmark,
   kTf32Matmul,
   kDeterministic,
-  kDistributed,
+  kChannelsLast,
   kMaxSteps,
   kInitFrom,
+  kDistributed,
 };
 
 // Who knows whether a value does anything on a run. The worker's side: the device and the
@@ -45,36 +46,59 @@ enum class PlanField {
 // in describe_run's "plan_fields" (precision, batch size, data loading, ...).
 enum class PlanFieldDecider { kWorker, kAlgorithm };
 
+// Whether a run's hyperparameters (TensorBoard's HParams, MLflow's params) record the
+// field as "plan.<name>": the values that change what a run learns, not how fast.
+enum class RunParameter { kNo, kYes };
+
 struct PlanFieldInfo {
   PlanField field;
   const char* name;  // the key in plan.json
   PlanFieldDecider decider;
+  const char* label;  // its line in the printed plan (host --print-plan); nullptr: not printed
+  // The hardware settings file's keys that set it (share/mlhost/hardware.ini), up to five.
+  const char* settings[5];
+  RunParameter run_parameter;
 };
 
-// Every setting, in the order docs/plan.md's "What each field does" table lists them.
+// Every setting, in the order the printed plan and docs/plan.md's "What each field does"
+// table list them.
 inline constexpr PlanFieldInfo kPlanFields[] = {
-    {PlanField::kPrecision, "precision", PlanFieldDecider::kAlgorithm},
-    {PlanField::kBatchSize, "batch_size", PlanFieldDecider::kAlgorithm},
-    {PlanField::kGradientCheckpointing, "gradient_checkpointing", PlanFieldDecider::kAlgorithm},
-    {PlanField::kPreset, "preset", PlanFieldDecider::kAlgorithm},
-    {PlanField::kThreads, "threads", PlanFieldDecider::kWorker},
-    {PlanField::kAllocator, "allocator", PlanFieldDecider::kWorker},
-    {PlanField::kMemoryFraction, "memory_fraction", PlanFieldDecider::kWorker},
-    {PlanField::kMemoryLimitBytes, "memory_limit_bytes", PlanFieldDecider::kWorker},
-    {PlanField::kMemory, "memory", PlanFieldDecider::kWorker},
-    {PlanField::kEmptyCacheSteps, "empty_cache_steps", PlanFieldDecider::kAlgorithm},
-    {PlanField::kPinnedMemory, "pinned_memory", PlanFieldDecider::kAlgorithm},
-    {PlanField::kDataloaderWorkers, "dataloader_workers", PlanFieldDecider::kAlgorithm},
-    {PlanField::kPrefetchFactor, "prefetch_factor", PlanFieldDecider::kAlgorithm},
-    {PlanField::kChannelsLast, "channels_last", PlanFieldDecider::kAlgorithm},
-    {PlanField::kOmpProcBind, "omp_proc_bind", PlanFieldDecider::kWorker},
-    {PlanField::kOmpWaitPolicy, "omp_wait_policy", PlanFieldDecider::kWorker},
-    {PlanField::kCudnnBenchmark, "cudnn_benchmark", PlanFieldDecider::kAlgorithm},
-    {PlanField::kTf32Matmul, "tf32_matmul", PlanFieldDecider::kWorker},
-    {PlanField::kDeterministic, "deterministic", PlanFieldDecider::kWorker},
-    {PlanField::kDistributed, "distributed", PlanFieldDecider::kWorker},
-    {PlanField::kMaxSteps, "max_steps", PlanFieldDecider::kAlgorithm},
-    {PlanField::kInitFrom, "init_from", PlanFieldDecider::kAlgorithm},
+    {PlanField::kBatchSize, "batch_size", PlanFieldDecider::kAlgorithm, "batch size", {"batch_size"}, RunParameter::kYes},
+    {PlanField::kGradientCheckpointing, "gradient_checkpointing", PlanFieldDecider::kAlgorithm, "gradient checkpointing",
+     {"gradient_checkpointing"}, RunParameter::kNo},
+    {PlanField::kPrecision, "precision", PlanFieldDecider::kAlgorithm, "precision", {"precision"}, RunParameter::kYes},
+    {PlanField::kPreset, "preset", PlanFieldDecider::kAlgorithm, "model preset", {"preset"}, RunParameter::kYes},
+    {PlanField::kThreads, "threads", PlanFieldDecider::kWorker, "threads", {"intra_op_threads", "inter_op_threads"},
+     RunParameter::kNo},
+    {PlanField::kAllocator, "allocator", PlanFieldDecider::kWorker, "allocator",
+     {"allocator", "malloc_mmap_threshold", "malloc_trim_threshold", "malloc_top_pad", "jemalloc_conf"}, RunParameter::kNo},
+    {PlanField::kMemoryFraction, "memory_fraction", PlanFieldDecider::kWorker, "memory fraction", {"memory_fraction"},
+     RunParameter::kNo},
+    {PlanField::kMemoryLimitBytes, "memory_limit_bytes", PlanFieldDecider::kWorker, "memory limit", {"memory_limit_gb"},
+     RunParameter::kNo},
+    {PlanField::kMemory, "memory", PlanFieldDecider::kWorker, nullptr, {}, RunParameter::kNo},
+    {PlanField::kEmptyCacheSteps, "empty_cache_steps", PlanFieldDecider::kAlgorithm, "empty cache every",
+     {"empty_cache_steps"}, RunParameter::kNo},
+    {PlanField::kPinnedMemory, "pinned_memory", PlanFieldDecider::kAlgorithm, "pinned memory", {"pinned_memory"},
+     RunParameter::kNo},
+    {PlanField::kDataloaderWorkers, "dataloader_workers", PlanFieldDecider::kAlgorithm, "data workers",
+     {"dataloader_workers"}, RunParameter::kNo},
+    {PlanField::kPrefetchFactor, "prefetch_factor", PlanFieldDecider::kAlgorithm, "prefetch factor", {"prefetch_factor"},
+     RunParameter::kNo},
+    {PlanField::kOmpProcBind, "omp_proc_bind", PlanFieldDecider::kWorker, "OpenMP binding", {"omp_proc_bind"},
+     RunParameter::kNo},
+    {PlanField::kOmpWaitPolicy, "omp_wait_policy", PlanFieldDecider::kWorker, "OpenMP wait policy", {"omp_wait_policy"},
+     RunParameter::kNo},
+    {PlanField::kCudnnBenchmark, "cudnn_benchmark", PlanFieldDecider::kAlgorithm, "cuDNN benchmark", {"cudnn_benchmark"},
+     RunParameter::kNo},
+    {PlanField::kTf32Matmul, "tf32_matmul", PlanFieldDecider::kWorker, "TF32 matmul", {"tf32_matmul"}, RunParameter::kNo},
+    {PlanField::kDeterministic, "deterministic", PlanFieldDecider::kWorker, "deterministic", {"deterministic"},
+     RunParameter::kNo},
+    {PlanField::kChannelsLast, "channels_last", PlanFieldDecider::kAlgorithm, "channels last", {"channels_last"},
+     RunParameter::kNo},
+    {PlanField::kMaxSteps, "max_steps", PlanFieldDecider::kAlgorithm, "max steps", {}, RunParameter::kNo},
+    {PlanField::kInitFrom, "init_from", PlanFieldDecider::kAlgorithm, "initial weights", {}, RunParameter::kNo},
+    {PlanField::kDistributed, "distributed", PlanFieldDecider::kWorker, "distributed", {}, RunParameter::kNo},
 };
 
 inline constexpr size_t kPlanFieldCount = sizeof kPlanFields / sizeof kPlanFields[0];

@@ -15,4 +15,17 @@ std::string trained_run_dir(const mlh::RunContext& ctx) {
   return ctx.run_dir();
 }
 
+LoadedCheckpoint load_trained(const mlh::RunContext& ctx, TrainingState& state, at::Device device,
+                              const std::string& which, Goal goal) {
+  if (which != "best" && which != "latest")
+    throw Error(MLH_ERR_INVALID_ARGUMENT, "config field 'checkpoint': expected best or latest, got '" + which + "'");
+  // Loading prunes nothing: how many a run keeps matters only to saving.
+  CheckpointManager checkpoints(trained_run_dir(ctx), /*keep_last=*/1, goal, [&](const std::string& w) { ctx.warn(w); });
+  std::optional<LoadedCheckpoint> loaded =
+      which == "best" ? checkpoints.load_best(state, device) : checkpoints.load_latest(state, device);
+  if (!loaded && which == "best") loaded = checkpoints.load_latest(state, device);
+  if (!loaded) throw Error(MLH_ERR_IO, "no trained model in the run folder ('" + checkpoints.dir() + "'): train first");
+  return *loaded;
+}
+
 }  // namespace mlh::rt

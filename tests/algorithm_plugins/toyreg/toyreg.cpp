@@ -196,14 +196,11 @@ void train(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& pl
 void evaluate(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& plan) {
   mlh::rt::Distributed dist(ctx, plan.device);
   Trainer t(ctx, cfg, plan, dist);
-  mlh::rt::CheckpointManager checkpoints(mlh::rt::trained_run_dir(ctx), 3, mlh::rt::Goal::Minimize,
-                                         mlh::rt::warn_sink(ctx));
   mlh::rt::TrainingState s = t.state(0);
-  auto loaded = checkpoints.load_best(s, t.device);
-  if (!loaded) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder ('" + checkpoints.dir() + "')");
+  const mlh::rt::LoadedCheckpoint loaded = mlh::rt::load_trained(ctx, s, t.device);
   const double error = std::abs(t.weight() - 3) + std::abs(t.bias() + 2);
-  ctx.metric("eval/parameter_error", error, loaded->step);
-  ctx.summary(json{{"parameter_error", error}, {"checkpoint", loaded->path}}.dump());
+  ctx.metric("eval/parameter_error", error, loaded.step);
+  ctx.summary(json{{"parameter_error", error}, {"checkpoint", loaded.path}}.dump());
 }
 
 // The step's speed, and a precision check that trains 30 steps from the same start in fp32

@@ -1,4 +1,4 @@
-#include "episode_data.hpp"
+#include "data_sets.hpp"
 
 #include <algorithm>
 #include <cmath>

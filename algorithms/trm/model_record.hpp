@@ -15,7 +15,7 @@
 
 namespace trm {
 
-struct RunModel {
+struct ModelRecord {
   std::string mode = "puzzle";  // puzzle or text
   ModelConfig model;
   std::string data_dir;   // puzzle: the dataset folder
@@ -23,9 +23,9 @@ struct RunModel {
 };
 
 std::string model_json_path(const std::string& run_dir);
-void write_run_model(const std::string& run_dir, const RunModel& run_model);
+void write_model_record(const std::string& run_dir, const ModelRecord& record);
 // mlh::Error naming the file when missing ("train first") or malformed.
-RunModel read_run_model(const std::string& run_dir);
+ModelRecord read_model_record(const std::string& run_dir);
 
 // The model of a puzzle run on a split with this metadata / of a text run.
 ModelConfig puzzle_model_config(const Config& cfg, const DatasetMetadata& metadata);

@@ -1,4 +1,4 @@
-#include "episodes.hpp"
+#include "episode_sampler.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -12,10 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "allocator_env.hpp"
-#include "plan_reader.hpp"
-#include "plugin.hpp"
-#include "thread_env.hpp"
+#include <mlh/plan_reader.hpp>
+#include <mlh/plugin.hpp>
+
+#include "plan/allocator_env.hpp"
+#include "plan/thread_env.hpp"
 
 namespace mlh {
 

@@ -16,7 +16,7 @@
 
 #include "config.hpp"
 #include "data/image_set.hpp"
-#include "episodes.hpp"
+#include "episode_sampler.hpp"
 
 namespace protonet {
 

@@ -1,4 +1,4 @@
-// mlh/thread_env.hpp: the plan's CPU-thread settings as the environment every device
+// host/plan/thread_env.hpp: the plan's CPU-thread settings as the environment every device
 // plugin's prepare returns (cpu with its recommended thread count, cuda and mps without).
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <optional>
 
-#include <mlh/thread_env.hpp>
+#include "plan/thread_env.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "run_model.hpp"
+#include "model_record.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -18,7 +18,7 @@ using nlohmann::json;
 
 std::string model_json_path(const std::string& run_dir) { return run_dir + "/model.json"; }
 
-void write_run_model(const std::string& run_dir, const RunModel& m) {
+void write_model_record(const std::string& run_dir, const ModelRecord& m) {
   fs::create_directories(run_dir);
   json model = to_json(m.model);
   model.erase("gradient_checkpointing");
@@ -29,13 +29,13 @@ void write_run_model(const std::string& run_dir, const RunModel& m) {
   f.commit();
 }
 
-RunModel read_run_model(const std::string& run_dir) {
+ModelRecord read_model_record(const std::string& run_dir) {
   const std::string path = model_json_path(run_dir);
   std::ifstream in(path);
   if (!in) throw mlh::Error(MLH_ERR_IO, "no trained model in the run folder: '" + path + "' is missing (train first)");
   try {
     const json j = json::parse(in);
-    RunModel m;
+    ModelRecord m;
     m.mode = j.at("mode").get<std::string>();
     if (m.mode != "puzzle" && m.mode != "text") throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "unknown mode '" + m.mode + "'");
     m.model = model_config_from_json(j.at("model"));

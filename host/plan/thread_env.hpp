@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "plan_reader.hpp"
-#include "plugin.hpp"
+#include <mlh/plan_reader.hpp>
+#include <mlh/plugin.hpp>
 
 namespace mlh {
 
