@@ -96,7 +96,10 @@ TEST_F(CalibrationTest, WorkerRunsWithThePlannedAllocatorAndTheHostDoesNot) {
 }
 
 TEST_F(CalibrationTest, ARunCalibratesFirstAndLaterRunsUseTheCache) {
-  const Result first = toyreg("one", {}, calibrating());
+  // A bound a busy machine does not reach either (idle, toyreg's candidates take about 10 s in
+  // all); should it still stop the search, the thread candidates may go unmeasured, which the
+  // calibration then says (complete: false), and the rest still holds.
+  const Result first = toyreg("one", {}, calibrating(), "120");
   ASSERT_EQ(first.exit_code, 0) << first.describe();
   EXPECT_TRUE(contains(first.err, "calibrating toyreg on cpu:0")) << first.describe();
   const json plan = plan_of("one");
@@ -114,7 +117,7 @@ TEST_F(CalibrationTest, ARunCalibratesFirstAndLaterRunsUseTheCache) {
   EXPECT_EQ(c["measurements"][1]["settings"]["allocator"], "glibc");
   bool one_thread = false;
   for (const json& m : c["measurements"]) one_thread = one_thread || m["settings"]["threads"] == 1;
-  EXPECT_TRUE(one_thread) << c.dump(2);
+  if (c.value("complete", true)) EXPECT_TRUE(one_thread) << c.dump(2);
   // The plan runs what was chosen, each value saying it was calibrated.
   EXPECT_EQ(plan["allocator"]["name"], c["chosen"]["allocator"]);
   EXPECT_EQ(plan["threads"]["intra_op"], c["chosen"]["threads"]);

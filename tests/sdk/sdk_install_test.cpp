@@ -314,10 +314,13 @@ TEST_F(InstalledSdk, MlpFitLearnsAndAStoppedRunResumes) {
   EXPECT_TRUE(fs::exists(quick / "model.safetensors"));
 
   // A long run, stopped with SIGINT once it has trained 50 steps: the session saves where it
-  // stopped and the run ends as cancelled.
+  // stopped and the run ends as cancelled. Its legs and the run it is compared with below all
+  // run one thread: the plan's threads otherwise depend on what else the machine runs (a
+  // shared machine gets fewer), and another thread count sums in another order.
+  const std::string pinned = plugin + " --threads 1";
   const fs::path stopped = kWork / "mlp-fit-stopped";
   const std::string metrics = quote((stopped / "metrics.jsonl").string());
-  const Result stop = sh("sh -c " + quote(host() + plugin + " --run-dir " + quote(stopped.string()) +
+  const Result stop = sh("sh -c " + quote(host() + pinned + " --run-dir " + quote(stopped.string()) +
                                           " --set steps=100000000 --set checkpoint_every=1000000 & pid=$!; "
                                           "for i in $(seq 1200); do n=$(grep -c train/loss " + metrics +
                                           " 2>/dev/null); [ \"${n:-0}\" -ge 50 ] && break; sleep 0.1; done; "
@@ -327,7 +330,7 @@ TEST_F(InstalledSdk, MlpFitLearnsAndAStoppedRunResumes) {
   const int64_t saved = newest_checkpoint(stopped);
   ASSERT_GE(saved, 50) << "no checkpoint of the stop (checkpoint_every is larger than the run)";
 
-  const Result resumed = sh(host() + plugin + " --run-dir " + quote(stopped.string()) + " --resume --set steps=" +
+  const Result resumed = sh(host() + pinned + " --run-dir " + quote(stopped.string()) + " --resume --set steps=" +
                             std::to_string(saved + 1000));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   std::ifstream log(stopped / "log.txt");
@@ -342,7 +345,7 @@ TEST_F(InstalledSdk, MlpFitLearnsAndAStoppedRunResumes) {
 
   // It continued exactly: a run of as many steps without the stop ends with the same fit.
   const fs::path whole = kWork / "mlp-fit-whole";
-  const Result straight = sh(host() + plugin + " --run-dir " + quote(whole.string()) + " --set steps=" +
+  const Result straight = sh(host() + pinned + " --run-dir " + quote(whole.string()) + " --set steps=" +
                              std::to_string(saved + 1000));
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
   const json reference = read_json(whole / "summary.json")["result"];

@@ -62,10 +62,15 @@ BenchmarkResult run_benchmark(const std::string& name, const std::function<void(
     synchronize(options.device);
     times_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
   }
+  BenchmarkResult result = summarize_times(name, std::move(times_ms), options);
+  result.peak_memory_bytes = memory_stats(options.device).peak;
+  return result;
+}
 
+BenchmarkResult summarize_times(const std::string& name, std::vector<double> times_ms, const BenchmarkOptions& options) {
+  if (times_ms.empty()) throw std::invalid_argument("benchmark " + name + ": no timed iterations");
   BenchmarkResult result;
   result.name = name;
-  result.peak_memory_bytes = memory_stats(options.device).peak;
   result.iterations = static_cast<int64_t>(times_ms.size());
   result.items_per_iteration = options.items_per_iteration;
   result.unit = options.unit;

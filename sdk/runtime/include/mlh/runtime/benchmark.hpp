@@ -52,6 +52,11 @@ struct BenchmarkResult {
 BenchmarkResult run_benchmark(const std::string& name, const std::function<void()>& body,
                               const BenchmarkOptions& options = {});
 
+// The result's statistics from the iterations' times (milliseconds, in the order measured):
+// what run_benchmark reports, apart from the clock (and so testable exactly).
+BenchmarkResult summarize_times(const std::string& name, std::vector<double> times_ms,
+                                const BenchmarkOptions& options = {});
+
 // {"benchmarks": [result.to_json(), ...]}: the run summary of a benchmark command.
 nlohmann::json benchmarks_summary(const std::vector<BenchmarkResult>& results);
 
