@@ -16,7 +16,12 @@
 //
 // The plan's batch_size is not used: PPO's batch is num_envs x num_steps. The plan's preset
 // sizes the residual tower; its precision runs the recursive/resnet forward passes under
-// autocast (the CartPole MLP stays fp32); its threads are applied. describe_run says so for each field (docs/plan.md).
+// autocast (the CartPole MLP stays fp32); its threads are applied. describe_run says so for
+// each field (docs/plan.md).
+//
+// The files: train.cpp (train), eval.cpp (eval, play), benchmark.cpp (benchmark, calibrate),
+// describe_run.cpp, trained_policy.cpp (network.json and a trained run's network), and this
+// file's commands.cpp (the table and the dispatch).
 #pragma once
 
 #include <string>
@@ -34,10 +39,16 @@ namespace ppo {
 
 using Commands = mlh::CommandTable<mlh::RunContext&, const Config&, const mlh::rt::RuntimePlan&>;
 
+void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void play(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+
 // The commands in the order the plugin lists them (the first, train, is the default).
 const Commands& command_table();
 
-// Runs ctx.command() with the plan applied, the config's threads and the rank's seed.
+// Runs ctx.command() with the plan applied and the rank's seed.
 void run_command(mlh::RunContext& ctx);
 
 // describe_run (ABI 1.1): the network a run of ctx's command, config and plan uses, and what

@@ -42,7 +42,7 @@ void run_command(mlh::RunContext& ctx);
 // does with each plan field, without running it (describe_run.cpp).
 std::string describe_run(const mlh::RunContext& ctx);
 
-// The commands' bodies (commands.cpp, inference_commands.cpp, benchmark_command.cpp).
+// The commands' bodies (commands.cpp, inference_commands.cpp, benchmark.cpp).
 void build_data_command(mlh::RunContext& ctx, const Config& cfg);
 void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);

@@ -1,6 +1,7 @@
 #include "cli/cli.hpp"
 
 #include "common/stop_request.hpp"
+#include "probe/torch_backend.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -301,7 +302,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     throw CliError("--no-hardware-config cannot be combined with --hardware-config");
   if (vm.count("rules")) o.rules_file = vm["rules"].as<std::string>();
   o.print_plan = vm.count("print-plan") > 0;
-  if (o.no_gpu && (o.device.kind == "cuda" || o.device.kind == "mps"))
+  if (const TorchBackend* b = find_torch_backend(o.device.kind); o.no_gpu && b && b->accelerator)
     throw CliError("--no-gpu contradicts --device " + o.device.str());
 
   std::vector<std::pair<CliOptions::Action, const char*>> actions;

@@ -22,6 +22,7 @@
 #include "plan/algorithm_config.hpp"
 #include "plugins/plugin_calls.hpp"
 #include "probe/report.hpp"
+#include "probe/torch_backend.hpp"
 #include "run/progress.hpp"
 #include "run/run_files.hpp"
 #include "sweep/sweep_record.hpp"
@@ -163,7 +164,8 @@ Parallelism parallelism(const CliOptions& options, const Discovery& discovery, c
   const Device* chosen = probe.ranking.chosen_device();
   if (!chosen) throw HostError("no device to run on: " + probe.ranking.error + " (see 'host --probe')");
   Parallelism p;
-  if (chosen->is_gpu() && options.device.index < 0) {
+  const bool accelerator = torch_backend(*chosen).accelerator;
+  if (accelerator && options.device.index < 0) {
     for (const RankedDevice& r : probe.ranking.devices)
       if (r.position > 0 && r.device.kind == chosen->kind && r.device.available) p.devices.push_back(r.device.id());
   }
@@ -174,7 +176,7 @@ Parallelism parallelism(const CliOptions& options, const Discovery& discovery, c
   } else if (p.devices.size() > 1) {
     p.trials = static_cast<int>(p.devices.size());
     p.why = "one per " + chosen->kind + " device";
-  } else if (chosen->is_gpu()) {
+  } else if (accelerator) {
     p.devices.clear();
     p.why = "one " + chosen->kind + " device";
   } else {

@@ -2,6 +2,7 @@
 
 #include "plan/plan_values.hpp"
 #include "plan/planner.hpp"
+#include "probe/torch_backend.hpp"
 
 namespace mlhost {
 
@@ -45,40 +46,45 @@ std::optional<std::string> device_no_effect(PlanField field, const json& plan, c
   if (!asks_for_something(field, field_value(plan, field))) return std::nullopt;
   const std::string id = d.id();
   // What a value does is up to the worker's LibTorch, which sees the torch device, not the
-  // plugin's kind: a third-party "cpuset" device runs on LibTorch's cpu and is capped like it.
-  const std::string torch_type = d.torch_device.substr(0, d.torch_device.find(':'));
-  const bool cuda = torch_type == "cuda", cpu = torch_type == "cpu", mps = torch_type == "mps";
+  // plugin's kind: a third-party "cpuset" device runs on LibTorch's cpu and is capped like it
+  // (the planner reads the same table for the defaults, so they agree).
+  const TorchBackend& backend = torch_backend(d);
+  using MemoryCap = TorchBackend::MemoryCap;
+  const bool mps = std::string(backend.type) == "mps";
   switch (field) {
     case PlanField::kPinnedMemory:
-      if (cpu) return "batches are in host memory already on " + id;
-      if (!cuda) return "LibTorch pins host memory for copies to CUDA GPUs only (" + id + " runs on torch device '" + d.torch_device + "')";
+      if (!backend.accelerator) return "batches are in host memory already on " + id;
+      if (!backend.pinned_copies) return "LibTorch pins host memory for copies to CUDA GPUs only (" + id + " runs on torch device '" + d.torch_device + "')";
       break;
     case PlanField::kCudnnBenchmark:
-      if (!cuda) return "cuDNN runs on CUDA GPUs only";
+      if (!backend.cudnn) return "cuDNN runs on CUDA GPUs only";
       break;
     case PlanField::kTf32Matmul:
-      if (!cuda) return "TF32 is a mode of CUDA GPUs (compute capability 8.0 or newer)";
+      if (!backend.tf32) return "TF32 is a mode of CUDA GPUs (compute capability 8.0 or newer)";
       if (!(d.fast_precisions & MLH_PRECISION_TF32)) return id + " has no TF32 (it needs compute capability 8.0)";
       break;
     case PlanField::kMemory:
-      if (!cuda) return "PYTORCH_CUDA_ALLOC_CONF is read by CUDA's caching allocator only";
+      if (backend.memory_cap != MemoryCap::kCachingAllocator) return "PYTORCH_CUDA_ALLOC_CONF is read by CUDA's caching allocator only";
       break;
     case PlanField::kEmptyCacheSteps:
-      if (cpu) return "the CPU keeps no device cache to release";
+      if (!backend.accelerator) return "the CPU keeps no device cache to release";
       if (mps && in.algorithm_torch && !torch_version_at_least(*in.algorithm_torch, 2, 0))
         return "LibTorch " + *in.algorithm_torch + " cannot release the MPS cache (2.x can)";
-      if (!cuda && !mps) return "mlhost releases the caches of CUDA and MPS devices only";
+      if (!backend.device_cache) return "mlhost releases the caches of CUDA and MPS devices only";
       break;
     case PlanField::kMemoryFraction:
     case PlanField::kMemoryLimitBytes:
-      if (!cuda && !cpu && !mps)
+      if (backend.memory_cap == MemoryCap::kNone)
         return "mlhost enforces memory limits on LibTorch's cpu, cuda and mps devices only (" + id +
                " runs on torch device '" + d.torch_device + "')";
-      if (field == PlanField::kMemoryLimitBytes && mps)
+      if (field == PlanField::kMemoryLimitBytes && backend.memory_cap == MemoryCap::kWatermark)
         return "MPS is capped by memory_fraction, a share of Metal's recommended working set, not in bytes";
       break;
     case PlanField::kDistributed:
-      if (mps) return "neither Gloo nor NCCL carries MPS tensors (a distributed launch is refused)";
+      // A backend this table does not know is left to the plugin's no_distributed.
+      if (!backend.distributed && *backend.type)
+        return std::string("neither Gloo nor NCCL carries ") + (mps ? "MPS" : backend.type) +
+               " tensors (a distributed launch is refused)";
       break;
     case PlanField::kPrefetchFactor:
       if (!asks_for_something(PlanField::kDataloaderWorkers, field_value(plan, PlanField::kDataloaderWorkers)))

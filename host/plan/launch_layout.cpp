@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "probe/torch_backend.hpp"
+
 namespace mlhost {
 
 using mlh::PlanField;
@@ -14,7 +16,8 @@ std::vector<Device> devices_for_ranks(const Launch& launch, const Device& chosen
     throw PlanError("device " + chosen.id() + " (" + chosen.name + ") cannot take part in distributed training: its " +
                     chosen.plugin + " plugin reports no_distributed (neither Gloo nor NCCL carries its tensors); "
                     "run one process, or --device cpu");
-  if (!chosen.is_gpu()) return std::vector<Device>(static_cast<size_t>(here), chosen);
+  // Ranks on the host's CPU share it; an accelerator's ranks take one device each.
+  if (!torch_backend(chosen).accelerator) return std::vector<Device>(static_cast<size_t>(here), chosen);
   std::vector<Device> gpus;
   for (const RankedDevice& r : ranking.devices)
     if (r.device.available && r.device.plugin == chosen.plugin && r.device.kind == chosen.kind) gpus.push_back(r.device);
@@ -29,13 +32,14 @@ std::vector<Device> devices_for_ranks(const Launch& launch, const Device& chosen
 
 void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& chosen) {
   if (!launch.distributed()) return;
-  const bool cpu = !chosen.is_gpu();
+  const TorchBackend& backend = torch_backend(chosen);
+  const bool cpu = !backend.accelerator;
   json d = {{"source", launch.source},
             {"world_size", launch.world_size},
             {"nnodes", launch.nnodes},
             {"ranks_per_node", launch.local_processes},
             {"first_rank", launch.first_rank},
-            {"backend", cpu ? "gloo" : "nccl"},
+            {"backend", backend.distributed ? backend.distributed : "gloo"},
             {"master", launch.master_addr + ":" + std::to_string(launch.master_port)},
             {"timeout_s", launch.timeout_s},
             {"global_batch_size", nullptr}};

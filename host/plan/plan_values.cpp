@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "plan/allocator.hpp"
+#include "probe/torch_backend.hpp"
 
 namespace mlhost {
 
@@ -20,7 +21,8 @@ Source from(SourceKind kind, std::string text) { return Source{kind, std::move(t
 // The inputs every decision reads, and the plan it writes.
 class Decisions {
  public:
-  Decisions(PlanWriter& plan, const PlanValueInputs& in) : plan_(plan), in_(in), req_(in.request), d_(req_.device) {}
+  Decisions(PlanWriter& plan, const PlanValueInputs& in)
+      : plan_(plan), in_(in), req_(in.request), d_(req_.device), backend_(torch_backend(d_)) {}
 
   void device_facts() {
     plan_.set_fact("device", d_.id());
@@ -80,6 +82,7 @@ class Decisions {
   const PlanValueInputs& in_;
   const PlanRequest& req_;
   const Device& d_;
+  const TorchBackend& backend_;  // what d_ is to planning: its LibTorch backend's traits
 };
 
 bool parse_bool(const std::string& v) { return v == "true"; }
@@ -114,7 +117,7 @@ void Decisions::precision() {
     return;
   }
   if (!chosen.empty()) {
-    const bool mps = d_.kind == "mps";
+    const bool mps = std::string(backend_.type) == "mps";
     if (!(d_.precisions & precision_bit(chosen)))
       throw PlanError("precision " + chosen + " (" + source.text + ") is not supported on " + d_.id() + " (supports " +
                       precision_words(d_.precisions) + ")" +
@@ -130,15 +133,15 @@ void Decisions::precision() {
     plan_.set(PlanField::kPrecision, chosen, source);
     return;
   }
-  // auto: bf16 where a GPU runs it fast, else fp16 on a GPU that has it, else fp32. On CPUs
-  // bf16 pays off only for some models, so auto keeps fp32 there.
-  if (d_.is_gpu() && (d_.fast_precisions & MLH_PRECISION_BF16))
+  // auto: bf16 where an accelerator runs it fast, else fp16 on one that has it, else fp32. On
+  // CPUs bf16 pays off only for some models, so auto keeps fp32 there.
+  if (backend_.accelerator && (d_.fast_precisions & MLH_PRECISION_BF16))
     plan_.set(PlanField::kPrecision, "bf16", from(SourceKind::kDevice, "auto: " + d_.id() + " runs bf16 fast"));
-  else if (d_.is_gpu() && (d_.precisions & MLH_PRECISION_FP16) && !(d_.limitations & MLH_LIMIT_NO_FP16_AUTOCAST))
+  else if (backend_.accelerator && (d_.precisions & MLH_PRECISION_FP16) && !(d_.limitations & MLH_LIMIT_NO_FP16_AUTOCAST))
     plan_.set(PlanField::kPrecision, "fp16", from(SourceKind::kDevice, "auto: " + d_.id() + " has fp16 but no fast bf16"));
   else
     plan_.set(PlanField::kPrecision, "fp32",
-              d_.is_gpu() ? from(SourceKind::kDevice, "auto: no usable reduced precision on " + d_.id())
+              backend_.accelerator ? from(SourceKind::kDevice, "auto: no usable reduced precision on " + d_.id())
                          : from(SourceKind::kDefault, "auto: fp32 on CPU (bf16 only where an algorithm measured it faster)"));
 }
 
@@ -270,7 +273,7 @@ void Decisions::threads() {
   // fair share when they hold them all (a run of one thread beside a run of all of them
   // still trains, where a second thread per core would make both crawl).
   const MachineShare& share = req_.sharing;
-  if (d_.device_class == MLH_DEVICE_CLASS_CPU && !chosen_by_user(source.kind) && share.shared() &&
+  if (!backend_.accelerator && !chosen_by_user(source.kind) && share.shared() &&
       share.other_workers > 0) {
     const int64_t cores = d_.recommended_threads > 0 ? d_.recommended_threads : share.online_cpus;
     const int64_t left = cores - share.other_worker_threads;
@@ -296,8 +299,8 @@ void Decisions::threads() {
 // (runtime memory_limit.hpp), 90% of the memory by default, leaving a margin for the system.
 // memory_limit_gb caps either in GiB as well; the smaller cap counts.
 void Decisions::memory_limit() {
-  const bool cuda_like = d_.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU;
-  const bool cpu = d_.device_class == MLH_DEVICE_CLASS_CPU;
+  const bool cuda_like = backend_.memory_cap == TorchBackend::MemoryCap::kCachingAllocator;
+  const bool cpu = backend_.memory_cap == TorchBackend::MemoryCap::kTensorMemory;
   const bool known_total = d_.memory_total_bytes != MLH_UNKNOWN && d_.memory_total_bytes > 0;
   std::optional<double> fraction;
   Source source;
@@ -344,17 +347,16 @@ void Decisions::memory_limit() {
 }
 
 void Decisions::memory_and_data() {
-  const bool cuda_like = d_.device_class == MLH_DEVICE_CLASS_DISCRETE_GPU;
   memory_limit();
   from_settings_or(PlanField::kEmptyCacheSteps, "empty_cache_steps", parse_int, 0, from(SourceKind::kDefault, "default: never"));
-  from_settings_or(PlanField::kPinnedMemory, "pinned_memory", parse_bool, cuda_like,
-                   from(SourceKind::kDefault, cuda_like ? "default: on for a discrete GPU" : "default: off"));
+  from_settings_or(PlanField::kPinnedMemory, "pinned_memory", parse_bool, backend_.pinned_copies,
+                   from(SourceKind::kDefault, backend_.pinned_copies ? "default: on for a discrete GPU" : "default: off"));
   from_settings_or(PlanField::kPrefetchFactor, "prefetch_factor", parse_int, 2, from(SourceKind::kDefault, "default"));
   // On a CPU run, loader workers would take cores from the computation itself.
   const long cpus = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
-  const long workers = d_.is_gpu() ? std::min<long>(4, std::max<long>(1, cpus / 2)) : 0;
+  const long workers = backend_.accelerator ? std::min<long>(4, std::max<long>(1, cpus / 2)) : 0;
   from_settings_or(PlanField::kDataloaderWorkers, "dataloader_workers", parse_int, workers,
-                   from(SourceKind::kDefault, d_.is_gpu() ? "default: half the CPUs, at most 4" : "default: none on a CPU run"));
+                   from(SourceKind::kDefault, backend_.accelerator ? "default: half the CPUs, at most 4" : "default: none on a CPU run"));
 }
 
 void Decisions::backend_switches() {
@@ -370,18 +372,17 @@ void Decisions::backend_switches() {
     from_settings_or(PlanField::kOmpWaitPolicy, "omp_wait_policy", parse_text, nullptr,
                      from(SourceKind::kDefault, req_.sharing.looked ? "default: the OpenMP runtime's (the machine is not shared)"
                                                                     : "default: the OpenMP runtime's"));
-  const bool cuda = d_.kind == "cuda";
-  from_settings_or(PlanField::kCudnnBenchmark, "cudnn_benchmark", parse_bool, cuda,
-                   from(SourceKind::kDefault, cuda ? "default: on for CUDA" : "default: off (cuDNN is CUDA's)"));
-  const bool tf32 = (d_.fast_precisions & MLH_PRECISION_TF32) != 0;
+  from_settings_or(PlanField::kCudnnBenchmark, "cudnn_benchmark", parse_bool, backend_.cudnn,
+                   from(SourceKind::kDefault, backend_.cudnn ? "default: on for CUDA" : "default: off (cuDNN is CUDA's)"));
+  const bool tf32 = backend_.tf32 && (d_.fast_precisions & MLH_PRECISION_TF32) != 0;
   from_settings_or(PlanField::kTf32Matmul, "tf32_matmul", parse_bool, tf32,
                    from(SourceKind::kDefault, tf32 ? "default: the device has TF32" : "default: no TF32 here"));
   from_settings_or(PlanField::kDeterministic, "deterministic", parse_bool, false, from(SourceKind::kDefault, "default"));
   // cuDNN's fastest convolutions (tensor cores, reduced precision) read NHWC; the CPU's
   // convolutions gain little from it and pay conversions.
-  from_settings_or(PlanField::kChannelsLast, "channels_last", parse_bool, cuda,
+  from_settings_or(PlanField::kChannelsLast, "channels_last", parse_bool, backend_.cudnn,
                    from(SourceKind::kDefault,
-                        cuda ? "default: on for CUDA (cuDNN's tensor-core convolutions want NHWC)" : "default: off"));
+                        backend_.cudnn ? "default: on for CUDA (cuDNN's tensor-core convolutions want NHWC)" : "default: off"));
 }
 
 // The worker's allocator: the command line, the settings file, a calibration, else jemalloc.

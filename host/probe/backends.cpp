@@ -1,5 +1,7 @@
 #include "probe/backends.hpp"
 
+#include "probe/torch_backend.hpp"
+
 namespace mlhost {
 namespace {
 
@@ -26,10 +28,11 @@ void require_torch_backends(std::vector<PluginProbe>& probes, const std::vector<
   for (auto& p : probes) {
     for (auto& d : p.devices) {
       if (!d.available) continue;
-      if (d.kind == "cuda" && !cuda) {
+      const TorchBackend::Needs needs = torch_backend(d).needs;
+      if (needs == TorchBackend::Needs::kCuda && !cuda) {
         d.available = false;
         d.unavailable_reason = "no algorithm plugin has a CUDA-enabled LibTorch (" + seen + ")";
-      } else if (d.kind == "mps" && !mps) {
+      } else if (needs == TorchBackend::Needs::kMacos && !mps) {
         d.available = false;
         d.unavailable_reason = "no algorithm plugin has an MPS-enabled LibTorch (one built on macOS) (" + seen + ")";
       }

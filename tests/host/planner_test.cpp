@@ -113,6 +113,26 @@ TEST_F(PlanTest, DeviceFactsShapeTheDefaults) {
   EXPECT_FALSE(a100.contains("memory")) << "no allocator settings without a memory cap";
 }
 
+// Defaults and effects come from the one table of torch backends: a device of the GPU class
+// that runs on LibTorch's cpu (a stand-in, or a third-party device) is planned as the CPU it
+// runs on, and nothing of a GPU's is planned for it only to be marked as doing nothing.
+TEST_F(PlanTest, ADeviceIsPlannedByTheTorchDeviceItRunsOn) {
+  Device d = gpu("a GPU-class device on LibTorch's cpu", 8 * GiB, 8, 0);
+  d.plugin = d.kind = "fakegpu";
+  d.torch_device = "cpu";
+  const json p = plan(d);
+  const json c = plan(cpu());
+  for (const char* field :
+       {"pinned_memory", "dataloader_workers", "cudnn_benchmark", "channels_last", "tf32_matmul", "memory_fraction"})
+    EXPECT_EQ(p[field], c[field]) << field;
+  EXPECT_FALSE(p.contains("memory")) << "no CUDA allocator settings for a device CUDA does not run";
+  const json no_effect = p.value("no_effect", json::object());
+  for (const char* field : {"pinned_memory", "cudnn_benchmark", "tf32_matmul", "memory", "empty_cache_steps"})
+    EXPECT_FALSE(no_effect.contains(field)) << field << ": planned, then marked as doing nothing: " << no_effect.dump(2);
+  // The rules still go by the device's class (its batch size and preset are a GPU's).
+  EXPECT_EQ(p["sources"]["batch_size"].get<std::string>().rfind("rule: ", 0), 0u) << p["sources"].dump(2);
+}
+
 TEST_F(PlanTest, CommandLineBeatsSettingsBeatsRules) {
   TempDir t;
   testing::write_text(t / "hw.ini", "batch_size = 100\nprecision = fp32\n[cuda]\ngradient_checkpointing = true\n"

@@ -7,6 +7,7 @@
 #include "plan/allocator.hpp"
 #include "plan/calibration/cache.hpp"
 #include "plan/machine_share.hpp"
+#include "probe/torch_backend.hpp"
 
 namespace mlhost {
 
@@ -59,7 +60,7 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
                                                             : "measured again, and replaced");
     cache = CalibrationCache(cache.file());
   }
-  const bool cpu = device.device_class == MLH_DEVICE_CLASS_CPU;
+  const bool cpu = !torch_backend(device).accelerator;
   auto user_set = [&](const char* k) { return request.settings && request.settings->get(k, device.kind).has_value(); };
   const bool vary_allocator = !request.overrides.allocator && !user_set("allocator") && !built_with_address_sanitizer();
   if (policy.calibrate != Calibrate::kAlways)

@@ -1,0 +1,145 @@
+// ppo's train command: CleanRL's loop (collect a rollout, then the PPO update) on a
+// TrainingSession, with CartPole's and the puzzles' metrics.
+#include <chrono>
+#include <cmath>
+
+#include <ATen/Parallel.h>
+#include <mlh/format.hpp>
+#include <mlh/runtime/training_session.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "tasks.hpp"
+#include "trained_policy.hpp"
+#include "trainer.hpp"
+
+namespace ppo {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(double v, int digits = 2) { return mlh::fixed(v, digits); }
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  const Task task = make_task(cfg);
+  // Distributed: each rank steps its own environments (seeded apart) and all average the
+  // update's gradient, so the batch per update is num_envs x num_steps x ranks. The best
+  // checkpoint is the one with the highest average return.
+  mlh::rt::TrainingSession session(ctx, plan,
+                                   {cfg.keep_checkpoints, mlh::rt::Goal::Maximize, cfg.checkpoint_every, "iteration"});
+  mlh::rt::Distributed& dist = session.dist();
+  Config rank_cfg = cfg;
+  rank_cfg.seed = dist.seed_for_rank(cfg.seed);
+  Trainer t(rank_cfg, plan, task);
+  session.init_weights(t.net());  // --init-from (every rank reads the same file)
+  dist.broadcast({t.updater().parameters().flat()});
+  t.updater().parameters().mark_changed();
+  t.updater().share_with(dist);
+  mlh::rt::TrainingState saved = t.state();
+  session.resume(saved, [&](const mlh::rt::LoadedCheckpoint&) {
+    t.restore(saved, /*own_streams=*/dist.is_main());
+    return "at iteration " + std::to_string(t.iteration()) + ", step " + std::to_string(t.global_step());
+  });
+  if (dist.is_main()) write_network_json(ctx.run_dir(), t.net().spec());
+  const int64_t iterations = session.step_limit(cfg.num_iterations());  // fewer under --max-steps
+  const int64_t total_steps = iterations * cfg.batch_size();  // this rank's; the run's is x ranks
+  ctx.info("ppo on " + cfg.env + ": network " + t.net().spec().kind + " (" + std::to_string(t.net().parameter_count()) +
+           " parameters), " + std::to_string(iterations) + " iterations of " + std::to_string(cfg.num_envs) + " envs x " +
+           std::to_string(cfg.num_steps) + " steps (batch " + std::to_string(cfg.batch_size()) + ", " +
+           std::to_string(cfg.num_minibatches) + " minibatches, " + std::to_string(cfg.update_epochs) +
+           " epochs); torch threads " + std::to_string(at::get_num_threads()) + ", precision " +
+           (t.net().spec().kind == "mlp" ? std::string("fp32 (mlp)") : mlh::rt::to_string(plan.precision)) +
+           (t.updater().fast() ? "; update: plain C++ mlp step" : "; update: LibTorch autograd"));
+  const auto start = Clock::now();
+  const int64_t start_step = t.global_step();
+  int64_t reached_475 = -1;
+  double last_avg = std::nan("");
+  // Checkpoints are filed by environment step (the loop counts iterations), as they always
+  // were: in a run folder from before, the newest file stays the newest.
+  auto save = [&] {
+    const double avg = t.average_return();
+    session.save(t.state(), t.global_step(), std::isnan(avg) ? std::optional<double>() : avg);
+  };
+  auto last_log = Clock::now();
+  while (t.iteration() < iterations) {
+    const auto it_start = Clock::now();
+    const IterationStats s = t.iterate();
+    const double it_seconds = seconds_since(it_start);
+    const int64_t step = t.global_step();
+    double ret_sum = 0;
+    int64_t solved = 0;
+    for (const auto& e : s.episodes) {
+      ret_sum += e.episode_return;
+      solved += e.solved;
+    }
+    last_avg = t.average_return();
+    if (!s.episodes.empty()) ctx.metric("charts/episodic_return", ret_sum / static_cast<double>(s.episodes.size()), step);
+    if (!std::isnan(last_avg)) ctx.metric("charts/avg_return_100", last_avg, step);
+    if (cfg.env == "cartpole" && reached_475 < 0 && t.recent_returns().size() >= 100 && last_avg >= 475.0) {
+      reached_475 = step;
+      ctx.info("average return over the last 100 episodes reached " + fmt(last_avg) + " at step " + std::to_string(step));
+    }
+    double solve_rate = 0;
+    if (cfg.env == "puzzle" && !t.recent_solved().empty()) {
+      for (uint8_t v : t.recent_solved()) solve_rate += v;
+      solve_rate /= static_cast<double>(t.recent_solved().size());
+      ctx.metric("charts/solve_rate_100", solve_rate, step);
+    }
+    if (task.metrics)
+      for (const auto& [name, value] : task.metrics()) ctx.metric(name, value, step);
+    ctx.metric("charts/learning_rate", t.updater().lr(), step);
+    ctx.metric("losses/value_loss", s.update.v_loss, step);
+    ctx.metric("losses/policy_loss", s.update.pg_loss, step);
+    ctx.metric("losses/entropy", s.update.entropy, step);
+    ctx.metric("losses/old_approx_kl", s.update.old_approx_kl, step);
+    ctx.metric("losses/approx_kl", s.update.approx_kl, step);
+    ctx.metric("losses/clipfrac", s.update.clipfrac, step);
+    ctx.metric("losses/explained_variance", s.explained_variance, step);
+    ctx.metric("losses/grad_norm", s.update.grad_norm, step);
+    ctx.metric("perf/env_steps_per_s", static_cast<double>(cfg.batch_size() * dist.world_size()) / it_seconds, step);
+    ctx.progress(step, total_steps, "steps");
+    if (seconds_since(last_log) >= 5.0 || t.iteration() == iterations) {
+      last_log = Clock::now();
+      std::string line = "iteration " + std::to_string(t.iteration()) + "/" + std::to_string(iterations) + ", step " +
+                         std::to_string(step) + ": avg return (last 100) " + fmt(last_avg);
+      if (cfg.env == "puzzle") {
+        line += ", solve rate (last 100) " + fmt(solve_rate, 3);
+        if (task.metrics)
+          for (const auto& [name, value] : task.metrics()) line += ", " + name + " " + fmt(value, 3);
+      }
+      line += ", " + fmt(static_cast<double>(step - start_step) / seconds_since(start), 0) + " steps/s";
+      ctx.info(line);
+    }
+    session.after_step(t.iteration(), save, /*save_now=*/t.iteration() == iterations);
+  }
+  const double wall = seconds_since(start);
+  session.export_weights(t.net(), {{"network", to_json(t.net().spec()).dump()}});
+  const double sps = static_cast<double>(t.global_step() - start_step) / wall;
+  ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + fmt(wall) + " s (" + fmt(sps, 0) +
+           " steps/s), " + std::to_string(t.episodes_finished()) + " episodes, avg return (last 100) " + fmt(last_avg));
+  json summary = {{"iterations", t.iteration()},
+                  {"global_step", t.global_step()},
+                  {"episodes", t.episodes_finished()},
+                  {"avg_return_100", std::isnan(last_avg) ? json(nullptr) : json(last_avg)},
+                  {"wall_seconds", wall},
+                  {"env_steps_per_s", sps},
+                  {"intra_op_threads", at::get_num_threads()},
+                  {"network", to_json(t.net().spec())},
+                  {"parameters", t.net().parameter_count()}};
+  if (cfg.env == "cartpole") summary["steps_to_avg_475"] = reached_475 < 0 ? json(nullptr) : json(reached_475);
+  if (cfg.env == "puzzle") {
+    double rate = 0;
+    for (uint8_t v : t.recent_solved()) rate += v;
+    summary["solve_rate_100"] = t.recent_solved().empty() ? 0.0 : rate / static_cast<double>(t.recent_solved().size());
+    if (task.metrics)
+      for (const auto& [name, value] : task.metrics()) summary[name] = value;
+  }
+  session.finish(t.net(), summary);
+}
+
+}  // namespace ppo
