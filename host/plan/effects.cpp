@@ -1,7 +1,7 @@
 #include "plan/effects.hpp"
 
 #include "plan/plan_values.hpp"
-#include "plan/planner.hpp"
+#include "plan/plan_types.hpp"
 #include "probe/torch_backend.hpp"
 
 namespace mlhost {

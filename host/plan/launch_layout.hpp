@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "plan/plan_writer.hpp"
-#include "plan/planner.hpp"
+#include "plan/plan_types.hpp"
 
 namespace mlhost {
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/calibration/result.hpp"
-#include "plan/planner.hpp"
+#include "plan/plan_types.hpp"
 #include "plan/plan_writer.hpp"
 
 namespace mlhost {

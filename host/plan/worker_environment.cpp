@@ -2,7 +2,7 @@
 
 #include "plan/worker_env.hpp"
 
-#include "plan/planner.hpp"
+#include "plan/plan_types.hpp"
 
 namespace mlhost {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/calibration/search.hpp"
-#include "plan/planner.hpp"
+#include "plan/plan_types.hpp"
 
 namespace mlhost {
 

@@ -9,7 +9,7 @@
 
 #include "plan/calibration/result.hpp"
 #include "plan/calibration/search.hpp"
-#include "plan/planner.hpp"
+#include "plan/plan_types.hpp"
 
 namespace mlhost {
 

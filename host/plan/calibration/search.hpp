@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/calibration/result.hpp"
-#include "plan/planner.hpp"
+#include "plan/plan_types.hpp"
 
 namespace mlhost {
 
