@@ -220,7 +220,7 @@ void sample(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& p
   chargpt::Gpt model(model_config(cfg, static_cast<int64_t>(vocab.size())));
   mlh::rt::TrainingState s;
   s.add("model", *model);
-  mlh::rt::load_trained(ctx, s, plan.device);
+  const mlh::rt::LoadedCheckpoint loaded = mlh::rt::load_trained(ctx, s, plan.device);
   model->eval();
 
   std::vector<int64_t> context;
@@ -248,8 +248,8 @@ void sample(mlh::RunContext& ctx, const json& cfg, const mlh::rt::RuntimePlan& p
     context.push_back(next);
     out += vocab[static_cast<size_t>(next)];
   }
-  ctx.info("sample from " + info->path + ":\n" + out);
-  ctx.summary(json{{"text", out}, {"checkpoint", info->path}}.dump());
+  ctx.info("sample from " + loaded.path + ":\n" + out);
+  ctx.summary(json{{"text", out}, {"checkpoint", loaded.path}}.dump());
 }
 
 const mlh::CommandTable<mlh::RunContext&, const json&, const mlh::rt::RuntimePlan&>& commands() {

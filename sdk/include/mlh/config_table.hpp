@@ -121,6 +121,8 @@ inline void whole_numbers(nlohmann::json& keywords) {
 
 }  // namespace config_table_detail
 
+// Built in one expression, as above: each declaration returns the table being built (an
+// rvalue), so a function-local `static const auto` holds it for the plugin's lifetime.
 template <class Config>
 class ConfigTable {
  public:
