@@ -16,13 +16,8 @@
 #include "trainer.hpp"
 
 namespace ppo {
-namespace {
 
 using nlohmann::json;
-
-std::string fmt(double v, int digits = 2) { return mlh::fixed(v, digits); }
-
-}  // namespace
 
 void benchmark(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::RuntimePlan& plan) {
   std::vector<mlh::rt::BenchmarkResult> results;
@@ -33,7 +28,7 @@ void benchmark(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::Runt
   const int plan_threads = at::get_num_threads();
   auto report = [&](const mlh::rt::BenchmarkResult& r) {
     results.push_back(r);
-    ctx.info(r.name + ": " + fmt(r.throughput, 0) + " " + r.unit + "/s (median " + fmt(r.median_ms, 3) + " ms)");
+    ctx.info(r.name + ": " + mlh::fixed(r.throughput, 0) + " " + r.unit + "/s (median " + mlh::fixed(r.median_ms, 3) + " ms)");
   };
   // CartPole with the default hyperparameters.
   {

@@ -11,13 +11,8 @@
 #include "trained_policy.hpp"
 
 namespace ppo {
-namespace {
 
 using nlohmann::json;
-
-std::string fmt(double v, int digits = 2) { return mlh::fixed(v, digits); }
-
-}  // namespace
 
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   Policy p = load_policy(ctx, cfg, plan);
@@ -25,7 +20,7 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
   if (p.net->spec().observation_shape.size() == 1) {
     const CartPoleEval r = evaluate_cartpole(*p.net, cfg.eval_episodes, cfg.seed + 777, cfg.eval_deterministic);
     ctx.metric("eval/mean_return", r.mean_return, p.step);
-    ctx.info("cartpole: mean return " + fmt(r.mean_return) + " +- " + fmt(r.std_return) + " (std) over " +
+    ctx.info("cartpole: mean return " + mlh::fixed(r.mean_return) + " +- " + mlh::fixed(r.std_return) + " (std) over " +
              std::to_string(cfg.eval_episodes) + " episodes");
     ctx.summary(json{{"mean_return", r.mean_return},
                      {"std_return", r.std_return},
@@ -49,8 +44,8 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
                                      std::to_string(cfg.puzzle.eval_seed) + ")"
                                : "'" + cfg.puzzle.eval_level_file + "' (" + std::to_string(puzzles.size()) + " puzzles)";
   auto line = [&](const std::string& who, const PuzzleEval& r) {
-    ctx.info(who + ": solve rate " + fmt(r.solve_rate, 3) + ", mean steps " + fmt(r.mean_steps) +
-             ", mean steps/optimal " + fmt(r.mean_ratio, 3) + " (solved puzzles)");
+    ctx.info(who + ": solve rate " + mlh::fixed(r.solve_rate, 3) + ", mean steps " + mlh::fixed(r.mean_steps) +
+             ", mean steps/optimal " + mlh::fixed(r.mean_ratio, 3) + " (solved puzzles)");
   };
   ctx.info("evaluating on " + what);
   line("policy", trained);

@@ -19,8 +19,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-std::string fmt(double v, int digits = 2) { return mlh::fixed(v, digits); }
-
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
@@ -82,7 +80,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     if (!std::isnan(last_avg)) ctx.metric("charts/avg_return_100", last_avg, step);
     if (cfg.env == "cartpole" && reached_475 < 0 && t.recent_returns().size() >= 100 && last_avg >= 475.0) {
       reached_475 = step;
-      ctx.info("average return over the last 100 episodes reached " + fmt(last_avg) + " at step " + std::to_string(step));
+      ctx.info("average return over the last 100 episodes reached " + mlh::fixed(last_avg) + " at step " + std::to_string(step));
     }
     double solve_rate = 0;
     if (cfg.env == "puzzle" && !t.recent_solved().empty()) {
@@ -106,13 +104,13 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     if (seconds_since(last_log) >= 5.0 || t.iteration() == iterations) {
       last_log = Clock::now();
       std::string line = "iteration " + std::to_string(t.iteration()) + "/" + std::to_string(iterations) + ", step " +
-                         std::to_string(step) + ": avg return (last 100) " + fmt(last_avg);
+                         std::to_string(step) + ": avg return (last 100) " + mlh::fixed(last_avg);
       if (cfg.env == "puzzle") {
-        line += ", solve rate (last 100) " + fmt(solve_rate, 3);
+        line += ", solve rate (last 100) " + mlh::fixed(solve_rate, 3);
         if (task.metrics)
-          for (const auto& [name, value] : task.metrics()) line += ", " + name + " " + fmt(value, 3);
+          for (const auto& [name, value] : task.metrics()) line += ", " + name + " " + mlh::fixed(value, 3);
       }
-      line += ", " + fmt(static_cast<double>(step - start_step) / seconds_since(start), 0) + " steps/s";
+      line += ", " + mlh::fixed(static_cast<double>(step - start_step) / seconds_since(start), 0) + " steps/s";
       ctx.info(line);
     }
     session.after_step(t.iteration(), save, /*save_now=*/t.iteration() == iterations);
@@ -120,8 +118,8 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   const double wall = seconds_since(start);
   session.export_weights(t.net(), {{"network", to_json(t.net().spec()).dump()}});
   const double sps = static_cast<double>(t.global_step() - start_step) / wall;
-  ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + fmt(wall) + " s (" + fmt(sps, 0) +
-           " steps/s), " + std::to_string(t.episodes_finished()) + " episodes, avg return (last 100) " + fmt(last_avg));
+  ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + mlh::fixed(wall) + " s (" + mlh::fixed(sps, 0) +
+           " steps/s), " + std::to_string(t.episodes_finished()) + " episodes, avg return (last 100) " + mlh::fixed(last_avg));
   json summary = {{"iterations", t.iteration()},
                   {"global_step", t.global_step()},
                   {"episodes", t.episodes_finished()},
