@@ -51,8 +51,8 @@ Check fraction() {
 }
 
 // How each key's value is checked. Which keys there are is the plan's table's to say
-// (mlh::kPlanFields' settings) and the launcher's (kLauncherKeys); every_key_has_a_check()
-// holds the two lists to each other.
+// (mlh::kPlanFields' settings) and the launcher's (kLauncherKeys); checks() holds the two
+// lists to each other on first use.
 const std::map<std::string, Check>& value_checks() {
   static const std::map<std::string, Check> c = {
       {"precision", one_of({"auto", "fp32", "fp16", "bf16"})},
