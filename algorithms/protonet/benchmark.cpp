@@ -14,7 +14,7 @@
 
 #include "commands.hpp"
 #include "data_sets.hpp"
-#include "learner.hpp"
+#include "trainer.hpp"
 
 namespace protonet {
 
@@ -51,7 +51,7 @@ std::vector<Episode> training_episodes(const ImageSet& set, const EpisodeShape& 
 
 void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources&) {
   const ImageSet set = synthetic_set(64, 20);
-  Learner l(cfg, 1, plan);
+  Trainer l(cfg, 1, plan);
   l.net->train();
   std::vector<mlh::rt::BenchmarkResult> results;
   json notes = json::array(), extra = json::object();
@@ -94,7 +94,7 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
       p.channels_last = channels_last;
       const bool mkldnn_was = at::globalContext().userEnabledMkldnn();
       at::globalContext().setUserEnabledMkldnn(mkldnn);
-      Learner v(cfg, 1, p);
+      Trainer v(cfg, 1, p);
       v.net->set_fused_cpu_block(fused);
       v.net->train();
       size_t next = 0;
@@ -172,7 +172,7 @@ json precision_check_on_data(const Config& cfg, const mlh::rt::RuntimePlan& plan
     mlh::rt::RuntimePlan p = plan;
     p.precision = precision;
     at::manual_seed(cfg.seed);  // the same initial weights in both
-    Learner l(cfg, sets.train.channels, p);
+    Trainer l(cfg, sets.train.channels, p);
     l.net->train();
     for (const EpisodeIndices& e : train_episodes) l.train_step(assemble_episode(sets.train, e));
     return evaluate(l, val_set, val_episodes);
@@ -202,7 +202,7 @@ void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
   const ImageSet set = synthetic_set(std::max(shape.way, 5), shape.shot + shape.query);
   json reply;
   {
-    Learner l(cfg, 1, plan);
+    Trainer l(cfg, 1, plan);
     l.net->train();
     const std::vector<Episode> episodes = training_episodes(set, shape, 2, cfg.seed);
     size_t next = 0;

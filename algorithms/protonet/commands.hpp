@@ -16,8 +16,8 @@
 // gradient_checkpointing checkpoints the Conv-4 blocks, its precision runs the forward pass
 // under autocast, its dataloader_workers/prefetch_factor assemble episodes ahead.
 //
-// Where each lives: train and eval in train.cpp, classify in classify.cpp, benchmark and
-// calibrate in benchmark.cpp; the model's step in learner.cpp, the data in data_sets.cpp.
+// Where each lives: train in train.cpp, eval and classify in eval.cpp, benchmark and
+// calibrate in benchmark.cpp; the model's step in trainer.cpp, the data in data_sets.cpp.
 #pragma once
 
 #include <string>

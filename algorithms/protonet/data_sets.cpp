@@ -92,6 +92,20 @@ void check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const
                        how + ", or set data.allow_class_overlap=true if this is intended");
 }
 
+void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
+                        const std::vector<std::string>& known, bool known_are_trained) {
+  const std::string other = known_are_trained ? "test" : "training";
+  std::vector<std::string> listed;
+  try {
+    listed = classes_of(data, known_are_trained ? cfg.test_data : cfg.train_data, other);
+  } catch (const mlh::Error& e) {
+    ctx.warn("cannot list the " + other + " classes to check the test classes against the training classes" +
+             (known_are_trained ? " (eval will)" : "") + ": " + e.what());
+    return;
+  }
+  check_disjoint_classes(ctx, cfg, known_are_trained ? known : listed, known_are_trained ? listed : known, "test");
+}
+
 std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed) {
   std::map<int32_t, std::vector<int64_t>> by_class;
   for (size_t i = 0; i < set.size(); ++i) by_class[set.labels[i]].push_back(static_cast<int64_t>(i));

@@ -59,6 +59,13 @@ std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& 
 void check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
                             const std::vector<std::string>& other, const std::string& what);
 
+// The test classes must not be training classes (check_disjoint_classes). One side's classes
+// are `known` (loaded by the command: training's before training, test's before eval); the
+// other side's are listed from the config. A side that cannot be listed now (test data may
+// come later) is warned about: eval checks again.
+void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
+                        const std::vector<std::string>& known, bool known_are_trained);
+
 // Holds out `fraction` of each class's images (at least one where a class has two or more):
 // the training and the validation set, in the set's order.
 std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed);

@@ -1,8 +1,6 @@
-// ProtoNet's train and eval commands: episodic training with validation after each epoch and
-// early stopping, on a TrainingSession (checkpoints, resume, stop, export); and the test
-// accuracy of the trained model with its 95% confidence interval.
+// ProtoNet's train command: episodic training with validation after each epoch and early
+// stopping, on a TrainingSession (checkpoints, resume, stop, export).
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <random>
 
@@ -16,7 +14,7 @@
 
 #include "commands.hpp"
 #include "data_sets.hpp"
-#include "learner.hpp"
+#include "trainer.hpp"
 #include "progress.hpp"
 
 namespace protonet {
@@ -28,24 +26,6 @@ namespace {
 std::string fmt(double v, int digits = 4) { return mlh::fixed(v, digits); }
 
 json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot}, {"query", s.query}}; }
-
-// The test classes must not be training classes. One side's classes are known (loaded by the
-// command: training's before training, test's before eval); the other side's are listed from
-// the config. A side that cannot be listed now (test data may come later) is warned about:
-// eval checks again.
-void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
-                        const std::vector<std::string>& known, bool known_are_trained) {
-  const std::string other = known_are_trained ? "test" : "training";
-  std::vector<std::string> listed;
-  try {
-    listed = classes_of(data, known_are_trained ? cfg.test_data : cfg.train_data, other);
-  } catch (const mlh::Error& e) {
-    ctx.warn("cannot list the " + other + " classes to check the test classes against the training classes" +
-             (known_are_trained ? " (eval will)" : "") + ": " + e.what());
-    return;
-  }
-  check_disjoint_classes(ctx, cfg, known_are_trained ? known : listed, known_are_trained ? listed : known, "test");
-}
 
 }  // namespace
 
@@ -71,7 +51,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   // saves at the end of each epoch (below) and when the run is stopped.
   mlh::rt::TrainingSession session(ctx, plan, {cfg.keep_checkpoints, mlh::rt::Goal::Minimize, 0, "episode"});
   mlh::rt::Distributed& dist = session.dist();
-  Learner l(cfg, train_set.channels, plan, &dist);
+  Trainer l(cfg, train_set.channels, plan, &dist);
   session.init_weights(*l.net, reference_weight_name);  // --init-from (every rank reads the same file)
   l.micro = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
   // The validation episodes are the same every epoch, from their own generator.
@@ -211,36 +191,6 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                           {"weights", weights},
                           {"oom_backoffs", l.micro.backoffs()},
                           {"query_micro_batch", l.micro.micro_batch(static_cast<int64_t>(shape.way) * shape.query)}});
-}
-
-void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
-  const ImageSet test_set = load_checked(data.load, cfg.test_data, "test");
-  check_test_classes(ctx, cfg, data, present_classes(test_set), /*known_are_trained=*/false);
-  Learner l(cfg, test_set.channels, plan);
-  const mlh::rt::LoadedCheckpoint loaded = load_trained(ctx, cfg, l);
-  const EpisodeSampler sampler(test_set);
-  std::mt19937_64 rng(cfg.seed + 2);
-  const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, cfg.test, cfg.eval_episodes, rng);
-  const EpisodeStats s =
-      evaluate(l, test_set, episodes, [&](int64_t i) { ctx.progress(i, cfg.eval_episodes, "episodes"); });
-  double var = 0;
-  for (double a : s.accuracies) var += (a - s.accuracy) * (a - s.accuracy);
-  const double n = static_cast<double>(s.accuracies.size());
-  const double ci95 = n > 1 ? 1.96 * std::sqrt(var / (n - 1)) / std::sqrt(n) : 0.0;
-  ctx.metric("eval/acc", s.accuracy, loaded.step);
-  ctx.metric("eval/acc_ci95", ci95, loaded.step);
-  ctx.metric("eval/loss", s.loss, loaded.step);
-  ctx.info("test accuracy, " + shape_name(cfg.test) + ", " + std::to_string(cfg.eval_episodes) + " episodes: " +
-           fmt(100 * s.accuracy, 2) + "% +- " + fmt(100 * ci95, 2) + "% (95% CI); checkpoint " + loaded.path);
-  ctx.summary(json{{"accuracy", s.accuracy},
-                   {"ci95", ci95},
-                   {"loss", s.loss},
-                   {"episodes", cfg.eval_episodes},
-                   {"way", cfg.test.way},
-                   {"shot", cfg.test.shot},
-                   {"query", cfg.test.query},
-                   {"checkpoint", loaded.path}}
-                  .dump());
 }
 
 }  // namespace protonet

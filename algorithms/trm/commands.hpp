@@ -42,7 +42,8 @@ void run_command(mlh::RunContext& ctx);
 // does with each plan field, without running it (describe_run.cpp).
 std::string describe_run(const mlh::RunContext& ctx);
 
-// The commands' bodies (commands.cpp, inference_commands.cpp, benchmark.cpp).
+// The commands' bodies: build-data and train in train.cpp, eval, solve and generate in eval.cpp
+// (solve_arc in arc_solve.cpp), benchmark and calibrate in benchmark.cpp.
 void build_data_command(mlh::RunContext& ctx, const Config& cfg);
 void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);

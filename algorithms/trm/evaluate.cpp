@@ -149,6 +149,16 @@ PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const Ev
   return r;
 }
 
+std::pair<PuzzleEvalResult, std::optional<arc::ArcScore>> evaluate_test_split(
+    Trm& model, const DatasetSplit& test, const std::optional<ArcDatasetFiles>& arc_files, const EvalSettings& settings) {
+  std::optional<arc::Votes> votes;
+  if (arc_files) votes.emplace(arc_files->identifiers, test.metadata().blank_identifier_id);
+  const PuzzleEvalResult r = evaluate_puzzles(model, test, settings, votes ? &*votes : nullptr);
+  std::optional<arc::ArcScore> score;
+  if (votes) score = arc::score(*votes, arc_files->test_puzzles, /*with_answers=*/true, arc_files->test_puzzles_path);
+  return {r, std::move(score)};
+}
+
 TextEvalResult evaluate_text(Trm& model, const std::vector<Batch>& batches, const EvalSettings& settings) {
   at::NoGradGuard no_grad;
   TextEvalResult r;

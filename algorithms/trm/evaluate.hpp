@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/precision.hpp>
 
+#include "arc_eval.hpp"
 #include "config.hpp"
 
 #include "data/arc_scoring.hpp"
@@ -55,6 +58,11 @@ Answers predict(Trm& model, const Batch& batch, const EvalSettings& settings);
 // (the rows' inputs must be ARC's 30x30 encoding).
 PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const EvalSettings& settings,
                                   arc::Votes* votes = nullptr);
+
+// Evaluates the test split, and on an ARC dataset (`arc_files`) also votes and scores pass@K:
+// the score, with the submission it implies, comes back beside the result.
+std::pair<PuzzleEvalResult, std::optional<arc::ArcScore>> evaluate_test_split(
+    Trm& model, const DatasetSplit& test, const std::optional<ArcDatasetFiles>& arc_files, const EvalSettings& settings);
 
 struct TextEvalResult {
   int64_t tokens = 0;

@@ -1,8 +1,11 @@
-// ProtoNet's classify command: a support folder (a subfolder per class, any number of shots)
-// gives the prototypes; each query image gets its nearest class and the distance-based
-// probabilities of every class.
+// ProtoNet's commands on a trained run (its best or latest checkpoint): eval, the test accuracy
+// with its 95% confidence interval; classify, where a support folder (a subfolder per class,
+// any number of shots) gives the prototypes and each query image gets its nearest class and
+// the distance-based probabilities of every class.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <random>
 
 #include <ATen/ATen.h>
 #include <mlh/format.hpp>
@@ -11,7 +14,7 @@
 
 #include "commands.hpp"
 #include "data_sets.hpp"
-#include "learner.hpp"
+#include "trainer.hpp"
 
 namespace protonet {
 
@@ -46,6 +49,36 @@ std::vector<int64_t> all_indices(const ImageSet& set) {
 
 }  // namespace
 
+void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
+  const ImageSet test_set = load_checked(data.load, cfg.test_data, "test");
+  check_test_classes(ctx, cfg, data, present_classes(test_set), /*known_are_trained=*/false);
+  Trainer l(cfg, test_set.channels, plan);
+  const mlh::rt::LoadedCheckpoint loaded = load_trained(ctx, cfg, l);
+  const EpisodeSampler sampler(test_set);
+  std::mt19937_64 rng(cfg.seed + 2);
+  const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, cfg.test, cfg.eval_episodes, rng);
+  const EpisodeStats s =
+      evaluate(l, test_set, episodes, [&](int64_t i) { ctx.progress(i, cfg.eval_episodes, "episodes"); });
+  double var = 0;
+  for (double a : s.accuracies) var += (a - s.accuracy) * (a - s.accuracy);
+  const double n = static_cast<double>(s.accuracies.size());
+  const double ci95 = n > 1 ? 1.96 * std::sqrt(var / (n - 1)) / std::sqrt(n) : 0.0;
+  ctx.metric("eval/acc", s.accuracy, loaded.step);
+  ctx.metric("eval/acc_ci95", ci95, loaded.step);
+  ctx.metric("eval/loss", s.loss, loaded.step);
+  ctx.info("test accuracy, " + shape_name(cfg.test) + ", " + std::to_string(cfg.eval_episodes) + " episodes: " +
+           mlh::fixed(100 * s.accuracy, 2) + "% +- " + mlh::fixed(100 * ci95, 2) + "% (95% CI); checkpoint " + loaded.path);
+  ctx.summary(json{{"accuracy", s.accuracy},
+                   {"ci95", ci95},
+                   {"loss", s.loss},
+                   {"episodes", cfg.eval_episodes},
+                   {"way", cfg.test.way},
+                   {"shot", cfg.test.shot},
+                   {"query", cfg.test.query},
+                   {"checkpoint", loaded.path}}
+                  .dump());
+}
+
 void classify(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
   if (cfg.support_dir.empty()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "classify: set support_dir");
   if (cfg.query.empty()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "classify: set query (a folder or files)");
@@ -68,7 +101,7 @@ void classify(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePla
     throw mlh::Error(MLH_ERR_IO, std::string("classify: ") + e.what());
   }
 
-  Learner l(cfg, support.channels, plan);
+  Trainer l(cfg, support.channels, plan);
   const mlh::rt::LoadedCheckpoint loaded = load_trained(ctx, cfg, l);
   torch::NoGradGuard no_grad;
   l.net->eval();

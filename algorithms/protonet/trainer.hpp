@@ -1,4 +1,4 @@
-// ProtoNet's learner: the Conv-4 encoder on the plan's device, Adam with its learning rate
+// ProtoNet's trainer: the Conv-4 encoder on the plan's device, Adam with its learning rate
 // halved every lr_halve_every episodes, the gradient scaler (fp16), and one episode's
 // training step. Data-parallel with a Distributed: rank 0's initial weights everywhere, the
 // ranks' gradients averaged before each step. What a checkpoint holds of it: state().
@@ -24,8 +24,8 @@
 
 namespace protonet {
 
-struct Learner {
-  Learner(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& p, mlh::rt::Distributed* d = nullptr);
+struct Trainer {
+  Trainer(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& p, mlh::rt::Distributed* d = nullptr);
 
   // The learning rate for `episode` (halved every cfg.lr_halve_every episodes).
   void set_lr(int64_t episode);
@@ -64,11 +64,11 @@ struct EpisodeStats {
 
 // Runs `episodes` of `set` in eval mode without gradients, assembled ahead by the plan's data
 // workers; `on_episode` hears the count done after each.
-EpisodeStats evaluate(Learner& l, const ImageSet& set, const std::vector<EpisodeIndices>& episodes,
+EpisodeStats evaluate(Trainer& l, const ImageSet& set, const std::vector<EpisodeIndices>& episodes,
                       const std::function<void(int64_t)>& on_episode = nullptr);
 
 // The run folder's trained weights into `l`: the best checkpoint, or the newest with
 // cfg.checkpoint "latest". None: mlh::Error(MLH_ERR_IO) naming the folder.
-mlh::rt::LoadedCheckpoint load_trained(const mlh::RunContext& ctx, const Config& cfg, Learner& l);
+mlh::rt::LoadedCheckpoint load_trained(const mlh::RunContext& ctx, const Config& cfg, Trainer& l);
 
 }  // namespace protonet

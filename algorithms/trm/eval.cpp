@@ -1,4 +1,6 @@
-// solve and generate: a trained model answering one puzzle, or continuing a text prompt.
+// TRM's commands on a trained run (its best or latest checkpoint): eval on the test split or
+// held-out text (with an ARC dataset's votes, pass@K and submission.json); solve, the model's
+// answer to one puzzle; generate, a text prompt continued.
 #include <cctype>
 #include <optional>
 #include <random>
@@ -7,17 +9,21 @@
 #include <mlh/format.hpp>
 #include <nlohmann/json.hpp>
 
+#include "arc_eval.hpp"
 #include "commands.hpp"
 #include "data/maze.hpp"
 #include "data/sudoku.hpp"
 #include "evaluate.hpp"
 #include "sampling.hpp"
+#include "text_data.hpp"
 #include "trained_model.hpp"
 
 namespace trm {
 namespace {
 
 using nlohmann::json;
+
+std::string fmt(double v, int digits = 2) { return mlh::fixed(v, digits); }
 
 bool is_sudoku(const ModelConfig& m) { return m.seq_len == 81 && m.vocab_size == 11; }
 bool is_maze(const ModelConfig& m, int& size) {
@@ -81,6 +87,53 @@ std::vector<int32_t> parse_sudoku(const std::string& text) {
 }
 
 }  // namespace
+
+void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  TrainedModel tm = load_trained_model(ctx, cfg, plan);
+  ctx.info("evaluating " + tm.checkpoint_path + " (step " + std::to_string(tm.step) + (tm.ema_weights ? ", EMA weights" : "") +
+           ") on " + plan.torch_device);
+  json summary = {{"checkpoint", tm.checkpoint_path}, {"step", tm.step}, {"ema", tm.ema_weights}};
+  if (tm.run.mode == "text") {
+    const TextCorpus corpus(tm.run.text_file, cfg.data.text_eval_fraction, tm.run.model.seq_len);
+    const TextEvalResult r =
+        evaluate_text(tm.model(), text_eval_batches(corpus, cfg.batch_size, 0), make_eval_settings(cfg, plan, 0));
+    ctx.info("held-out text: loss " + fmt(r.loss, 4) + " nats/byte (" + fmt(r.bits_per_byte, 3) +
+             " bits/byte), next-byte accuracy " + fmt(r.token_accuracy, 4) + " over " + std::to_string(r.tokens) + " bytes");
+    ctx.metric("eval/loss", r.loss, tm.step);
+    ctx.metric("eval/token_accuracy", r.token_accuracy, tm.step);
+    summary.update({{"loss", r.loss}, {"bits_per_byte", r.bits_per_byte}, {"token_accuracy", r.token_accuracy},
+                    {"tokens", r.tokens}});
+  } else {
+    const std::string dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
+    const DatasetSplit test = DatasetSplit::open(dir + "/test");
+    const std::optional<ArcDatasetFiles> arc_files = load_arc_dataset_files(dir);
+    const auto [r, arc_score] =
+        evaluate_test_split(tm.model(), test, arc_files, make_eval_settings(cfg, plan, cfg.eval_examples));
+    ctx.info("test split '" + test.dir() + "' (" + std::to_string(r.examples) + " examples): exact accuracy " +
+             fmt(r.exact_accuracy, 4) + ", token accuracy " + fmt(r.token_accuracy, 4) + ", mean halting steps " +
+             fmt(r.mean_halt_steps) + " (exact accuracy when halting there: " + fmt(r.halted_exact_accuracy, 4) + "), " +
+             fmt(r.seconds) + " s");
+    ctx.metric("eval/exact_accuracy", r.exact_accuracy, tm.step);
+    ctx.metric("eval/token_accuracy", r.token_accuracy, tm.step);
+    ctx.metric("eval/mean_halt_steps", r.mean_halt_steps, tm.step);
+    summary.update({{"exact_accuracy", r.exact_accuracy},
+                    {"token_accuracy", r.token_accuracy},
+                    {"mean_halt_steps", r.mean_halt_steps},
+                    {"halted_exact_accuracy", r.halted_exact_accuracy},
+                    {"examples", r.examples},
+                    {"data_dir", dir}});
+    if (arc_score) {
+      const std::string path = ctx.run_dir() + "/submission.json";
+      write_submission(path, *arc_score);
+      ctx.info(arc_line(*arc_score) + "; submission written to " + path);
+      const json m = arc_metrics(*arc_score);
+      for (const auto& [name, value] : m.items()) ctx.metric("eval/" + name, value.get<double>(), tm.step);
+      summary.update(m);
+      summary["submission"] = path;
+    }
+  }
+  ctx.summary(summary.dump());
+}
 
 void solve_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   if (!cfg.solve.arc_challenges.empty()) return solve_arc_command(ctx, cfg, plan);

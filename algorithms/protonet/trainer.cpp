@@ -1,4 +1,4 @@
-#include "learner.hpp"
+#include "trainer.hpp"
 
 #include <cmath>
 #include <optional>
@@ -14,7 +14,7 @@
 
 namespace protonet {
 
-Learner::Learner(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& p, mlh::rt::Distributed* d)
+Trainer::Trainer(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& p, mlh::rt::Distributed* d)
     : dist(d),
       cfg(c),
       plan(p),
@@ -29,14 +29,14 @@ Learner::Learner(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& 
   if (dist) dist->broadcast_module(*net);  // every rank starts from rank 0's weights
 }
 
-void Learner::set_lr(int64_t episode) {
+void Trainer::set_lr(int64_t episode) {
   const double lr = cfg.lr * std::pow(0.5, static_cast<double>(episode / cfg.lr_halve_every));
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
 }
 
-double Learner::lr() { return static_cast<torch::optim::AdamOptions&>(optimizer.param_groups()[0].options()).lr(); }
+double Trainer::lr() { return static_cast<torch::optim::AdamOptions&>(optimizer.param_groups()[0].options()).lr(); }
 
-ProtoLoss Learner::forward(const Episode& e, bool train, int64_t query_begin, int64_t queries) {
+ProtoLoss Trainer::forward(const Episode& e, bool train, int64_t query_begin, int64_t queries) {
   const int64_t k = static_cast<int64_t>(e.way) * e.shot;
   const int64_t all_queries = e.images.size(0) - k;
   if (queries < 0) queries = all_queries;
@@ -56,7 +56,7 @@ ProtoLoss Learner::forward(const Episode& e, bool train, int64_t query_begin, in
                     mlh::rt::to_device(targets, plan.device, plan.pinned_memory), e.way, distance, cfg.cosine_scale);
 }
 
-ProtoLoss Learner::train_step(const Episode& e) {
+ProtoLoss Trainer::train_step(const Episode& e) {
   const int64_t queries = e.query_targets.size(0);
   ProtoLoss total;
   micro.run(queries,
@@ -86,13 +86,13 @@ ProtoLoss Learner::train_step(const Episode& e) {
   return total;
 }
 
-mlh::rt::TrainingState Learner::state() {
+mlh::rt::TrainingState Trainer::state() {
   mlh::rt::TrainingState s;
   s.add("model", *net).add("optimizer", optimizer);
   return s;
 }
 
-EpisodeStats evaluate(Learner& l, const ImageSet& set, const std::vector<EpisodeIndices>& episodes,
+EpisodeStats evaluate(Trainer& l, const ImageSet& set, const std::vector<EpisodeIndices>& episodes,
                       const std::function<void(int64_t)>& on_episode) {
   torch::NoGradGuard no_grad;
   const bool was_training = l.net->is_training();
@@ -122,7 +122,7 @@ EpisodeStats evaluate(Learner& l, const ImageSet& set, const std::vector<Episode
   return s;
 }
 
-mlh::rt::LoadedCheckpoint load_trained(const mlh::RunContext& ctx, const Config& cfg, Learner& l) {
+mlh::rt::LoadedCheckpoint load_trained(const mlh::RunContext& ctx, const Config& cfg, Trainer& l) {
   mlh::rt::TrainingState s = l.state();
   // A run without validation (data.trainval) has no best checkpoint: its latest is the result.
   return mlh::rt::load_trained(ctx, s, l.plan.device, cfg.validate ? cfg.checkpoint : "latest", mlh::rt::Goal::Minimize);
