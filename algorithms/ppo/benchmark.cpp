@@ -1,4 +1,5 @@
-// ppo's benchmark command (CartPole and puzzle iterations, the networks' forward passes) and
+// ppo's benchmark command (CartPole and puzzle iterations, CartPole's update by each path, the
+// networks' forward passes) and
 // its calibrate command (whole training iterations under the plan's settings).
 #include <optional>
 
@@ -45,6 +46,19 @@ void benchmark(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::Runt
       if (plan_threads == 1) break;
     }
     at::set_num_threads(plan_threads);
+    // The update alone, by each path, on the same rollout: what the mlp's plain-C++ step
+    // (mlp_fast.hpp) gains over autograd. Where it does not apply (not the CPU, autocast)
+    // both run autograd and the ratio is 1.
+    Trainer autograd(cfg, plan, make_task(cfg), /*fast_update=*/false);
+    t.collect();
+    autograd.collect();
+    const mlh::rt::BenchmarkResult fast = mlh::rt::run_benchmark("cartpole_update_fast", [&] { t.update(); }, o);
+    const mlh::rt::BenchmarkResult slow =
+        mlh::rt::run_benchmark("cartpole_update_autograd", [&] { autograd.update(); }, o);
+    report(fast);
+    report(slow);
+    ctx.info("the mlp's plain-C++ update " + std::string(t.updater().fast() ? "runs" : "does not apply here and ran") +
+             " at " + mlh::fixed(fast.throughput / slow.throughput, 2) + "x autograd's speed");
   }
   // Puzzles (the config's puzzle settings and network; recursive by default).
   {

@@ -8,6 +8,7 @@
 #include <mlh/runtime/compat.hpp>
 
 #include "networks/fast_tanh.hpp"
+#include "ppo_loss.hpp"
 
 namespace ppo {
 namespace {
@@ -199,40 +200,29 @@ FastLoss FastMlpStep::loss_and_grad(const float* obs, const int64_t* actions, co
     }
     const int64_t act = actions[b];
     const double logratio = logp[act] - old_logprobs[b];
-    const double ratio = std::exp(logratio);
+    // The loss terms and their derivatives from their declaration (ppo_loss.hpp): the ratio's
+    // derivative with respect to logp[act] is the ratio itself, the value's own is 1.
+    const double r_value = std::exp(logratio);
+    const Dual ratio{r_value, r_value};
     r.old_approx_kl += -logratio;
-    r.approx_kl += (ratio - 1) - logratio;
-    r.clipfrac += std::abs(ratio - 1) > o.clip_coef ? 1.0 : 0.0;
+    r.approx_kl += approx_kl(r_value, logratio);
+    r.clipfrac += clipped(r_value, o.clip_coef);
     const double adv = norm ? (advantages[b] - mean) / (stdev + 1e-8) : advantages[b];
-    const double clipped = std::min(std::max(ratio, 1 - o.clip_coef), 1 + o.clip_coef);
-    const double pg1 = -adv * ratio, pg2 = -adv * clipped;
-    r.pg_loss += std::max(pg1, pg2);
+    const Dual pg = policy_loss(ratio, adv, o.clip_coef);
+    r.pg_loss += pg.v;
     r.entropy += H;
-    // d loss / d ratio: the unclipped term's when it is the max (ties: both terms have the
-    // same gradient inside the clip range; outside it a tie needs adv == 0).
-    const double g_ratio = pg1 >= pg2 ? -adv * inv_b : 0.0;
-    const double g_logp = g_ratio * ratio;
+    // Through log_softmax to the logits: d logp[act] / d z[a] = [a == act] - p[a]; the
+    // entropy bonus's gradient is -ent_coef dH/dz[a] = ent_coef p[a] (logp[a] + H).
+    const double g_logp = pg.d * inv_b;
     float* dz = dlogits_.data() + b * A;
     for (int64_t a = 0; a < A; ++a) {
       const double d = g_logp * ((a == act ? 1.0 : 0.0) - p[a]) + o.ent_coef * inv_b * p[a] * (logp[a] + H);
       dz[a] = static_cast<float>(d);
     }
-    // Value loss.
-    const double v = values[b], ret = returns[b], ov = old_values[b];
-    double dv;
-    if (o.clip_vloss) {
-      const double diff = v - ov;
-      const bool inside = diff >= -o.clip_coef && diff <= o.clip_coef;
-      const double vc = ov + std::min(std::max(diff, -o.clip_coef), o.clip_coef);
-      const double u = (v - ret) * (v - ret), c = (vc - ret) * (vc - ret);
-      r.v_loss += 0.5 * std::max(u, c);
-      const double gu = (v - ret), gc = inside ? (vc - ret) : 0.0;  // d/dv of 0.5 * (.)^2
-      dv = u > c ? gu : (c > u ? gc : 0.5 * (gu + gc));
-    } else {
-      r.v_loss += 0.5 * (v - ret) * (v - ret);
-      dv = v - ret;
-    }
-    dvalue_[b] = static_cast<float>(o.vf_coef * inv_b * dv);
+    const Dual v = value_loss(Dual{values[b], 1.0}, static_cast<double>(old_values[b]),
+                              static_cast<double>(returns[b]), o.clip_coef, o.clip_vloss);
+    r.v_loss += v.v;
+    dvalue_[b] = static_cast<float>(o.vf_coef * inv_b * v.d);
   }
   r.pg_loss *= inv_b;
   r.v_loss *= inv_b;

@@ -3,6 +3,7 @@
 #include <mlh/runtime/distributed.hpp>
 
 #include "mlp_fast.hpp"
+#include "ppo_loss.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -76,24 +77,14 @@ LossTerms ppo_loss(const at::Tensor& logits, const at::Tensor& new_values, const
   {
     at::NoGradGuard no_grad;
     t.old_approx_kl = (-logratio).mean();
-    t.approx_kl = ((ratio - 1) - logratio).mean();
-    t.clipfrac = ((ratio - 1).abs() > o.clip_coef).to(at::kFloat).mean();
+    t.approx_kl = approx_kl(ratio, logratio).mean();
+    t.clipfrac = clipped(ratio, o.clip_coef).mean();
   }
   at::Tensor adv = advantages;
   if (o.norm_adv && adv.numel() > 1) adv = (adv - adv.mean()) / (adv.std() + 1e-8);
-  const at::Tensor pg1 = -adv * ratio;
-  const at::Tensor pg2 = -adv * at::clamp(ratio, 1 - o.clip_coef, 1 + o.clip_coef);
-  const at::Tensor pg_loss = at::max(pg1, pg2).mean();
-  const at::Tensor v = new_values.to(at::kFloat).view(-1);
-  at::Tensor v_loss;
-  if (o.clip_vloss) {
-    const at::Tensor unclipped = (v - returns).pow(2);
-    const at::Tensor v_clipped = old_values + at::clamp(v - old_values, -o.clip_coef, o.clip_coef);
-    const at::Tensor clipped = (v_clipped - returns).pow(2);
-    v_loss = 0.5 * at::max(unclipped, clipped).mean();
-  } else {
-    v_loss = 0.5 * (v - returns).pow(2).mean();
-  }
+  const at::Tensor pg_loss = policy_loss(ratio, adv, o.clip_coef).mean();
+  const at::Tensor v_loss =
+      value_loss(new_values.to(at::kFloat).view(-1), old_values, returns, o.clip_coef, o.clip_vloss).mean();
   const at::Tensor entropy_loss = entropy.mean();
   t.loss = pg_loss - o.ent_coef * entropy_loss + o.vf_coef * v_loss;
   t.pg_loss = pg_loss.detach();

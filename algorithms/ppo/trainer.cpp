@@ -70,7 +70,7 @@ int greedy_action(const float* logits, const uint8_t* mask, int n) {
   return best;
 }
 
-Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task& task)
+Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task& task, bool fast_update)
     : cfg_(cfg),
       plan_(plan),
       task_(task),
@@ -99,7 +99,7 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task
   u.target_kl = cfg.target_kl;
   u.precision = plan.precision;
   u.autocast = autocast_;
-  updater_ = std::make_unique<PpoUpdater>(net_, cfg.lr, u, plan.device);
+  updater_ = std::make_unique<PpoUpdater>(net_, cfg.lr, u, plan.device, fast_update);
 
   const size_t tn = static_cast<size_t>(T_ * N_);
   obs_.assign(tn * obs_size_, 0.f);

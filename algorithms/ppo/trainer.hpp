@@ -55,7 +55,9 @@ struct IterationStats {
 
 class Trainer {
  public:
-  Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task& task);
+  // fast_update false: the autograd update even where the mlp's plain-C++ step applies
+  // (mlp_fast.hpp; the benchmark compares the two).
+  Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task& task, bool fast_update = true);
 
   // Collect + update; iteration() counts them.
   IterationStats iterate();
