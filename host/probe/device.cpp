@@ -77,7 +77,17 @@ std::vector<std::string> split_features(const std::string& s) {
   return out;
 }
 
+std::string join_features(const std::vector<std::string>& features) {
+  std::string out;
+  for (const std::string& f : features) out += (out.empty() ? "" : ",") + f;
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> Device::feature_list() const { return split_features(features); }
+
+json Device::details() const { return details_json.empty() ? json::object() : json::parse(details_json); }
 
 const char* device_class_name(int32_t c) {
   switch (c) {
@@ -147,12 +157,12 @@ std::vector<Device> devices_from_records(const std::string& plugin, const mlh_de
     d.limitations = r->limitations;
     d.recommended_threads = r->recommended_threads;
     d.score_hint = r->score_hint;
-    d.features = split_features(rd.optional("features", r->features));
+    d.features = join_features(split_features(rd.optional("features", r->features)));
     const std::string details = rd.optional("details_json", r->details_json);
     if (!details.empty()) {
-      json parsed = json::parse(details, nullptr, /*allow_exceptions=*/false);
+      const json parsed = json::parse(details, nullptr, /*allow_exceptions=*/false);
       if (!parsed.is_object()) rd.fail("field 'details_json' is not a JSON object");
-      d.details = std::move(parsed);
+      d.details_json = parsed.dump();
     }
     out.push_back(std::move(d));
   }
@@ -190,8 +200,8 @@ json device_to_json(const Device& d) {
             {"limitations", limitation_names(d.limitations)},
             {"recommended_threads", num(d.recommended_threads)},
             {"score_hint", d.score_hint},
-            {"features", d.features},
-            {"details", d.details}};
+            {"features", d.feature_list()},
+            {"details", d.details()}};
   return j;
 }
 
@@ -230,8 +240,9 @@ Device device_from_json(const json& j) {
   d.limitations = mask_of(j.at("limitations"), kLimitations);
   d.recommended_threads = static_cast<int32_t>(num("recommended_threads"));
   d.score_hint = j.at("score_hint").get<int32_t>();
-  d.features = j.at("features").get<std::vector<std::string>>();
-  d.details = j.at("details");
+  d.features = join_features(j.at("features").get<std::vector<std::string>>());
+  const json::object_t details = j.at("details").get<json::object_t>();  // type_error if not an object
+  if (!details.empty()) d.details_json = json(details).dump();
   return d;
 }
 

@@ -1,5 +1,5 @@
-// The host's own copy of a device record: validated, owning its strings, and convertible
-// to and from the JSON that crosses the probe child's pipe and `host --probe --json`.
+// The host's device record: a plugin's record validated, and convertible to and from the JSON
+// that crosses the probe child's pipe and `host --probe --json`.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <mlh/mlh_device.h>
+#include <mlh/plugin.hpp>
 #include <nlohmann/json.hpp>
 
 namespace mlhost {
@@ -17,27 +18,12 @@ class MalformedRecord : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct Device {
+// The fields a device plugin reports are the SDK's DeviceInfo (mlh/plugin.hpp), declared there
+// once; the host adds the plugin that reported it. On intake (devices_from_records,
+// device_from_json) every field is checked: `features` is the plugin's comma-separated list
+// without empty items, `details_json` a JSON object's text or empty.
+struct Device : mlh::DeviceInfo {
   std::string plugin;  // the device plugin that reported it
-  int32_t device_class = MLH_DEVICE_CLASS_OTHER;
-  int32_t index = 0;
-  bool available = false;
-  std::string kind, name, vendor, torch_device;
-  std::string unavailable_reason, uuid, pci_bus_id, driver_version, runtime_version;
-  int64_t memory_total_bytes = MLH_UNKNOWN;
-  int64_t memory_free_bytes = MLH_UNKNOWN;
-  bool memory_unified = false;
-  int32_t compute_units = MLH_UNKNOWN;
-  int32_t logical_units = MLH_UNKNOWN;
-  int32_t capability_major = MLH_UNKNOWN;
-  int32_t capability_minor = MLH_UNKNOWN;
-  uint32_t precisions = 0;
-  uint32_t fast_precisions = 0;
-  uint32_t limitations = 0;
-  int32_t recommended_threads = MLH_UNKNOWN;
-  int32_t score_hint = 0;
-  std::vector<std::string> features;
-  nlohmann::json details = nlohmann::json::object();
 
   // "cpu:0", "cuda:1": how --device and reports name it.
   std::string id() const { return kind + ":" + std::to_string(index); }
@@ -45,6 +31,8 @@ struct Device {
   bool is_gpu() const {
     return device_class == MLH_DEVICE_CLASS_DISCRETE_GPU || device_class == MLH_DEVICE_CLASS_UNIFIED_GPU;
   }
+  std::vector<std::string> feature_list() const;
+  nlohmann::json details() const;  // an empty object when the plugin gave none
 };
 
 // Copies `count` records a plugin returned, checking every field a host relies on.

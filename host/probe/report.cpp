@@ -161,7 +161,7 @@ std::string probe_report_to_text(const ProbeReport& r) {
       if (d.fast_precisions) o << " (fast: " << join(precision_names(d.fast_precisions), " ") << ")";
       if (d.recommended_threads != MLH_UNKNOWN) o << ", recommended threads " << d.recommended_threads;
       o << "\n";
-      if (!d.features.empty()) o << "        features " << join(d.features, " ") << "\n";
+      if (!d.features.empty()) o << "        features " << join(d.feature_list(), " ") << "\n";
       if (d.limitations) o << "        limitations " << join(limitation_names(d.limitations), " ") << "\n";
     }
   }

@@ -45,8 +45,8 @@ TEST(DeviceRecords, CopiesEveryFieldAndRoundTripsThroughJson) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].id(), "cuda:1");
   EXPECT_EQ(d[0].plugin, "cuda");
-  EXPECT_EQ(d[0].features, (std::vector<std::string>{"tensor_cores", "nvlink"}));
-  EXPECT_EQ(d[0].details["sm_clock_mhz"], 1410);
+  EXPECT_EQ(d[0].feature_list(), (std::vector<std::string>{"tensor_cores", "nvlink"}));
+  EXPECT_EQ(d[0].details()["sm_clock_mhz"], 1410);
   EXPECT_TRUE(d[0].uuid.empty());
 
   nlohmann::json j = device_to_json(d[0]);
