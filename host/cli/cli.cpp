@@ -21,7 +21,7 @@ const char* kUsage =
     "Usage: host [options]\n"
     "  host --probe [--json]                    what devices this machine has, and which is chosen\n"
     "  host --list-plugins [--json]             the plugins found (manifests only, nothing loaded)\n"
-    "  host --describe NAME                     an algorithm's commands, config schema, defaults, presets\n"
+    "  host --describe NAME [--json]            an algorithm's commands, presets and config fields\n"
     "  host --describe NAME --format markdown   its config reference: every field, default and meaning\n"
     "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n"
     "  host --algorithm NAME --benchmark [--json]  the algorithm's benchmarks on the chosen device\n"
@@ -60,7 +60,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   po::options_description plugins("Plugins and devices");
   plugins.add_options()
       ("probe", "probe every device plugin, rank the devices and show the choice")
-      ("json", "with --probe, --list-plugins or --benchmark: print JSON (probe schema: docs/probe-json.md)")
+      ("json", "with --probe, --list-plugins, --describe or --benchmark: print JSON (probe schema: docs/probe-json.md)")
       ("list-plugins", "list the plugins found in the search path (no plugin code is loaded)")
       ("plugin-dir", po::value<std::vector<std::string>>()->composing(),
        "search this folder for plugins first (repeatable); MLH_PLUGIN_PATH adds more")
@@ -75,10 +75,12 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "milliseconds a device plugin may take to probe before it is killed");
   po::options_description run("Running an algorithm");
   run.add_options()
-      ("describe", po::value(&o.describe), "describe the algorithm plugin NAME as JSON")
-      ("format", po::value(&o.describe_format)->value_name("json|markdown"),
-       "with --describe: json (default), or markdown: the algorithm's config reference (every field with its "
-       "type, default, allowed values, unit and meaning)")
+      ("describe", po::value(&o.describe),
+       "describe the algorithm plugin NAME: its commands, presets and config fields with their defaults and "
+       "meanings (--json: the schema, defaults and presets as JSON)")
+      ("format", po::value(&o.describe_format)->value_name("text|json|markdown"),
+       "with --describe: text (default), json (as --json), or markdown: the algorithm's config reference (every "
+       "field with its type, default, allowed values, unit and meaning)")
       ("algorithm", po::value(&o.algorithm), "the algorithm plugin to run")
       ("command", po::value(&o.command), "what to run (default: the algorithm's first command, e.g. train)")
       ("config", po::value<std::string>(), "JSON file with config values")
@@ -92,7 +94,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
        "a signal that preempts the run as SIGTERM does (e.g. USR1, for SLURM's --signal=USR1@120): every rank "
        "saves a checkpoint at its next step and the host exits 75; default $MLH_PREEMPT_SIGNAL")
       ("benchmark", "run the algorithm's benchmark command on the chosen device and print a table (--json: JSON)");
-  po::options_description tracking("Experiment tracking (MLflow's REST API; README \"Tracking with MLflow\")");
+  po::options_description tracking("Experiment tracking (MLflow's REST API; docs/tracking.md)");
   tracking.add_options()
       ("track", po::value(&o.track)->value_name("mlflow"),
        "send the run's params, metrics, tags and artifacts to the MLflow tracking server $MLFLOW_TRACKING_URI "
@@ -105,7 +107,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       ("sync-tracking", po::value<std::string>()->value_name("RUN_DIR"),
        "send the run folder's params, metrics, artifacts and end status that the tracking server has not got "
        "yet (after a run whose server was down, or a run without --track)");
-  po::options_description sweeps("Sweeps and seeds (README \"Sweeps and seeds\")");
+  po::options_description sweeps("Sweeps and seeds (docs/tracking.md)");
   std::string sweep_parallel;
   sweeps.add_options()
       ("sweep", po::value<std::vector<std::string>>()->composing()->value_name("KEY=VALUES"),
@@ -386,11 +388,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   }
   if (vm.count("format")) {
     if (o.action != CliOptions::Action::kDescribe) throw CliError("--format only applies with --describe");
-    if (o.describe_format != "json" && o.describe_format != "markdown")
-      throw CliError("--format '" + o.describe_format + "' is not one of json, markdown");
+    if (o.describe_format != "text" && o.describe_format != "json" && o.describe_format != "markdown")
+      throw CliError("--format '" + o.describe_format + "' is not one of text, json, markdown");
+    if (o.json && o.describe_format != "json") throw CliError("--json and --format " + o.describe_format + " disagree");
   }
-  if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins && !o.benchmark)
-    throw CliError("--json only applies with --probe, --list-plugins or --benchmark");
+  if (o.json && o.action == CliOptions::Action::kDescribe) o.describe_format = "json";
+  if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins &&
+      o.action != CliOptions::Action::kDescribe && !o.benchmark)
+    throw CliError("--json only applies with --probe, --list-plugins, --describe or --benchmark");
   if ((o.resume || o.resume_auto) && o.run_dir.empty())
     throw CliError(std::string("--resume") + (o.resume_auto ? " auto" : "") + " needs --run-dir naming the run to continue");
   if (vm.count("nproc-per-node") && o.nproc_per_node < 1)

@@ -33,7 +33,7 @@ struct CliOptions {
   int probe_timeout_ms = 10000;
 
   std::string describe;   // --describe NAME
-  std::string describe_format = "json";  // --format: json or markdown
+  std::string describe_format = "text";  // --format: text (a summary), json or markdown; --json: json
   std::string algorithm;  // --algorithm NAME
   std::string command;    // --command NAME; empty: the algorithm's default
   std::filesystem::path config_file;
@@ -66,14 +66,14 @@ struct CliOptions {
   std::optional<std::string> init_from;      // --init-from PATH: the model's first weights (absolute)
   std::vector<std::string> freeze;           // --freeze NAME[,NAME...]: parameters not trained
 
-  // Sweeps (host/sweep; README "Sweeps and seeds"): --algorithm with --sweep or --seeds runs
+  // Sweeps (host/sweep; docs/tracking.md "Sweeps and seeds"): --algorithm with --sweep or --seeds runs
   // trials, each an ordinary run in a folder of its own inside --run-dir.
   std::vector<std::string> sweep;  // --sweep KEY=VALUES, in order
   int sweep_random = 0;            // --sweep-random N: N random draws; 0: the grid
   std::string seeds;               // --seeds N or a list; empty: the config's seed
   int sweep_parallel = 0;          // --sweep-parallel N; 0: auto (one per GPU, one on a CPU)
 
-  // Distributed (docs: README "Distributed training"); 0 / empty: not given.
+  // Distributed (docs/running.md "Distributed training"); 0 / empty: not given.
   int nproc_per_node = 0;     // --nproc-per-node
   int nnodes = 0;             // --nnodes
   int node_rank = -1;         // --node-rank

@@ -29,7 +29,8 @@ int command_describe(const CliOptions& options) {
   const Discovery discovery = discover_plugins(discovery_options(options));
   const AlgorithmInfo algorithm = describe_algorithm(discovery.usable_algorithm(options.describe).manifest);
   if (options.describe_format == "markdown") std::cout << config_reference_markdown(algorithm);
-  else std::cout << algorithm.to_json().dump(2) << "\n";
+  else if (options.describe_format == "json") std::cout << algorithm.to_json().dump(2) << "\n";
+  else std::cout << algorithm_summary_text(algorithm);
   return 0;
 }
 

@@ -90,13 +90,15 @@ const json* value_at(const json& j, const std::string& path) {
   return node;
 }
 
-// "a = 1, b.c = true" for a preset's (nested) values; "$..." keys describe it and are left out.
-std::string preset_text(const json& preset, const std::string& prefix = "") {
+// "a = 1, b.c = true" for a preset's (nested) values, in Markdown's code spans or plain; "$..."
+// keys describe it and are left out.
+std::string preset_text(const json& preset, bool markdown, const std::string& prefix = "") {
   std::string text;
   for (const auto& [key, value] : preset.items()) {
     if (key.rfind('$', 0) == 0) continue;
-    const std::string part = value.is_object() ? preset_text(value, prefix + key + ".")
-                                               : "`" + prefix + key + "` = " + code(value);
+    const std::string part = value.is_object() ? preset_text(value, markdown, prefix + key + ".")
+                             : markdown        ? "`" + prefix + key + "` = " + code(value)
+                                               : prefix + key + "=" + value.dump();
     if (!part.empty()) text += (text.empty() ? "" : ", ") + part;
   }
   return text;
@@ -127,10 +129,47 @@ std::string config_reference_markdown(const AlgorithmInfo& algorithm) {
     out << "\n## Presets\n\nChosen with `--set preset=NAME` (or by the plan for the device: full, reduced); each sets\n"
         << "these fields before your own settings apply.\n\n| preset | sets |\n|---|---|\n";
     for (const auto& [preset, values] : algorithm.presets.items()) {
-      const std::string text = preset_text(values);
+      const std::string text = preset_text(values, /*markdown=*/true);
       out << "| `" << preset << "` | " << (text.empty() ? "nothing beyond the defaults" : text) << " |\n";
     }
   }
+  return out.str();
+}
+
+std::string algorithm_summary_text(const AlgorithmInfo& algorithm) {
+  const std::string& name = algorithm.name();
+  std::ostringstream out;
+  out << name << " " << algorithm.manifest.version << (algorithm.summary.empty() ? "" : ": " + algorithm.summary)
+      << "\n\ncommands: " << algorithm.command_list() << " (the first is the default; --command NAME picks one)\n";
+  if (!algorithm.presets.empty()) {
+    out << "\npresets (--set preset=NAME):\n";
+    for (const auto& [preset, values] : algorithm.presets.items()) {
+      const std::string text = preset_text(values, /*markdown=*/false);
+      out << "  " << preset << ": " << (text.empty() ? "nothing beyond the defaults" : text) << "\n";
+    }
+  }
+  std::vector<std::pair<std::string, json>> fields;
+  leaves(algorithm.config_schema, "", fields);
+  // Three columns: the field, its default (with its unit), its meaning.
+  std::vector<std::string> defaults;
+  size_t path_width = 0, default_width = 0;
+  for (const auto& [path, field] : fields) {
+    const json* def = value_at(algorithm.config_defaults, path);
+    const std::string unit = field.value("unit", "");
+    defaults.push_back((def ? def->dump() : std::string("none")) + (unit.empty() ? "" : " " + unit));
+    path_width = std::max(path_width, path.size());
+    default_width = std::max(default_width, std::min<size_t>(defaults.back().size(), 16));
+  }
+  out << "\nconfig fields (--set FIELD=VALUE), default and meaning:\n";
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const std::string& path = fields[i].first;
+    const std::string& def = defaults[i];
+    out << "  " << path << std::string(path_width + 2 - path.size(), ' ') << def
+        << std::string(def.size() < default_width ? default_width - def.size() + 2 : 2, ' ')
+        << fields[i].second.value("description", "") << "\n";
+  }
+  out << "\nthe allowed values of each field: host --describe " << name
+      << " --format markdown; the schema as JSON: host --describe " << name << " --json\n";
   return out.str();
 }
 

@@ -61,7 +61,7 @@ class RunTest : public ToyregTest {
   }
 
   json describe_toyreg() {
-    const Result r = host({"--plugin-dir", toyreg_, "--describe", "toyreg"}, slow());
+    const Result r = host({"--plugin-dir", toyreg_, "--describe", "toyreg", "--json"}, slow());
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     return stdout_json(r);
   }
@@ -121,6 +121,24 @@ TEST_F(RunTest, AFailedRunEndsItsHparamsSessionAsAFailure) {
   if (r.exit_code == 77) GTEST_SKIP() << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(json::parse(r.out)[run_dir_.string()]["status"], "STATUS_FAILURE") << r.out;
+}
+
+// Without --json, --describe is for reading: the commands, the presets, and every config field
+// with its default and meaning, as the schema the plugin reports has them.
+TEST_F(RunTest, DescribeSummarizesCommandsPresetsAndEveryField) {
+  const Result r = host({"--plugin-dir", toyreg_, "--describe", "toyreg"}, slow());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "commands: train, eval, benchmark, calibrate")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  quick: ")) << r.out;
+  const json d = describe_toyreg();
+  ASSERT_TRUE(d["config_schema"]["properties"].is_object()) << d.dump(2);
+  for (const auto& [name, field] : d["config_schema"]["properties"].items()) {
+    if (field.value("type", json()) == "object") continue;  // nested: its leaves are listed
+    EXPECT_TRUE(contains(r.out, "\n  " + name + " ")) << name << " missing:\n" << r.out;
+    if (field.contains("description"))
+      EXPECT_TRUE(contains(r.out, field["description"].get<std::string>())) << name << "'s meaning missing:\n" << r.out;
+  }
+  EXPECT_FALSE(contains(r.out, "\"config_schema\"")) << "JSON only with --json:\n" << r.out;
 }
 
 TEST_F(RunTest, DescribeUnknownAlgorithm) {

@@ -30,7 +30,7 @@ class PpoHost : public HostTempDirTest {
 };
 
 TEST_F(PpoHost, Describe) {
-  const Result r = host("--describe ppo");
+  const Result r = host("--describe ppo --json");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
   EXPECT_EQ(d["commands"], json({"train", "eval", "play", "benchmark", "calibrate"}));

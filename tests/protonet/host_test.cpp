@@ -52,7 +52,7 @@ class ProtonetHost : public HostTempDirTest {
 };
 
 TEST_F(ProtonetHost, Describe) {
-  const Result r = host("--describe protonet");
+  const Result r = host("--describe protonet --json");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
   EXPECT_EQ(d["commands"], json({"train", "eval", "classify", "benchmark", "calibrate"}));

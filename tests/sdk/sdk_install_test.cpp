@@ -169,7 +169,7 @@ TEST_F(InstalledSdk, InstalledHostFindsItsInstalledPluginsWithoutFlags) {
   // The installed algorithm plugins load: LibTorch (and a wheel's CUDA libraries) are in
   // their run path after install, not only in the build tree's.
   for (const char* algorithm : {"protonet", "ppo", "trm"}) {
-    const Result describe = sh(host() + " --describe " + algorithm);
+    const Result describe = sh(host() + " --describe " + algorithm + " --json");
     EXPECT_EQ(describe.exit_code, 0) << describe.output;
     EXPECT_TRUE(parse_json(describe.output).is_object()) << describe.output;
   }

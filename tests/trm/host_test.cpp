@@ -25,7 +25,7 @@ class TrmHost : public HostTempDirTest {
 };
 
 TEST_F(TrmHost, Describe) {
-  const HostResult r = host("--describe trm");
+  const HostResult r = host("--describe trm --json");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
   EXPECT_EQ(d["commands"], json({"train", "build-data", "eval", "solve", "generate", "benchmark", "calibrate"}));
