@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU benchmark table the README records: every algorithm's benchmark command in fp32,
+# The GPU benchmark table docs/benchmarks.md records: every algorithm's benchmark command in fp32,
 # fp16 and bf16, each without and with gradient checkpointing, on one device, printed as a
 # Markdown table (throughput and the CUDA peak memory of each benchmark), then TRM's model
 # FLOPs utilization per model size and precision and its training step's peak memory

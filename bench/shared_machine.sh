@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two runs side by side on one machine, each against running alone (README "A shared
+# Two runs side by side on one machine, each against running alone (docs/running.md "A shared
 # machine"): ProtoNet (default config) and TRM (preset sudoku-easy) train for SECONDS each,
 # and the figure is each run's training throughput (the median of its perf/samples_per_s
 # windows after a warm-up):

@@ -156,7 +156,7 @@ const char* config_defaults_json() { return config_table().defaults_text().c_str
 
 // full is the reference's model; reduced is the TARGETS' CPU-sized one (hidden 128, 4 heads,
 // 2 x 2 cycles). sudoku-easy, maze and text are task presets (--set preset=sudoku-easy) sized
-// to learn within minutes on a 2-core CPU (see the README for their figures). arc1 and arc2
+// to learn within minutes on a 2-core CPU (see docs/trm.md for their figures). arc1 and arc2
 // are the reference's ARC runs (README: pretrain.py with arch=trm arch.L_cycles=4 ema=True;
 // cfg_pretrain.yaml): train_steps is its 100,000 epochs of its arc{1,2}concept-aug-1000
 // data (int(epochs x total_groups x mean_puzzle_examples / 768)) and eval_every its 10,000;

@@ -1,6 +1,6 @@
 // Ranking: the host (not the plugins) orders the usable devices and picks one.
 //
-// The rule, in order (documented in README "Device choice"):
+// The rule, in order (documented in docs/devices.md, "Device choice"):
 //   1. a device the user asked for with --device (kind, or kind:index) is the only candidate;
 //      --no-gpu removes GPUs; unavailable devices are never candidates;
 //   2. device class: discrete GPU > unified-memory GPU > CPU > other;

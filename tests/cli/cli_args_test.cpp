@@ -43,7 +43,8 @@ const std::vector<BadLine>& bad_lines() {
       {"probe_timeout_negative", {"--probe", "--probe-timeout", "-5"}, {"--probe-timeout"}},
       {"probe_timeout_not_a_number", {"--probe", "--probe-timeout", "soon"}, {"probe-timeout", "soon"}},
       {"missing_value", {"--probe", "--device"}, {"device"}},
-      {"json_with_describe", {"--describe", "toyreg", "--json"}, {"--json"}},
+      {"json_with_print_plan", {"--print-plan", "--json"}, {"--json"}},
+      {"json_disagrees_with_format", {"--describe", "toyreg", "--json", "--format", "markdown"}, {"--json", "markdown"}},
       {"no_gpu_contradicts_cuda", {"--probe", "--no-gpu", "--device", "cuda"}, {"--no-gpu", "--device cuda"}},
       {"empty_plugin_dir", {"--probe", "--plugin-dir", ""}, {"--plugin-dir"}},
       {"plugin_dir_missing", {"--probe", "--plugin-dir", "/nonexistent/mlhost-plugins"},
@@ -93,9 +94,9 @@ TEST_F(HelpTest, HelpOption) {
   EXPECT_TRUE(contains(r.out, "Usage: host")) << r.describe();
 }
 
-// The README's option table names every option --help lists, so the table stays complete as
-// options are added (and names none that --help does not know).
-TEST_F(HelpTest, TheReadmesOptionTableHasEveryOptionOfHelp) {
+// The command-line reference (docs/cli.md) names every option --help lists, so the table stays
+// complete as options are added (and names none that --help does not know).
+TEST_F(HelpTest, TheCliReferenceHasEveryOptionOfHelp) {
   const Result r = host({"--help"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   // Options start two spaces in; wrapped descriptions are indented further.
@@ -107,14 +108,14 @@ TEST_F(HelpTest, TheReadmesOptionTableHasEveryOptionOfHelp) {
     if (std::regex_search(line, m, help_option)) in_help.insert(m[1]);
   }
   ASSERT_GT(in_help.size(), 30u) << r.out;
-  const std::string readme = read_file(MLH_CLI_README);
-  ASSERT_FALSE(readme.empty()) << "cannot read " << MLH_CLI_README;
+  const std::string readme = read_file(MLH_CLI_REFERENCE);
+  ASSERT_FALSE(readme.empty()) << "cannot read " << MLH_CLI_REFERENCE;
   std::set<std::string> in_table;
   const std::regex table_row(R"(\n\| `(--[a-z][a-z-]*))");
   for (auto it = std::sregex_iterator(readme.begin(), readme.end(), table_row); it != std::sregex_iterator(); ++it)
     in_table.insert((*it)[1]);
-  for (const std::string& option : in_help) EXPECT_TRUE(in_table.count(option)) << option << " is not in README.md's option table";
-  for (const std::string& option : in_table) EXPECT_TRUE(in_help.count(option)) << option << " in README.md is not a host option";
+  for (const std::string& option : in_help) EXPECT_TRUE(in_table.count(option)) << option << " is not in docs/cli.md's option table";
+  for (const std::string& option : in_table) EXPECT_TRUE(in_help.count(option)) << option << " in docs/cli.md is not a host option";
 }
 
 TEST_F(HelpTest, VersionPrintsTheVersion) {
