@@ -355,8 +355,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   const bool calibrating = o.action == CliOptions::Action::kCalibrate;
   const bool planning_action = running || calibrating || o.action == CliOptions::Action::kPrintPlan;
   if (!running) {
-    for (const char* opt : {"command", "run-dir", "resume", "benchmark", "nnodes", "node-rank", "master-addr",
-                            "master-port", "preempt-signal"})
+    // --print-plan --algorithm X --command eval: the plan of that command (what it uses of it).
+    if (vm.count("command") && !(o.action == CliOptions::Action::kPrintPlan && !o.algorithm.empty()))
+      throw CliError("--command only applies with --algorithm");
+    for (const char* opt : {"run-dir", "resume", "benchmark", "nnodes", "node-rank", "master-addr", "master-port",
+                            "preempt-signal"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm");
   }
   if (!planning_action) {

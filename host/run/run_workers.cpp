@@ -162,7 +162,7 @@ int run_workers(const RunJob& job) {
       if (owns_run_dir)
         write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "failed"},
                                 {"failed_rank", spec.rank}, {"error", message}});
-      throw WorkersFailed("distributed training failed: " + message + "; outputs kept in " + run_dir.string() + " (" +
+      throw WorkersFailed("distributed " + specs[0].work_name() + " failed: " + message + "; outputs kept in " + run_dir.string() + " (" +
                               (spec.output_dir() / "log.txt").string() + ")",
                           message);
     }
@@ -195,7 +195,7 @@ int run_workers(const RunJob& job) {
         error += "; " + *why;
     write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "crashed"},
                             {"signal", outcome.signal}, {"error", error}});
-    throw WorkersFailed("training " + error + "; outputs kept in " + run_dir.string() + " (log.txt)", error);
+    throw WorkersFailed(specs[0].work_name() + " " + error + "; outputs kept in " + run_dir.string() + " (log.txt)", error);
   }
   if (outcome.exit_code == kWorkerCancelled) {
     if (preempted) {
@@ -213,7 +213,7 @@ int run_workers(const RunJob& job) {
     const std::string cause = summary.is_object() && summary.value("error", json()).is_string()
                                   ? "the worker failed: " + summary["error"].get<std::string>()
                                   : "the worker failed (exit status " + std::to_string(outcome.exit_code) + ")";
-    throw WorkersFailed("training failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
+    throw WorkersFailed(specs[0].work_name() + " failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
                             (run_dir / "summary.json").string(),
                         cause);
   }

@@ -148,9 +148,9 @@ int worker_main(const WorkerSpec& spec) {
     std::fprintf(stderr, "%s\n", e.what());
   }
   if (code == kWorkerFailed && summary.contains("error"))
-    std::fprintf(stderr, "%straining failed: %s\n",
+    std::fprintf(stderr, "%s%s failed: %s\n",
                  spec.world_size > 1 ? ("[rank " + std::to_string(spec.rank) + "] ").c_str() : "",
-                 summary["error"].get<std::string>().c_str());
+                 spec.work_name().c_str(), summary["error"].get<std::string>().c_str());
   std::fflush(nullptr);
   return code;
 }

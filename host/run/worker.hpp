@@ -43,6 +43,8 @@ struct WorkerSpec {
   bool quiet = false;
 
   std::filesystem::path output_dir() const;
+  // What messages call the work: "training" for train, else "'eval'" and the like.
+  std::string work_name() const { return command == "train" || command.empty() ? "training" : "'" + command + "'"; }
 };
 
 // The spec of a worker that runs `command` of `algorithm` as `worker` says (its rank,

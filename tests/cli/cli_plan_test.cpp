@@ -43,6 +43,18 @@ TEST_F(PlanCliTest, PrintPlanWithAnAlgorithmShowsItsConfig) {
   EXPECT_TRUE(fs::is_empty(tmp()));
 }
 
+// --command picks the command whose plan is shown: what eval uses of the plan, not training's.
+TEST_F(PlanCliTest, PrintPlanOfAnotherCommand) {
+  if (!have_toyreg()) GTEST_SKIP() << "toyreg not built";
+  const Result r = host(plus(toyreg(), {"--command", "eval"}));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "Config of toyreg (eval)")) << r.describe();
+  EXPECT_TRUE(fs::is_empty(tmp()));
+  const Result unknown = host(plus(toyreg(), {"--command", "nosuch"}));
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.describe();
+  EXPECT_TRUE(contains(unknown.err, "nosuch")) << unknown.describe();
+}
+
 TEST_F(PlanCliTest, SettingsFileIsAppliedAndUserFlagsWin) {
   write_file(tmp() / "hw.ini", "precision = bf16\nbatch_size = 100\n[cpu]\nintra_op_threads = 1\n");
   Result r = host({"--print-plan", "--hardware-config", (tmp() / "hw.ini").string()});

@@ -235,6 +235,16 @@ TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
   EXPECT_LT(eval["result"]["parameter_error"].get<double>(), 0.05) << eval.dump(2);
 }
 
+// A command on a trained run that fails says which command failed, not "training".
+TEST_F(RunTest, AFailedEvalIsReportedAsTheEval) {
+  ASSERT_EQ(train({"--set", "steps=10"}).exit_code, 0);
+  fs::remove_all(run_dir_ / "checkpoints");
+  const Result e = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval"});
+  EXPECT_EQ(e.exit_code, 1) << e.describe();
+  EXPECT_TRUE(contains(e.err, "'eval' failed")) << e.describe();
+  EXPECT_FALSE(contains(e.err, "training failed")) << e.describe();
+}
+
 // --resume auto: one command for every launch of a preemptible or requeued job. A missing
 // folder starts a run; the same command again continues it; an empty folder starts one; a
 // folder of other files is refused, naming it, and nothing in it is touched.
