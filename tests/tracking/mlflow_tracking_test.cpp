@@ -171,6 +171,22 @@ TEST(MlflowRules, AnUnsupportedUriIsAnErrorNotACrash) {
 
 // A run synced while it trains and once more at its end: MLflow's client reads back the
 // params, tags, status, every metric point once, and the artifacts.
+// MLflow's clients treat these as one server; so does the sync cursor.
+TEST(MlflowRules, OneServerHasOneUri) {
+  using mlhost::normalized_tracking_uri;
+  for (const char* same : {"http://127.0.0.1:5000/", "HTTP://127.0.0.1:5000", "http://127.0.0.1:5000//"})
+    EXPECT_EQ(normalized_tracking_uri(same), "http://127.0.0.1:5000") << same;
+  EXPECT_EQ(normalized_tracking_uri("http://MLflow.Example.com:80/prefix/"), "http://mlflow.example.com/prefix");
+  EXPECT_EQ(normalized_tracking_uri("https://host:443"), "https://host");
+  EXPECT_EQ(normalized_tracking_uri("https://host:8443/"), "https://host:8443");
+  EXPECT_EQ(normalized_tracking_uri("http://User:PassWord@Host:5000/"), "http://User:PassWord@host:5000");
+  EXPECT_EQ(normalized_tracking_uri("./mlruns"), "./mlruns") << "not a URL: left for unsupported_tracking_uri";
+  const auto env = [](const char* name) -> const char* {
+    return std::string(name) == "MLFLOW_TRACKING_URI" ? "http://localhost:5000/" : nullptr;
+  };
+  EXPECT_EQ(mlhost::mlflow_server_from_env(env).uri, "http://localhost:5000");
+}
+
 TEST_F(MlflowTrackingTest, ARunFolderArrivesWhole) {
   Server server(tmp_ / "server", free_loopback_port_for_test());
   ASSERT_TRUE(server.ready());
@@ -201,6 +217,12 @@ TEST_F(MlflowTrackingTest, ARunFolderArrivesWhole) {
   ASSERT_TRUE(again.ok) << again.error;
   EXPECT_EQ(again.metrics_sent + again.params_sent + again.artifacts_sent, 0);
   EXPECT_EQ(again.status_sent, "");
+
+  // The same server spelled with a trailing slash: the same MLflow run, nothing sent twice.
+  const SyncResult slash = mlhost::sync_mlflow(dir, tracking_of(server.uri() + "/"), SyncMode::kEnded);
+  ASSERT_TRUE(slash.ok) << slash.error;
+  EXPECT_EQ(slash.run_id, end.run_id);
+  EXPECT_EQ(slash.metrics_sent + slash.params_sent + slash.artifacts_sent, 0);
 
   const json cursor = json::parse(read_text(mlhost::mlflow_cursor_path(dir)));
   EXPECT_EQ(cursor["metrics_lines"], 1208);

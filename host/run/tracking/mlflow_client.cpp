@@ -1,5 +1,6 @@
 #include "run/tracking/mlflow_client.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -62,13 +63,38 @@ MlflowServer mlflow_server_from_env(const TrackingEnv& env) {
     return v ? v : "";
   };
   MlflowServer s;
-  s.uri = get("MLFLOW_TRACKING_URI");
+  s.uri = normalized_tracking_uri(get("MLFLOW_TRACKING_URI"));
   s.token = get("MLFLOW_TRACKING_TOKEN");
   s.username = get("MLFLOW_TRACKING_USERNAME");
   s.password = get("MLFLOW_TRACKING_PASSWORD");
   s.insecure_tls = env_true(env("MLFLOW_TRACKING_INSECURE_TLS"));
   s.ca_file = get("MLFLOW_TRACKING_SERVER_CERT_PATH");
   return s;
+}
+
+std::string normalized_tracking_uri(const std::string& uri) {
+  const auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const size_t colon = uri.find("://");
+  if (colon == std::string::npos) return uri;  // not a URL: unsupported_tracking_uri says why
+  const std::string scheme = lower(uri.substr(0, colon));
+  const size_t start = colon + 3;
+  const size_t end = std::min(uri.find_first_of("/?#", start), uri.size());
+  std::string authority = uri.substr(start, end - start);
+  std::string rest = uri.substr(end);
+  const size_t at = authority.rfind('@');  // user:password@ keeps its case
+  const std::string user = at == std::string::npos ? "" : authority.substr(0, at + 1);
+  std::string host = lower(at == std::string::npos ? authority : authority.substr(at + 1));
+  const std::string default_port = scheme == "http" ? ":80" : scheme == "https" ? ":443" : "";
+  if (!default_port.empty() && host.size() > default_port.size() &&
+      host.compare(host.size() - default_port.size(), std::string::npos, default_port) == 0)
+    host.erase(host.size() - default_port.size());
+  const size_t query = rest.find_first_of("?#");
+  std::string path = rest.substr(0, query);
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  return scheme + "://" + user + host + path + (query == std::string::npos ? "" : rest.substr(query));
 }
 
 std::string unsupported_tracking_uri(const std::string& uri) {

@@ -30,8 +30,13 @@ struct MlflowServer {
 
 using TrackingEnv = std::function<const char*(const char*)>;
 
-// From the environment. The URI is empty when MLFLOW_TRACKING_URI is not set.
+// From the environment, the URI normalized. It is empty when MLFLOW_TRACKING_URI is not set.
 MlflowServer mlflow_server_from_env(const TrackingEnv& env);
+
+// The one spelling of a tracking server's URI: scheme and host in lower case, no default
+// port (80 for http, 443 for https), no trailing slash. "http://Host:80/" and
+// "http://host" are one server, so a run folder synced to either is one MLflow run.
+std::string normalized_tracking_uri(const std::string& uri);
 
 // "" when the URI is one this client speaks (http or https), else why not.
 std::string unsupported_tracking_uri(const std::string& uri);

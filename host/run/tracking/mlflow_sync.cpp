@@ -140,7 +140,9 @@ class Syncer {
  private:
   void load_cursor() {
     const json c = read_json(mlflow_cursor_path(dir_));
-    if (c.is_object() && c.value("tracking_uri", "") == tracking_.server.uri) {
+    // One server however its URI is spelled (a trailing slash, the default port, upper case).
+    if (c.is_object() &&
+        normalized_tracking_uri(c.value("tracking_uri", "")) == normalized_tracking_uri(tracking_.server.uri)) {
       cursor_ = c;
     } else {
       if (c.is_object() && c.contains("run_id"))
