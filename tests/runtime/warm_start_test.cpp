@@ -186,6 +186,20 @@ TEST(WarmStart, AFileThatDoesNotFitIsRefusedByNameAndChangesNothing) {
             MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(message.find("no tensor for the model's parameter '2.bias'"), std::string::npos) << message;
 
+  // A file wrong in several ways: every one is named in the one refusal.
+  auto several = tensors_of(*make_net(1, /*hidden=*/4));
+  several.erase("2.bias");
+  several["extra.weight"] = at::ones({2});
+  const std::string misfit = dir.str() + "/misfit.pt";
+  write_torch_state_dict(misfit, several, "");
+  EXPECT_EQ(code_of([&] { load_weights_into(*target, read_weights_file(misfit)); }, &message),
+            MLH_ERR_INVALID_ARGUMENT);
+  for (const char* part : {"mismatches:", "tensor '0.weight' is [4, 2] in the file, [3, 2] in the model",
+                           "tensor '2.weight' is [1, 4] in the file, [1, 3] in the model",
+                           "no tensor for the model's parameter '2.bias'", "no place for: 'extra.weight'"})
+    EXPECT_NE(message.find(part), std::string::npos) << part << " in:\n" << message;
+  for (const auto& [name, t] : before) EXPECT_TRUE(at::equal(t, tensors_of(*target).at(name))) << name;
+
   const std::string text = dir.str() + "/notes.txt";
   std::ofstream(text) << "these are not weights\n";
   EXPECT_EQ(code_of([&] { read_weights_file(text); }, &message), MLH_ERR_INVALID_ARGUMENT);

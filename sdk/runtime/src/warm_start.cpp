@@ -121,8 +121,9 @@ WarmStartReport load_weights_into(torch::nn::Module& model, const WeightsFile& f
   }
   const std::string mapping = report.dropped_prefix.empty() ? "" : " (after dropping '" + report.dropped_prefix + "')";
 
-  // Everything is checked before anything is copied: a file that does not fit changes nothing.
-  std::vector<std::string> missing;
+  // Everything is checked before anything is copied: a file that does not fit changes nothing,
+  // and every way it does not fit is named at once (a fix at a time would take a run each).
+  std::vector<std::string> missing, problems;
   auto check = [&](const std::string& name, const at::Tensor& target, bool is_buffer) {
     const auto it = mapped.find(name);
     if (it == mapped.end()) {
@@ -130,22 +131,30 @@ WarmStartReport load_weights_into(torch::nn::Module& model, const WeightsFile& f
       return;
     }
     if (it->second.sizes() != target.sizes())
-      invalid(file.path, "tensor '" + name + "' is " + shape_text(it->second) + " in the file, " + shape_text(target) +
-                             " in the model");
+      problems.push_back("tensor '" + name + "' is " + shape_text(it->second) + " in the file, " +
+                         shape_text(target) + " in the model");
     if (it->second.is_floating_point() != target.is_floating_point())
-      invalid(file.path, "tensor '" + name + "' is " + std::string(c10::toString(it->second.scalar_type())) +
-                             " in the file, " + c10::toString(target.scalar_type()) + " in the model");
+      problems.push_back("tensor '" + name + "' is " + std::string(c10::toString(it->second.scalar_type())) +
+                         " in the file, " + c10::toString(target.scalar_type()) + " in the model");
   };
   for (const auto& p : parameters) check(p.key(), p.value(), false);
   for (const auto& b : buffers) check(b.key(), b.value(), true);
   if (!missing.empty())
-    invalid(file.path, "the " + file.format + " has no tensor for the model's parameter" +
-                           (missing.size() > 1 ? "s " : " ") + some(missing) + mapping + "; its names are " +
-                           some([&] {
-                             std::vector<std::string> n;
-                             for (const auto& [name, t] : tensors) n.push_back(name);
-                             return n;
-                           }()));
+    problems.push_back("the " + file.format + " has no tensor for the model's parameter" +
+                       (missing.size() > 1 ? "s " : " ") + some(missing) + mapping);
+  if (!problems.empty()) {
+    std::string text = problems.size() == 1 ? problems[0] : std::to_string(problems.size()) + " mismatches:";
+    if (problems.size() > 1)
+      for (const std::string& p : problems) text += "\n  " + p;
+    if (!report.unused.empty()) text += "\n  tensors of the file the model has no place for: " + some(report.unused);
+    if (!missing.empty())
+      text += "\n  the file's names are " + some([&] {
+                std::vector<std::string> n;
+                for (const auto& [name, t] : tensors) n.push_back(name);
+                return n;
+              }());
+    invalid(file.path, text);
+  }
   std::vector<bool> pattern_used(freeze.size(), false);
   for (const auto& p : parameters)
     for (size_t i = 0; i < freeze.size(); ++i)
