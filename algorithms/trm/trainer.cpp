@@ -197,6 +197,17 @@ mlh::rt::TrainingState Trainer::state() {
   s.values["step"] = step_;
   s.values["grad_scaler"] = scaler_.state();
   s.values["micro_batch"] = micro_.state();
+  // The ACT carry: the rows still working on their example carry their latent state and the
+  // example into the next step, so a resumed run needs it to continue as the uninterrupted
+  // one would. Only in one process: every rank has a carry of its own, and rank 0 writes.
+  if (carry_ && dist_.world_size() == 1)
+    s.tensors = {{"carry.z_h", carry_->z_h},
+                 {"carry.z_l", carry_->z_l},
+                 {"carry.steps", carry_->steps},
+                 {"carry.halted", carry_->halted},
+                 {"carry.inputs", carry_->current.inputs},
+                 {"carry.labels", carry_->current.labels},
+                 {"carry.puzzle_identifiers", carry_->current.puzzle_identifiers}};
   return s;
 }
 
@@ -206,7 +217,16 @@ void Trainer::restored(const mlh::rt::TrainingState& state) {
   step_ = state.values["step"].get<int64_t>();
   if (state.values.contains("grad_scaler")) scaler_.load_state(state.values["grad_scaler"]);
   if (state.values.contains("micro_batch")) micro_.load_state(state.values["micro_batch"]);
-  carry_.reset();  // as the reference: a resumed run starts every sequence afresh
+  // A checkpoint of one process holds the carry (state()); one of a distributed run, or an
+  // older one, does not: then every sequence starts afresh, as the reference's resume does.
+  carry_.reset();
+  const auto& t = state.tensors;
+  const auto tensor = [&](const char* name) { return t.count(name) ? t.at(name) : at::Tensor(); };
+  Carry c{tensor("carry.z_h"), tensor("carry.z_l"), tensor("carry.steps"), tensor("carry.halted"),
+          {tensor("carry.inputs"), tensor("carry.labels"), tensor("carry.puzzle_identifiers")}};
+  if (dist_.world_size() == 1 && c.z_h.defined() && c.z_l.defined() && c.steps.defined() && c.halted.defined() &&
+      c.current.inputs.defined() && c.current.labels.defined() && c.current.puzzle_identifiers.defined())
+    carry_ = std::move(c);
 }
 
 }  // namespace trm

@@ -158,6 +158,18 @@ TEST(TrmTraining, CancelledRunResumesWhereItStopped) {
   bool resumed = false;
   for (const std::string& l : second.logs) resumed |= l.find("resumed at step 5") != std::string::npos;
   EXPECT_TRUE(resumed);
+
+  // Bit for bit the uninterrupted run's steps 6..12: the checkpoint holds the ACT carry (the
+  // rows still on their example, with their latent state), not only the weights and data
+  // order. The plan pins the threads (2), so both runs reduce in the same order.
+  TempDir whole_dir;
+  FakeHost whole;
+  ASSERT_EQ(run(whole, "train", cfg, whole_dir.path(), false, &error), MLH_OK) << error;
+  const auto& whole_loss = whole.metrics["train/loss"];
+  const auto& resumed_loss = second.metrics["train/loss"];
+  ASSERT_EQ(whole_loss.size(), 12u);
+  for (size_t i = 0; i < resumed_loss.size(); ++i)
+    EXPECT_EQ(resumed_loss[i], whole_loss[i + 5]) << "step " << i + 6;
 }
 
 TEST(TrmTraining, TextModelLearnsAndGenerates) {
