@@ -100,6 +100,11 @@ function(mlh_add_plugin name)
   endif()
 
   _mlh_abi_version(_abi_major _abi_minor)
+  # The compiler of the plugin's sources: C++'s, or C's in a C-only project.
+  set(_compiler "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}")
+  if(NOT CMAKE_CXX_COMPILER_ID)
+    set(_compiler "${CMAKE_C_COMPILER_ID} ${CMAKE_C_COMPILER_VERSION}")
+  endif()
   string(REPLACE "\\" "\\\\" _desc "${ARG_DESCRIPTION}")
   string(REPLACE "\"" "\\\"" _desc "${_desc}")
   set(_manifest "{
@@ -113,7 +118,7 @@ function(mlh_add_plugin name)
   \"build\": {
     \"system\": \"${CMAKE_SYSTEM_NAME}\",
     \"arch\": \"${CMAKE_SYSTEM_PROCESSOR}\",
-    \"compiler\": \"${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}\",
+    \"compiler\": \"${_compiler}\",
     \"build_type\": \"$<CONFIG>\",
     \"torch\": ${_torch}
   }

@@ -101,6 +101,7 @@ class InstalledSdk : public ::testing::Test {
     cpuset_ = build_example("cpuset-device", failure_, "") / "plugins";
     chargpt_ = build_example("chargpt", failure_) / "plugins";
     mlp_fit_ = build_example("mlp-fit", failure_) / "plugins";
+    c_device_ = build_example("c-device", failure_) / "plugins";
     // A small corpus with an obvious style: the model should learn its character statistics.
     std::ofstream text(kWork / "corpus.txt");
     for (int i = 0; i < 400; ++i)
@@ -112,10 +113,10 @@ class InstalledSdk : public ::testing::Test {
   }
 
   static std::string failure_;
-  static fs::path cpuset_, chargpt_, mlp_fit_;
+  static fs::path cpuset_, chargpt_, mlp_fit_, c_device_;
 };
 std::string InstalledSdk::failure_;
-fs::path InstalledSdk::cpuset_, InstalledSdk::chargpt_, InstalledSdk::mlp_fit_;
+fs::path InstalledSdk::cpuset_, InstalledSdk::chargpt_, InstalledSdk::mlp_fit_, InstalledSdk::c_device_;
 
 TEST_F(InstalledSdk, PrefixHoldsHostPluginsShareAndSdk) {
   for (const char* f : {"bin/host", "lib/mlhost/plugins/cpu.plugin.json", "lib/mlhost/plugins/libmlhost-cpu.so",
@@ -128,10 +129,25 @@ TEST_F(InstalledSdk, PrefixHoldsHostPluginsShareAndSdk) {
                         "lib/cmake/mlhost/MlhostPlugin.cmake", "share/mlhost/examples/chargpt/chargpt.cpp",
                         "share/mlhost/examples/cpuset-device/cpuset_device.cpp",
                         "share/mlhost/examples/mlp-fit/mlp_fit.cpp", "share/mlhost/examples/mlp-fit/CMakeLists.txt",
+                        "share/mlhost/examples/c-device/c_device.c",
                         "share/doc/mlhost/README.md", "share/doc/mlhost/docs/plugin-guide.md",
                         "share/doc/mlhost/docs/plan.md"})
     EXPECT_TRUE(fs::exists(kPrefix / f)) << f;
   EXPECT_FALSE(fs::exists(kPrefix / "lib/mlhost/plugins/crash.plugin.json")) << "test plugins must not be installed";
+}
+
+// The C example, a C-only CMake project against the raw ABI: its manifest names the C compiler,
+// and the host loads and probes it beside its own plugins.
+TEST_F(InstalledSdk, ADevicePluginInPlainCLoadsAndProbes) {
+  const json manifest = read_json(c_device_ / "c-device.plugin.json");
+  const std::string compiler = manifest["build"].value("compiler", "");
+  EXPECT_TRUE(compiler.size() > 2 && compiler.front() != ' ') << "compiler '" << compiler << "'";
+  const Result probe = sh(host() + " --plugin-dir " + quote(c_device_.string()) + " --probe --json");
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  const json* d = find_device(parse_json(probe.output), "c-device:0");
+  ASSERT_NE(d, nullptr) << probe.output;
+  EXPECT_EQ((*d)["available"], true) << d->dump(2);
+  EXPECT_EQ((*d)["torch_device"], "cpu") << d->dump(2);
 }
 
 // A plugin project that names no build type is optimized (the package's default), and one
