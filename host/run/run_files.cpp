@@ -11,10 +11,13 @@ void prepare_run_dir(const fs::path& dir, bool resume) {
   std::error_code ec;
   const bool exists = fs::exists(dir, ec);
   if (resume) {
+    // The same command for the first and every later launch of a job is --resume auto.
+    const std::string start_instead = "; to start a run there, or continue one whichever it holds, use --resume auto";
     if (!exists || !fs::is_directory(dir, ec))
-      throw std::runtime_error("--resume: run folder '" + dir.string() + "' does not exist");
+      throw std::runtime_error("--resume: run folder '" + dir.string() + "' does not exist" + start_instead);
     if (!fs::exists(dir / "config.json", ec))
-      throw std::runtime_error("--resume: '" + dir.string() + "' holds no run (no config.json)");
+      throw std::runtime_error("--resume: '" + dir.string() + "' holds no run (no config.json)" +
+                               (fs::is_empty(dir, ec) ? start_instead : std::string()));
     return;
   }
   if (exists) {

@@ -245,6 +245,19 @@ TEST_F(RunTest, AFailedEvalIsReportedAsTheEval) {
   EXPECT_FALSE(contains(e.err, "training failed")) << e.describe();
 }
 
+// --resume names the folder it cannot continue, and points at --resume auto where that is
+// what the user wants: the same command to start the run and to continue it.
+TEST_F(RunTest, ResumeOfNoRunSaysWhyAndPointsAtResumeAuto) {
+  for (const bool make : {false, true}) {
+    if (make) fs::create_directories(run_dir_);
+    const Result r = train({"--resume"});
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_TRUE(contains(r.err, run_dir_.string())) << r.describe();
+    EXPECT_TRUE(contains(r.err, make ? "holds no run" : "does not exist")) << r.describe();
+    EXPECT_TRUE(contains(r.err, "--resume auto")) << r.describe();
+  }
+}
+
 // --resume auto: one command for every launch of a preemptible or requeued job. A missing
 // folder starts a run; the same command again continues it; an empty folder starts one; a
 // folder of other files is refused, naming it, and nothing in it is touched.

@@ -236,6 +236,29 @@ TEST(TrainingSession, NothingToResumeLeavesTheStateAlone) {
   EXPECT_TRUE(nothing.logged("no checkpoint to resume from")) << (nothing.host.logs.empty() ? "" : nothing.host.logs[0]);
 }
 
+// Checkpoints that are all damaged are not "nothing to resume": training from the start would
+// replace the run's model under its name. The refusal names each file and why.
+TEST(TrainingSession, ResumeWhereEveryCheckpointIsDamagedIsAnErrorNamingEach) {
+  TempDir dir;
+  RunFolder first(dir.path());
+  Model trained(1);
+  train(first, trained, 4, {3, mlh::rt::Goal::Minimize, 2});
+  const std::vector<std::string> files = mlh::rt::CheckpointManager(dir.str()).step_files();
+  ASSERT_GE(files.size(), 2u);
+  for (const std::string& f : files) std::ofstream(f, std::ios::trunc) << "not a checkpoint";
+
+  RunFolder again(dir.path(), true);
+  mlh::RunContext ctx(again.c);
+  TrainingSession session(ctx, mlh::rt::RuntimePlan());
+  Model fresh(99);
+  TrainingState state = fresh.state();
+  std::string message;
+  EXPECT_EQ(code_of([&] { session.resume(state); }, &message), MLH_ERR_INVALID_ARGUMENT);
+  for (const std::string& f : files) EXPECT_NE(message.find(f + ": "), std::string::npos) << f << "\n" << message;
+  EXPECT_NE(message.find("nothing was trained"), std::string::npos) << message;
+  EXPECT_FALSE(again.logged("training from the start"));
+}
+
 TEST(TrainingSession, ACheckpointThatDoesNotFitOrARestoreThatFailsIsAnError) {
   TempDir dir;
   RunFolder first(dir.path());

@@ -484,19 +484,22 @@ std::map<std::string, at::Tensor> read_checkpoint_module(const std::string& path
 }
 
 std::optional<LoadedCheckpoint> CheckpointManager::load_first(const std::vector<std::string>& paths,
-                                                              TrainingState& state, at::Device device) {
+                                                              TrainingState& state, at::Device device,
+                                                              std::vector<std::string>* skipped) {
   for (const std::string& path : paths) {
     try {
       return load_file(path, state, device);
     } catch (const Unusable& e) {
       warn("skipping checkpoint '" + path + "': " + e.what());
+      if (skipped) skipped->push_back(path + ": " + e.what());
     }
   }
   return std::nullopt;
 }
 
-std::optional<LoadedCheckpoint> CheckpointManager::load_latest(TrainingState& state, at::Device device) {
-  return load_first(step_files(), state, device);
+std::optional<LoadedCheckpoint> CheckpointManager::load_latest(TrainingState& state, at::Device device,
+                                                               std::vector<std::string>* skipped) {
+  return load_first(step_files(), state, device, skipped);
 }
 
 std::optional<LoadedCheckpoint> CheckpointManager::load_best(TrainingState& state, at::Device device) {

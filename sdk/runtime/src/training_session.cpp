@@ -54,7 +54,18 @@ void TrainingSession::init_weights(torch::nn::Module& model, const WeightNameMap
 
 std::optional<LoadedCheckpoint> TrainingSession::resume(TrainingState& state, const RestoreFn& restore) {
   if (!ctx_.resume()) return std::nullopt;
-  std::optional<LoadedCheckpoint> loaded = checkpoints_.load_latest(state, device_);
+  std::vector<std::string> skipped;
+  std::optional<LoadedCheckpoint> loaded = checkpoints_.load_latest(state, device_, &skipped);
+  if (!loaded && !skipped.empty()) {
+    // Training from the start would replace what the run had with a fresh model under its
+    // name; the user decides (a copy of a checkpoint from elsewhere, or a new run).
+    std::string why;
+    for (const std::string& s : skipped) why += "\n  " + s;
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "--resume: none of the " + std::to_string(skipped.size()) +
+                                              " checkpoints in '" + checkpoints_.dir() + "' loads:" + why +
+                                              "\nnothing was trained or overwritten; restore a checkpoint there, or "
+                                              "start a new run in another --run-dir");
+  }
   if (!loaded) {
     ctx_.info("--resume: no checkpoint to resume from in '" + checkpoints_.dir() + "': training from the start");
     return std::nullopt;

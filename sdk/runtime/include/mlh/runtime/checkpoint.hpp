@@ -100,9 +100,11 @@ class CheckpointManager {
   void share_with(Distributed& dist) { dist_ = &dist; }
 
   // Loads the newest step file that verifies; each corrupt, truncated or unreadable one is
-  // reported through `warn` and skipped. Empty when none loads. One that verifies but does
-  // not fit the state throws (see load_training_state): an older one would not fit either.
-  std::optional<LoadedCheckpoint> load_latest(TrainingState& state, at::Device device);
+  // reported through `warn` and skipped (and with `skipped`, listed there as "path: why").
+  // Empty when none loads. One that verifies but does not fit the state throws (see
+  // load_training_state): an older one would not fit either.
+  std::optional<LoadedCheckpoint> load_latest(TrainingState& state, at::Device device,
+                                              std::vector<std::string>* skipped = nullptr);
   // Loads best.ckpt, or if it does not verify, the best step file with a metric.
   std::optional<LoadedCheckpoint> load_best(TrainingState& state, at::Device device);
 
@@ -112,7 +114,7 @@ class CheckpointManager {
 
  private:
   std::optional<LoadedCheckpoint> load_first(const std::vector<std::string>& paths, TrainingState& state,
-                                             at::Device device);
+                                             at::Device device, std::vector<std::string>* skipped = nullptr);
   std::string write(const TrainingState& state, int64_t step, std::optional<double> metric);
   void update_best(const std::string& path, double metric);
   void prune();
