@@ -382,6 +382,35 @@ TEST_F(DistributedTest, CtrlCStopsEveryRankAtTheSameStepAndResumeFinishesTheRun)
   EXPECT_EQ(weights_of(dir / "ranks" / "1" / "summary.json").w, a.w);
 }
 
+// A scheduler's SIGTERM while a rank waits at the rendezvous for a node that never comes: the
+// rank stops within seconds as preempted (75, the requeue signal), not after the whole
+// --dist-timeout with a failure.
+TEST_F(DistributedTest, AStopDuringRendezvousEndsTheRankAsPreemptedWithinSeconds) {
+  const fs::path dir = tmp() / "run";
+  RunOptions o;
+  o.cwd = tmp();
+  Process p(toyreg_args(dir, {"--nnodes", "2", "--node-rank", "0", "--nproc-per-node", "1", "--master-addr",
+                              "127.0.0.1", "--master-port", std::to_string(free_port()), "--dist-timeout", "120",
+                              "--set", "steps=20"}),
+            o);
+  // The worker is at the rendezvous once its log exists (it logs before joining).
+  const auto started = std::chrono::steady_clock::now();
+  while (p.running() && !fs::exists(dir / "log.txt") && std::chrono::steady_clock::now() - started < Millis(60000))
+    std::this_thread::sleep_for(Millis(50));
+  std::this_thread::sleep_for(Millis(1000));
+  ASSERT_TRUE(p.running()) << p.wait(Millis(0)).describe();
+  const auto stop = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
+  const Result r = p.wait(Millis(60000));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stop).count();
+  EXPECT_EQ(r.exit_code, 75) << r.describe();
+  EXPECT_LT(seconds, 30.0) << "the stop waited for the rendezvous's timeout";
+  const json summary = file_json(dir / "summary.json");
+  EXPECT_EQ(summary["status"], "preempted") << summary.dump(2);
+  EXPECT_TRUE(contains(summary.value("error", ""), "stopped while waiting")) << summary.dump(2);
+  EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
+}
+
 TEST_F(DistributedTest, PrintPlanShowsTheRanks) {
   const Result r = host({"--plugin-dir", toyreg_, "--print-plan", "--algorithm", "toyreg", "--nproc-per-node", "2",
                          "--batch-size", "8"});

@@ -144,7 +144,8 @@ TEST_F(InstalledSdk, ADevicePluginInPlainCLoadsAndProbes) {
   EXPECT_TRUE(compiler.size() > 2 && compiler.front() != ' ') << "compiler '" << compiler << "'";
   const Result probe = sh(host() + " --plugin-dir " + quote(c_device_.string()) + " --probe --json");
   ASSERT_EQ(probe.exit_code, 0) << probe.output;
-  const json* d = find_device(parse_json(probe.output), "c-device:0");
+  const json probe_json = parse_json(probe.output);
+  const json* d = find_device(probe_json, "c-device:0");
   ASSERT_NE(d, nullptr) << probe.output;
   EXPECT_EQ((*d)["available"], true) << d->dump(2);
   EXPECT_EQ((*d)["torch_device"], "cpu") << d->dump(2);

@@ -68,6 +68,7 @@ DistributedSettings DistributedSettings::from_context(const mlh::RunContext& ctx
   if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) s.master_addr = addr;
   s.master_port = env_int("MASTER_PORT", s.master_port, 1, 65535);
   s.timeout = std::chrono::seconds(env_int("MLH_DIST_TIMEOUT_S", 300, 1, 86400));
+  s.should_stop = [&ctx] { return ctx.should_stop(); };  // used only while constructing the group
   // As torch.distributed's env:// rendezvous reads it (rendezvous.py, _create_c10d_store).
   if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") {
     s.agent_store = true;
@@ -113,8 +114,17 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
         [addr = s.master_addr, options] { return c10::make_intrusive<c10d::TCPStore>(addr, options); });
     std::future<c10::intrusive_ptr<c10d::TCPStore>> connected = connect.get_future();
     std::thread(std::move(connect)).detach();
-    if (connected.wait_for(timeout_ + std::chrono::seconds(5)) != std::future_status::ready)
-      throw std::runtime_error("no answer within " + std::to_string(timeout_.count() / 1000 + 5) + " s");
+    // Waited for in slices, so that a stop request ends the wait (the scheduler that sent
+    // SIGTERM kills a rank that takes the whole timeout to notice).
+    const auto deadline = std::chrono::steady_clock::now() + timeout_ + std::chrono::seconds(5);
+    while (connected.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+      if (s.should_stop && s.should_stop())
+        throw mlh::Error(MLH_ERR_CANCELLED, "distributed rank " + std::to_string(rank_) + " of " +
+                                                std::to_string(world_size_) + ": stopped while waiting at " + where +
+                                                " for the other ranks to join");
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw std::runtime_error("no answer within " + std::to_string(timeout_.count() / 1000 + 5) + " s");
+    }
     auto tcp = connected.get();
     if (s.agent_store)
       group->store = c10::make_intrusive<c10d::PrefixStore>(s.agent_store_prefix, tcp);
@@ -122,6 +132,7 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
       group->store = tcp;
     store_ = s.agent_store ? "torchrun agent" : "rank 0";
   } catch (const std::exception& e) {
+    if (const auto* stop = dynamic_cast<const mlh::Error*>(&e); stop && stop->code() == MLH_ERR_CANCELLED) throw;
     // Seen with Debian's LibTorch 1.13 under the torchrun of PyTorch 2.15: the agent's store
     // resets the connection of a client that speaks the older store protocol.
     const std::string agent_hint =

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,10 @@ struct DistributedSettings {
   std::string agent_store_prefix;
   std::chrono::milliseconds timeout{300000};  // MLH_DIST_TIMEOUT_S
   bool group_of_one = false;  // form a group even for world_size 1 (to check a backend initializes)
+  // Asked while waiting for the other ranks at the rendezvous: true ends the wait at once with
+  // mlh::Error(MLH_ERR_CANCELLED), so a stop (Ctrl-C, a scheduler's SIGTERM) is not held up
+  // for the whole timeout by ranks that never come. from_context asks the run's should_stop().
+  std::function<bool()> should_stop;
 
   // Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming a malformed variable, or a rank
   // outside [0, world_size).
