@@ -76,12 +76,13 @@ void RunSink::summary(const char* summary_json) {
 
 void RunSink::hparams_start(const json& hparams) {
   std::lock_guard<std::mutex> lock(mu_);
-  events_->add_hparams_start(hparams, wall_time());
+  hparams_ = std::make_unique<HparamsSessionFile>(events_->path().parent_path());
+  hparams_->start(hparams, wall_time());
 }
 
 void RunSink::hparams_end(HparamsStatus status) {
   std::lock_guard<std::mutex> lock(mu_);
-  events_->add_hparams_end(status, wall_time());
+  if (hparams_) hparams_->end(status, wall_time());
 }
 
 json RunSink::result() const {

@@ -29,7 +29,8 @@ class RunSink {
   void progress(int64_t done, int64_t total, const char* unit);
   void summary(const char* summary_json);
   // TensorBoard's hparams summaries of a training run: its hyperparameters at the start, its
-  // status at the end (tensorboard.hpp).
+  // status at the end, in the run's one session file that each launch replaces
+  // (HparamsSessionFile, tensorboard.hpp).
   void hparams_start(const nlohmann::json& hparams);
   void hparams_end(HparamsStatus status);
 
@@ -41,6 +42,7 @@ class RunSink {
   mutable std::mutex mu_;
   std::ofstream log_, jsonl_, csv_;
   std::unique_ptr<EventFileWriter> events_;
+  std::unique_ptr<HparamsSessionFile> hparams_;  // a training run's, from hparams_start
   ProgressDisplay progress_;
   bool console_;
   std::string console_prefix_;

@@ -89,6 +89,17 @@ std::string host_name() {
   return name;
 }
 
+// A TFRecord: the length, its masked CRC-32C, the Event, its masked CRC-32C.
+std::string framed_record(const std::string& event) {
+  std::string record;
+  const uint64_t length = event.size();
+  put_little_endian(record, length);
+  put_little_endian(record, mlh::masked_crc32c(record.data(), sizeof length));
+  record += event;
+  put_little_endian(record, mlh::masked_crc32c(event.data(), event.size()));
+  return record;
+}
+
 }  // namespace
 
 std::string encode_version_event(double wall_time) {
@@ -154,30 +165,41 @@ EventFileWriter::EventFileWriter(const std::filesystem::path& dir) {
   path_ = dir / ("events.out.tfevents." + std::to_string(now) + "." + host_name());
   out_.open(path_, std::ios::binary | std::ios::app);
   if (!out_) throw std::runtime_error("cannot write TensorBoard events '" + path_.string() + "'");
-  write_record(encode_version_event(static_cast<double>(now)));
+  const std::string record = framed_record(encode_version_event(static_cast<double>(now)));
+  out_.write(record.data(), static_cast<std::streamsize>(record.size()));
+  out_.flush();
 }
 
 void EventFileWriter::add_scalar(const std::string& tag, double value, int64_t step, double wall_time) {
-  write_record(encode_scalar_event(tag, value, step, wall_time));
-}
-
-void EventFileWriter::add_hparams_start(const nlohmann::json& hparams, double wall_time) {
-  write_record(encode_hparams_start_event(hparams, wall_time));
-}
-
-void EventFileWriter::add_hparams_end(HparamsStatus status, double wall_time) {
-  write_record(encode_hparams_end_event(status, wall_time));
-}
-
-void EventFileWriter::write_record(const std::string& event) {
-  std::string record;
-  const uint64_t length = event.size();
-  put_little_endian(record, length);
-  put_little_endian(record, mlh::masked_crc32c(record.data(), sizeof length));
-  record += event;
-  put_little_endian(record, mlh::masked_crc32c(event.data(), event.size()));
+  const std::string record = framed_record(encode_scalar_event(tag, value, step, wall_time));
   out_.write(record.data(), static_cast<std::streamsize>(record.size()));
   out_.flush();
+}
+
+HparamsSessionFile::HparamsSessionFile(const std::filesystem::path& dir)
+    : path_(dir / "events.out.tfevents.0.hparams") {
+  std::filesystem::create_directories(dir);
+}
+
+void HparamsSessionFile::start(const nlohmann::json& hparams, double wall_time) {
+  start_ = framed_record(encode_version_event(wall_time)) +
+           framed_record(encode_hparams_start_event(hparams, wall_time));
+  write(start_);
+}
+
+void HparamsSessionFile::end(HparamsStatus status, double wall_time) {
+  write(start_ + framed_record(encode_hparams_end_event(status, wall_time)));
+}
+
+void HparamsSessionFile::write(const std::string& events) const {
+  // Replaced whole (a temporary file, then rename): a reader sees the old file or the new.
+  const std::filesystem::path tmp = path_.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(events.data(), static_cast<std::streamsize>(events.size()));
+    if (!out.flush()) throw std::runtime_error("cannot write TensorBoard events '" + tmp.string() + "'");
+  }
+  std::filesystem::rename(tmp, path_);
 }
 
 }  // namespace mlhost

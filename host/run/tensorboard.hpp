@@ -26,16 +26,30 @@ class EventFileWriter {
   // One scalar (a Summary.Value with simple_value) at a step; flushed at once, so a crash
   // keeps every record written before it.
   void add_scalar(const std::string& tag, double value, int64_t step, double wall_time);
-  // The run's hyperparameters (a flat object of numbers, strings and booleans) when it starts,
-  // and its status when it ends: the hparams plugin's session start and end summaries.
-  void add_hparams_start(const nlohmann::json& hparams, double wall_time);
-  void add_hparams_end(HparamsStatus status, double wall_time);
 
  private:
-  void write_record(const std::string& event);
-
   std::filesystem::path path_;
   std::ofstream out_;
+};
+
+// A training run's hparams session (the hparams plugin's session start and end summaries: its
+// hyperparameters, a flat object of numbers, strings and booleans, and how it ended) in a file
+// of its own, <dir>/events.out.tfevents.0.hparams, which every launch of the run replaces
+// whole. TensorBoard keeps the first session end it reads, so a run resumed after a failure or
+// a stop must not keep the earlier launch's: the file holds one start and at most one end,
+// the last launch's. Its name sorts before the scalar files', so it is read first.
+class HparamsSessionFile {
+ public:
+  explicit HparamsSessionFile(const std::filesystem::path& dir);
+  const std::filesystem::path& path() const { return path_; }
+  void start(const nlohmann::json& hparams, double wall_time);  // the file: the start, no end
+  void end(HparamsStatus status, double wall_time);             // the start, then this end
+
+ private:
+  void write(const std::string& events) const;
+
+  std::filesystem::path path_;
+  std::string start_;  // the version and session start records
 };
 
 // The protocol-buffer encoding of an Event: exposed for tests.

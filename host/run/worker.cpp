@@ -132,7 +132,11 @@ int worker_main(const WorkerSpec& spec) {
   summary["worker"] = {{"pid", ::getpid()}, {"allocator", worker_allocator()}};
   if (sink && hparams_run) {
     try {
-      sink->hparams_end(code == kWorkerCompleted ? HparamsStatus::kSuccess : HparamsStatus::kFailure);
+      // HParams has no "stopped": a run stopped on request or preempted reads as unknown
+      // (neither a success nor a failure) until a resume ends it.
+      sink->hparams_end(code == kWorkerCompleted   ? HparamsStatus::kSuccess
+                        : code == kWorkerCancelled ? HparamsStatus::kUnknown
+                                                   : HparamsStatus::kFailure);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s\n", e.what());
     }

@@ -123,6 +123,28 @@ TEST_F(RunTest, AFailedRunEndsItsHparamsSessionAsAFailure) {
   EXPECT_EQ(json::parse(r.out)[run_dir_.string()]["status"], "STATUS_FAILURE") << r.out;
 }
 
+// A run's status is its last launch's: failed, then resumed to the end, it is a success (the
+// earlier launch's end is not kept beside it for TensorBoard to read first).
+TEST_F(RunTest, AResumedRunEndsItsHparamsSessionAsItsLastLaunchDid) {
+  const fs::path python = MLH_CLI_VENV_PYTHON;
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh makes .venv/)";
+  const std::vector<std::string> faulty{"--set", "steps=20", "--set", "fail_at_step=5", "--set", "fault_once=true",
+                                        "--set", "checkpoint_every=2"};
+  ASSERT_NE(train(faulty).exit_code, 0);
+  auto status = [&] {
+    const Result r = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", run_dir_.string()}, slow());
+    return r.exit_code == 0 ? json::parse(r.out)[run_dir_.string()]["status"] : json(r.describe());
+  };
+  ASSERT_EQ(status(), "STATUS_FAILURE");
+  const Result resumed = train({"--resume"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  EXPECT_EQ(status(), "STATUS_SUCCESS");
+  size_t session_files = 0;
+  for (const auto& e : fs::directory_iterator(run_dir_ / "tensorboard"))
+    session_files += e.path().filename().string().find(".hparams") != std::string::npos;
+  EXPECT_EQ(session_files, 1u);
+}
+
 // Without --json, --describe is for reading: the commands, the presets, and every config field
 // with its default and meaning, as the schema the plugin reports has them.
 TEST_F(RunTest, DescribeSummarizesCommandsPresetsAndEveryField) {
