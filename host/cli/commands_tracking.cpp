@@ -41,6 +41,14 @@ int command_sync_tracking(const CliOptions& options) {
             << " artifacts" << (r.status_sent.empty() ? "" : ", status " + r.status_sent)
             << (fs::exists(dir / "summary.json") ? "" : " (no summary.json: the run has not ended; its status is left as it is)")
             << "\n";
+  if (!r.artifacts_not_sent.empty()) {
+    // Not everything arrived, and another sync cannot change that: say what and why, and fail.
+    std::string names;
+    for (const std::string& n : r.artifacts_not_sent) names += (names.empty() ? "" : ", ") + n;
+    spdlog::error("MLflow tracking: {} artifact{} not sent ({}): {}", r.artifacts_not_sent.size(),
+                  r.artifacts_not_sent.size() == 1 ? "" : "s", names, r.artifacts_not_sent_why);
+    return kExitFailure;
+  }
   return 0;
 }
 

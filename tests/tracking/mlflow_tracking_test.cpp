@@ -30,6 +30,7 @@
 #include "free_port.hpp"
 #include "mlflow_server.hpp"
 #include "run/run_sink.hpp"
+#include "run/tracking/mlflow_client.hpp"
 #include "run/tracking/mlflow_sync.hpp"
 #include "run/tracking/tracker.hpp"
 #include "temp_dir.hpp"
@@ -254,6 +255,29 @@ TEST_F(MlflowTrackingTest, ARunFolderArrivesWhole) {
     ASSERT_TRUE(run["artifacts"].contains(f)) << f << " " << run["artifacts"].dump();
     EXPECT_EQ(run["artifacts"][f].get<int64_t>(), static_cast<int64_t>(fs::file_size(dir / f))) << f;
   }
+}
+
+// An experiment whose artifact store is a path of the server's own (not behind its proxy):
+// the REST API cannot write there, so every file is reported as not sent, with why and the
+// server options that fix it; params and metrics still arrive.
+TEST_F(MlflowTrackingTest, ArtifactsThatCannotReachTheServerAreListedWithTheReason) {
+  Server server(tmp_ / "server", free_loopback_port_for_test());
+  ASSERT_TRUE(server.ready());
+  mlhost::MlflowServer where;
+  where.uri = server.uri();
+  mlhost::MlflowClient client(where);
+  client.post("experiments/create", {{"name", "local-artifacts"}, {"artifact_location", (tmp_ / "elsewhere").string()}});
+  const fs::path dir = tmp_ / "runs" / "toyreg-local";
+  start_run_folder(dir);
+  end_run_folder(dir, "completed");
+  const SyncResult r = mlhost::sync_mlflow(dir, tracking_of(server.uri(), "local-artifacts"), SyncMode::kEnded);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_GT(r.params_sent, 0);
+  EXPECT_EQ(r.artifacts_sent, 0);
+  EXPECT_EQ(std::set<std::string>(r.artifacts_not_sent.begin(), r.artifacts_not_sent.end()),
+            (std::set<std::string>{"config.json", "plan.json", "summary.json", "model.safetensors"}));
+  EXPECT_NE(r.artifacts_not_sent_why.find((tmp_ / "elsewhere").string()), std::string::npos) << r.artifacts_not_sent_why;
+  EXPECT_NE(r.artifacts_not_sent_why.find("--serve-artifacts"), std::string::npos) << r.artifacts_not_sent_why;
 }
 
 // A server that is down: a warning naming it, nothing marked sent; once it is up, one sync

@@ -313,12 +313,15 @@ class Syncer {
       const json stamp = {{"size", static_cast<int64_t>(fs::file_size(file, ec))}, {"mtime_ms", mtime_ms(file)}};
       if (cursor_["artifacts"].value(name, json()) == stamp) return;
       if (base.empty()) {
-        if (!warned)
-          result_.notes.push_back("artifacts not sent: the run's artifact store is '" +
-                                  cursor_.value("artifact_uri", std::string()) +
-                                  "', not the server's artifact proxy (mlflow-artifacts:, the default of "
-                                  "`mlflow server`); the files stay in the run folder");
+        if (!warned) {
+          result_.artifacts_not_sent_why =
+              "the run's artifact store is '" + cursor_.value("artifact_uri", std::string()) +
+              "', not the server's artifact proxy (mlflow-artifacts:, what `mlflow server` uses with "
+              "--serve-artifacts, its default, and --artifacts-destination); the files stay in the run folder";
+          result_.notes.push_back("artifacts not sent: " + result_.artifacts_not_sent_why);
+        }
         warned = true;
+        result_.artifacts_not_sent.push_back(name);
         return;
       }
       client_.put_artifact(base + "/" + name, file);

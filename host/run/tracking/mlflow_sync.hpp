@@ -59,6 +59,10 @@ struct SyncResult {
   int64_t artifacts_sent = 0;
   std::string status_sent;      // the status this call set, if any
   std::vector<std::string> notes;  // what was changed to fit MLflow's rules (renamed keys, truncated values)
+  // Files that cannot be sent to this run at all: its artifact store is not behind the
+  // server's proxy (a path of the server's own, which the REST API cannot write).
+  std::vector<std::string> artifacts_not_sent;
+  std::string artifacts_not_sent_why;
 };
 
 // The cursor file of a run folder.
