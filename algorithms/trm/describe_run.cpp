@@ -51,8 +51,12 @@ std::string describe_run(const mlh::RunContext& ctx) {
 
   const bool trains = command == "train" || command == "calibrate" || command == "benchmark";
   const std::string not_training = command + " does not train";
-  d.uses_if(trains || command == "eval", "batch_size",
-            trains ? "rows per training step (per rank in a distributed run)" : "rows per evaluation batch",
+  // solve with an ARC challenges file answers every test input of every task, in batches.
+  const bool solves_arc = command == "solve" && !cfg.solve.arc_challenges.empty();
+  d.uses_if(trains || command == "eval" || solves_arc, "batch_size",
+            trains       ? "rows per training step (per rank in a distributed run)"
+            : solves_arc ? "rows per batch of the challenges' test inputs"
+                         : "rows per evaluation batch",
             command + " works on one puzzle or prompt at a time");
   d.uses_if(trains, "gradient_checkpointing", "recomputes each step of the recursion's gradient cycle in backward",
             not_training);

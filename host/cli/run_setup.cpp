@@ -102,6 +102,7 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
     request.run_dir = s.run_dir;
     request.on_trained_run = s.on_trained_run;
     request.user_config = user_config(options, s.resume, s.algorithm->config_schema, s.run_dir);
+    if (s.on_trained_run) request.config_set_now = user_config(options, false, s.algorithm->config_schema, s.run_dir);
   }
 
   const std::vector<PluginManifest> algorithms =

@@ -92,6 +92,9 @@ struct PlanRequest {
   std::filesystem::path run_dir;           // describe_run reads a trained model from it
   bool on_trained_run = false;  // a command on the trained run in run_dir: the plan names it (trained_run_dir)
   nlohmann::json user_config = nlohmann::json::object();  // what the user set of the config
+  // On a trained run: the part of user_config this command's --config and --set gave (the
+  // rest is the trained run's); a value from the rest was not chosen for this command.
+  nlohmann::json config_set_now = nlohmann::json::object();
   PlanOverrides overrides;
   std::optional<HardwareSettings> settings;
   std::string settings_file_status;  // which settings file was read, and why that one

@@ -77,6 +77,13 @@ class Decisions {
     return cfg["preset"].get<std::string>();
   }
   bool algorithm_has_batch() const { return req_.algorithm && req_.algorithm->has_batch_size(); }
+  // The source of the config's `key`: the user's config, or on a trained run the config it
+  // was trained with unless this command set the key again.
+  Source config_source(const std::string& key, const std::string& text) const {
+    if (req_.on_trained_run && !req_.config_set_now.contains(key))
+      return from(SourceKind::kTrainedRun, "the trained run's " + text);
+    return from(SourceKind::kConfig, text);
+  }
 
   PlanWriter& plan_;
   const PlanValueInputs& in_;
@@ -183,11 +190,13 @@ void Decisions::batch_size() {
       throw PlanError(global_from + " global_batch_size " + std::to_string(global) + " does not divide among " +
                       std::to_string(ranks) + " ranks: give a multiple of " + std::to_string(ranks));
     plan_.set(PlanField::kBatchSize, global / ranks,
-              from(global_from == "config" ? SourceKind::kConfig : SourceKind::kPreset,
-                   global_from + " (global_batch_size " + std::to_string(global) + " over " + std::to_string(ranks) +
-                       (ranks == 1 ? " rank)" : " ranks)")));
+              global_from == "config"
+                  ? config_source("global_batch_size", "config (global_batch_size " + std::to_string(global) + " over " +
+                                                           std::to_string(ranks) + (ranks == 1 ? " rank)" : " ranks)"))
+                  : from(SourceKind::kPreset, global_from + " (global_batch_size " + std::to_string(global) + " over " +
+                                                  std::to_string(ranks) + (ranks == 1 ? " rank)" : " ranks)")));
   } else if (algorithm_has_batch() && cfg.is_object() && cfg.contains("batch_size")) {
-    plan_.set(PlanField::kBatchSize, cfg["batch_size"], from(SourceKind::kConfig, "config (batch_size)"));
+    plan_.set(PlanField::kBatchSize, cfg["batch_size"], config_source("batch_size", "config (batch_size)"));
   } else if (preset_batch) {
     plan_.set(PlanField::kBatchSize, *preset_batch, from(SourceKind::kPreset, "preset " + *user_preset() + " (batch_size)"));
   } else if (auto s = setting("batch_size")) {
@@ -224,7 +233,7 @@ void Decisions::preset() {
   Source source;
   if (auto name = user_preset()) {
     preset = name;
-    source = from(SourceKind::kConfig, "config (preset)");
+    source = config_source("preset", "config (preset)");
   } else if (auto s = setting("preset")) {
     preset = s->value;
     source = from_file(*s);

@@ -8,6 +8,7 @@ const char* source_kind_name(SourceKind kind) {
   switch (kind) {
     case SourceKind::kCommandLine: return "command_line";
     case SourceKind::kConfig: return "config";
+    case SourceKind::kTrainedRun: return "trained_run";
     case SourceKind::kPreset: return "preset";
     case SourceKind::kSettingsFile: return "settings_file";
     case SourceKind::kCalibration: return "calibration";

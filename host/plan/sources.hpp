@@ -11,6 +11,7 @@ namespace mlhost {
 enum class SourceKind {
   kCommandLine,   // --precision, --batch-size, --allocator
   kConfig,        // the user's config of the algorithm (--config, --set, a resumed run's)
+  kTrainedRun,    // a command on a trained run (eval, solve, ...): the config it was trained with
   kPreset,        // the preset the user chose (its own batch size)
   kSettingsFile,  // the hardware settings file
   kCalibration,   // measured on this machine

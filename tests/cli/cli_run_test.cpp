@@ -257,6 +257,22 @@ TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
   EXPECT_LT(eval["result"]["parameter_error"].get<double>(), 0.05) << eval.dump(2);
 }
 
+// A command on a trained run takes the config the run was trained with; what this command did
+// not set again is not the user's choice for it, so the plan says where it came from and never
+// warns that it does nothing here.
+TEST_F(RunTest, ACommandOnATrainedRunNamesTheTrainedRunsConfigAsTheSource) {
+  ASSERT_EQ(train({"--set", "steps=10", "--batch-size", "16"}).exit_code, 0);
+  const Result inherited = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval"});
+  ASSERT_EQ(inherited.exit_code, 0) << inherited.describe();
+  const json plan = file_json(run_dir_ / "commands" / "eval-1" / "plan.json");
+  EXPECT_EQ(plan["source_kinds"]["batch_size"], "trained_run") << plan.dump(2);
+  EXPECT_EQ(plan["sources"]["batch_size"], "the trained run's config (batch_size)") << plan.dump(2);
+  const Result set_now =
+      run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval", "--set", "batch_size=8"});
+  ASSERT_EQ(set_now.exit_code, 0) << set_now.describe();
+  EXPECT_EQ(file_json(run_dir_ / "commands" / "eval-2" / "plan.json")["source_kinds"]["batch_size"], "config");
+}
+
 // A command on a trained run that fails says which command failed, not "training".
 TEST_F(RunTest, AFailedEvalIsReportedAsTheEval) {
   ASSERT_EQ(train({"--set", "steps=10"}).exit_code, 0);
