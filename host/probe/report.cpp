@@ -69,6 +69,12 @@ ProbeReport probe_and_rank(const Discovery& discovery, const std::vector<PluginM
   report.request = request;
   report.no_gpu = no_gpu;
   report.ranking = rank_devices(all_devices(report.plugins), request, no_gpu);
+  // A requested device that no record matches may belong to a plugin that could not report
+  // any: say so, as --probe does, rather than that no such device exists.
+  if (!report.ranking.chosen_device() && !request.is_auto())
+    for (const PluginProbe& p : report.plugins)
+      if (p.name == request.kind && p.status != PluginProbe::Status::kOk && !p.reason.empty())
+        report.ranking.error += "; the " + p.name + " plugin " + probe_status_name(p.status) + ": " + p.reason;
   report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -151,6 +151,15 @@ TEST_F(PlanCliTest, ImpossiblePlansAreRefused) {
   EXPECT_TRUE(contains(r.err, "--batch-size only applies with --algorithm or --print-plan")) << r.describe();
 }
 
+// --device naming a plugin that crashed while probing says so (as --probe does), not that no
+// such device exists.
+TEST_F(PlanCliTest, ADeviceOfAPluginThatCrashedInProbingSaysItCrashed) {
+  REQUIRE_CASE("crash");
+  const Result r = host({"--print-plan", "--device", "crash:0", "--plugin-dir", case_dir("crash").string()});
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "the crash plugin failed: ")) << r.describe();
+}
+
 TEST_F(PlanCliTest, FakeGpuGetsTheDiscreteGpuClassRule) {
   REQUIRE_CASE("good-gpu");
   const Result r = host({"--print-plan", "--plugin-dir", case_dir("good-gpu").string()});
