@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/launch_options.hpp"
 #include "cli/run_setup.hpp"
+#include "common/stop_request.hpp"
 #include "plugins/plugin_calls.hpp"
 
 namespace mlhost {
@@ -59,6 +60,7 @@ int command_calibrate(const CliOptions& options) {
     if (names.empty())
       throw HostError("no algorithm plugin here has a calibrate command (see 'host --list-plugins')", kExitBadInput);
   }
+  record_stop_signals();  // a stop ends the calibration without keeping part of it
   const MeasurementPolicy measurement = measurement_policy(options, MeasurementPolicy::Calibrate::kAlways);
   int status = 0;
   for (const std::string& name : names) {
@@ -68,9 +70,11 @@ int command_calibrate(const CliOptions& options) {
     if (!s.planned.calibration) {
       std::cerr << "host: " << name << ": " << s.planned.plan["calibration"].value("status", "") << "\n";
       status = 1;
-      continue;
+    } else {
+      print_calibration(s);
     }
-    print_calibration(s);
+    // Stopped: nothing more is measured, and the exit status says it was stopped.
+    if (const int sig = first_stop_signal()) return is_preemption(sig) ? kExitPreempted : kExitCancelled;
   }
   return status;
 }

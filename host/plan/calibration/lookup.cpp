@@ -55,9 +55,9 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
   } catch (const CalibrationError& e) {
     // Derived data: a damaged file is never a reason to stop a run. Nothing of it is used, and
     // the next calibration stored replaces it.
-    spdlog::warn("{}: not used; {}", e.what(),
-                 policy.calibrate == Calibrate::kCachedOnly ? "the next run that calibrates replaces it"
-                                                            : "measured again, and replaced");
+    // Said before anything is measured: whether this run measures and stores (a busy machine
+    // does not store) is not known yet, so the warning promises neither.
+    spdlog::warn("{}: not used; the next calibration that completes on a quiet machine replaces it", e.what());
     cache = CalibrationCache(cache.file());
   }
   const bool cpu = !torch_backend(device).accelerator;

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/stop_request.hpp"
 #include "plan/allocator.hpp"
 #include "plan/calibration/cache.hpp"
 
@@ -36,6 +37,7 @@ class Calibrator {
   // Runs the algorithm's calibrate command with `settings`; its reply, or nothing when it
   // could not be measured (not installed, failed, or out of time; `stopped()` says which).
   std::optional<json> measure(const CalibrationSettings& settings, bool check_precision) {
+    if (first_stop_signal() != 0) stopped_ = stop_requested_ = true;
     if (stopped_) return std::nullopt;
     const auto allocator_plan = installed_allocator(s_, settings.allocator);
     if (!allocator_plan) return std::nullopt;  // not installed here
@@ -54,6 +56,12 @@ class Calibrator {
     ++runs_;
     const CalibrateOutcome outcome = s_.calibrate(plan, deadline_);
     last_duration_ = Clock::now() - t0;
+    // A stop request during the measurement: its figure (if any) is not kept, nor is anything
+    // after it measured.
+    if (first_stop_signal() != 0) {
+      stopped_ = stop_requested_ = true;
+      return std::nullopt;
+    }
     if (outcome.timed_out) {
       stopped_ = true;
       return std::nullopt;
@@ -92,6 +100,7 @@ class Calibrator {
   }
 
   bool stopped() const { return stopped_; }
+  bool stop_requested() const { return stop_requested_; }  // stopped by the user or a scheduler
   bool measured(const CalibrationSettings& s) const {
     return std::any_of(measurements_.begin(), measurements_.end(), [&](const auto& m) { return m.settings == s; });
   }
@@ -111,7 +120,7 @@ class Calibrator {
   double step_seconds_;
   int planned_;
   int runs_ = 0;
-  bool stopped_ = false;
+  bool stopped_ = false, stop_requested_ = false;
   std::optional<Clock::duration> last_duration_;
   std::vector<CalibrationMeasurement> measurements_;
   std::string last_error_, unit_, benchmark_;
@@ -146,7 +155,8 @@ CalibrationSearchResult search_calibration(const CalibrationSearch& in, const Ca
   for (const std::string& a : allocators) m.measure({a, base.threads, base.precision}, false);
   if (!m.measured(base)) {
     m.finish();
-    out.failure = m.stopped() ? "the time bound (" + std::to_string(static_cast<int>(in.bound_seconds)) +
+    out.failure = m.stop_requested() ? signal_name(first_stop_signal()) + " stopped it; nothing of it is kept"
+                  : m.stopped()      ? "the time bound (" + std::to_string(static_cast<int>(in.bound_seconds)) +
                                     " s) ran out before the plan's own setting (" + base.describe() + ") was measured"
                   : m.last_error().empty() ? base.describe() + " could not be measured"
                                            : m.last_error();
@@ -180,6 +190,13 @@ CalibrationSearchResult search_calibration(const CalibrationSearch& in, const Ca
   }
 
   m.finish();
+  if (m.stop_requested()) {
+    // Part of a calibration is no calibration: kept, it would be taken for a whole one (the
+    // settings never tried would never be tried).
+    out.failure = signal_name(first_stop_signal()) + " stopped it after " + std::to_string(m.measurements().size()) +
+                  " measurement" + (m.measurements().size() == 1 ? "" : "s") + "; nothing of it is kept";
+    return out;
+  }
   result.benchmark = m.benchmark();
   result.unit = m.unit();
   result.measurements = m.measurements();
