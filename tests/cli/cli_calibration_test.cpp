@@ -32,6 +32,17 @@ class CalibrationTest : public ToyregTest {
     cache_ = tmp() / "cache";
   }
 
+  // Sends `p` SIGTERM half a second after it started calibrating toyreg (within 60 s); false
+  // when it never did.
+  static bool sigterm_once_calibrating(Process& p) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline && p.running() && !contains(p.stderr_so_far(), "calibrating toyreg"))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!contains(p.stderr_so_far(), "calibrating toyreg")) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    return ::kill(p.pid(), SIGTERM) == 0;
+  }
+
   // Calibration allowed, with this test's own cache folder.
   RunOptions calibrating() const {
     RunOptions o;
@@ -193,12 +204,7 @@ TEST_F(CalibrationTest, SigtermWhileCalibratingEndsTheRunBeforeItTrains) {
   Process p({host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", (tmp() / "run").string(),
              "--set", "steps=20", "--calibration-seconds", "60", "--set", "step_delay_ms=200"},
             o);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline && p.running() && !contains(p.stderr_so_far(), "calibrating toyreg"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_TRUE(contains(p.stderr_so_far(), "calibrating toyreg")) << p.wait(Millis(0)).describe();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
+  ASSERT_TRUE(sigterm_once_calibrating(p)) << p.wait(Millis(0)).describe();
   const auto sent = std::chrono::steady_clock::now();
   const Result r = p.wait(Millis(60000));
   EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(20)) << r.describe();
@@ -215,12 +221,7 @@ TEST_F(CalibrationTest, AStoppedCalibrationIsNotCachedAndExitsAsStopped) {
   Process p({host_path().string(), "--plugin-dir", toyreg_, "--calibrate", "--algorithm", "toyreg",
              "--calibration-seconds", "60", "--set", "step_delay_ms=200"},
             o);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline && p.running() && !contains(p.stderr_so_far(), "calibrating toyreg"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_TRUE(contains(p.stderr_so_far(), "calibrating toyreg")) << p.wait(Millis(0)).describe();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
+  ASSERT_TRUE(sigterm_once_calibrating(p)) << p.wait(Millis(0)).describe();
   const Result r = p.wait(Millis(60000));
   EXPECT_EQ(r.exit_code, 75) << r.describe();
   EXPECT_TRUE(contains(r.err, "SIGTERM stopped it")) << r.describe();
