@@ -165,13 +165,15 @@ EventFileWriter::EventFileWriter(const std::filesystem::path& dir) {
   path_ = dir / ("events.out.tfevents." + std::to_string(now) + "." + host_name());
   out_.open(path_, std::ios::binary | std::ios::app);
   if (!out_) throw std::runtime_error("cannot write TensorBoard events '" + path_.string() + "'");
-  const std::string record = framed_record(encode_version_event(static_cast<double>(now)));
-  out_.write(record.data(), static_cast<std::streamsize>(record.size()));
-  out_.flush();
+  append(encode_version_event(static_cast<double>(now)));
 }
 
 void EventFileWriter::add_scalar(const std::string& tag, double value, int64_t step, double wall_time) {
-  const std::string record = framed_record(encode_scalar_event(tag, value, step, wall_time));
+  append(encode_scalar_event(tag, value, step, wall_time));
+}
+
+void EventFileWriter::append(const std::string& event) {
+  const std::string record = framed_record(event);
   out_.write(record.data(), static_cast<std::streamsize>(record.size()));
   out_.flush();
 }

@@ -28,6 +28,8 @@ class EventFileWriter {
   void add_scalar(const std::string& tag, double value, int64_t step, double wall_time);
 
  private:
+  void append(const std::string& event);  // one record, flushed
+
   std::filesystem::path path_;
   std::ofstream out_;
 };
