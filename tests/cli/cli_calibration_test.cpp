@@ -128,7 +128,9 @@ TEST_F(CalibrationTest, ARunCalibratesFirstAndLaterRunsUseTheCache) {
   EXPECT_EQ(c["measurements"][1]["settings"]["allocator"], "glibc");
   bool one_thread = false;
   for (const json& m : c["measurements"]) one_thread = one_thread || m["settings"]["threads"] == 1;
-  if (c.value("complete", true)) EXPECT_TRUE(one_thread) << c.dump(2);
+  if (c.value("complete", true)) {
+    EXPECT_TRUE(one_thread) << c.dump(2);
+  }
   // The plan runs what was chosen, each value saying it was calibrated.
   EXPECT_EQ(plan["allocator"]["name"], c["chosen"]["allocator"]);
   EXPECT_EQ(plan["threads"]["intra_op"], c["chosen"]["threads"]);

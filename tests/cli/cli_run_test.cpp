@@ -157,8 +157,9 @@ TEST_F(RunTest, DescribeSummarizesCommandsPresetsAndEveryField) {
   for (const auto& [name, field] : d["config_schema"]["properties"].items()) {
     if (field.value("type", json()) == "object") continue;  // nested: its leaves are listed
     EXPECT_TRUE(contains(r.out, "\n  " + name + " ")) << name << " missing:\n" << r.out;
-    if (field.contains("description"))
+    if (field.contains("description")) {
       EXPECT_TRUE(contains(r.out, field["description"].get<std::string>())) << name << "'s meaning missing:\n" << r.out;
+    }
   }
   EXPECT_FALSE(contains(r.out, "\"config_schema\"")) << "JSON only with --json:\n" << r.out;
 }
