@@ -1,6 +1,8 @@
 #include "trainer.hpp"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/device_transfer.hpp>
@@ -190,6 +192,21 @@ StepStats Trainer::step(const StepBatch& step_batch) {
   return s;
 }
 
+namespace {
+
+// The ACT carry's tensors, by the names a checkpoint keeps them under.
+std::vector<std::pair<const char*, at::Tensor*>> carry_tensors(Carry& c) {
+  return {{"carry.z_h", &c.z_h},
+          {"carry.z_l", &c.z_l},
+          {"carry.steps", &c.steps},
+          {"carry.halted", &c.halted},
+          {"carry.inputs", &c.current.inputs},
+          {"carry.labels", &c.current.labels},
+          {"carry.puzzle_identifiers", &c.current.puzzle_identifiers}};
+}
+
+}  // namespace
+
 mlh::rt::TrainingState Trainer::state() {
   mlh::rt::TrainingState s;
   s.add("model", *model_).add("optimizer", *optimizer_);
@@ -201,13 +218,7 @@ mlh::rt::TrainingState Trainer::state() {
   // example into the next step, so a resumed run needs it to continue as the uninterrupted
   // one would. Only in one process: every rank has a carry of its own, and rank 0 writes.
   if (carry_ && dist_.world_size() == 1)
-    s.tensors = {{"carry.z_h", carry_->z_h},
-                 {"carry.z_l", carry_->z_l},
-                 {"carry.steps", carry_->steps},
-                 {"carry.halted", carry_->halted},
-                 {"carry.inputs", carry_->current.inputs},
-                 {"carry.labels", carry_->current.labels},
-                 {"carry.puzzle_identifiers", carry_->current.puzzle_identifiers}};
+    for (const auto& [name, tensor] : carry_tensors(*carry_)) s.tensors[name] = *tensor;
   return s;
 }
 
@@ -220,13 +231,14 @@ void Trainer::restored(const mlh::rt::TrainingState& state) {
   // A checkpoint of one process holds the carry (state()); one of a distributed run, or an
   // older one, does not: then every sequence starts afresh, as the reference's resume does.
   carry_.reset();
-  const auto& t = state.tensors;
-  const auto tensor = [&](const char* name) { return t.count(name) ? t.at(name) : at::Tensor(); };
-  Carry c{tensor("carry.z_h"), tensor("carry.z_l"), tensor("carry.steps"), tensor("carry.halted"),
-          {tensor("carry.inputs"), tensor("carry.labels"), tensor("carry.puzzle_identifiers")}};
-  if (dist_.world_size() == 1 && c.z_h.defined() && c.z_l.defined() && c.steps.defined() && c.halted.defined() &&
-      c.current.inputs.defined() && c.current.labels.defined() && c.current.puzzle_identifiers.defined())
-    carry_ = std::move(c);
+  if (dist_.world_size() != 1) return;
+  Carry c;
+  for (const auto& [name, tensor] : carry_tensors(c)) {
+    const auto it = state.tensors.find(name);
+    if (it == state.tensors.end()) return;
+    *tensor = it->second;
+  }
+  carry_ = std::move(c);
 }
 
 }  // namespace trm
