@@ -40,9 +40,9 @@ pypi_skip='^SoakTest\.'
 # Free space in GiB on the checkout's file system.
 free_gib() { df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }'; }
 
-# A stage that builds against LibTorch needs about 7 GiB for its build folder, and the 2.x
+# A stage that builds against LibTorch needs about 2 GiB for its build folder, and the 2.x
 # stage 9 more for .venv/ and the wheels while they install. The largest files of a finished
-# stage are its precompiled headers (a LibTorch header set each, 0.4 GB, 5 GB in all): where
+# stage are its two precompiled LibTorch headers (0.4-0.6 GB each): where
 # the disk is short, the finished stages' are removed (the next build there makes them again;
 # nothing else is lost) rather than let the next stage fail for space.
 make_room() {  # GiB wanted, build folders of finished stages...
@@ -83,9 +83,9 @@ suite() {  # build folder, tests to leave out (a ctest -E pattern, or ""), build
 
 for stage in $stages; do
   case $stage in
-    debian) make_room 8 build-pypi
+    debian) make_room 4 build-pypi
             run_stage debian suite build "" ;;
-    pypi) make_room 16 build
+    pypi) make_room 12 build
           run_stage pypi suite build-pypi "$pypi_skip" --torch pypi -DMLH_TEST_AREAS="$pypi_areas" ;;
     sanitize) make_room 4 build build-pypi
               run_stage sanitize bash scripts/sanitize.sh ;;
