@@ -37,6 +37,17 @@ std::string plugin_string(const char* s) {
   return std::string(s, n);
 }
 
+// Boost.DLL reports a failed dlopen as "...load() failed (dlerror system message: <what the
+// dynamic loader said>): <errno text>", where the errno text is left over from some earlier
+// call (often "Bad file descriptor") and misleads: keep the loader's words alone.
+std::string dynamic_loader_message(const std::string& what) {
+  const std::string marker = "(dlerror system message: ";
+  const size_t begin = what.find(marker);
+  const size_t end = what.rfind(')');
+  if (begin == std::string::npos || end == std::string::npos || end < begin + marker.size()) return what;
+  return what.substr(begin + marker.size(), end - begin - marker.size());
+}
+
 }  // namespace
 
 std::vector<mlh_abi_version> host_abi_versions() {
@@ -84,7 +95,10 @@ LoadedPlugin load_plugin(const PluginManifest& manifest) {
     p.library_ = std::make_shared<boost::dll::shared_library>(
         manifest.library_path.string(), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    throw PluginLoadError("cannot load '" + manifest.library_path.string() + "': " + e.what());
+    const std::string path = manifest.library_path.string();
+    std::string why = dynamic_loader_message(e.what());
+    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);  // the loader names the file too
+    throw PluginLoadError("cannot load '" + path + "': " + why);
   }
   if (!p.library_->has(MLH_ENTRY_SYMBOL))
     throw PluginLoadError(std::string("no entry symbol '") + MLH_ENTRY_SYMBOL +

@@ -53,6 +53,7 @@ const Case kCases[] = {
     {"wrong-major-refuse", "wrong-major-refuse", 2},
     {"no-entry", "no-entry", 1},
     {"not-elf", "not-elf", 1},
+    {"undefined-symbol", "undefined-symbol", 1},
     {"wrong-arch", "wrong-arch", 1},
     {"name-mismatch", "manifest-name", 1},
     {"malformed-null-name", "malformed-null-name", 1},
