@@ -139,7 +139,8 @@ std::string config_reference_markdown(const AlgorithmInfo& algorithm) {
 std::string algorithm_summary_text(const AlgorithmInfo& algorithm) {
   const std::string& name = algorithm.name();
   std::ostringstream out;
-  out << name << " " << algorithm.manifest.version << (algorithm.summary.empty() ? "" : ": " + algorithm.summary)
+  out << name << " " << algorithm.manifest.version << (algorithm.abi.empty() ? "" : " (ABI " + algorithm.abi + ")")
+      << (algorithm.summary.empty() ? "" : ": " + algorithm.summary)
       << "\n\ncommands: " << algorithm.command_list() << " (the first is the default; --command NAME picks one)\n";
   if (!algorithm.presets.empty()) {
     out << "\npresets (--set preset=NAME):\n";

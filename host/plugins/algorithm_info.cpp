@@ -30,6 +30,7 @@ std::string AlgorithmInfo::command_list() const {
 json AlgorithmInfo::to_json() const {
   return {{"name", manifest.name},
           {"version", manifest.version},
+          {"abi", abi},
           {"summary", summary},
           {"commands", commands},
           {"config_schema", config_schema},
@@ -45,6 +46,7 @@ AlgorithmInfo AlgorithmInfo::from_description(const PluginManifest& manifest, co
   };
   AlgorithmInfo info;
   info.manifest = manifest;
+  info.abi = d.value("abi", std::string());
   info.summary = d.value("summary", std::string());
   if (!d.contains("commands") || !d["commands"].is_array()) throw std::runtime_error(who + "commands is not a list");
   for (const json& c : d["commands"]) {

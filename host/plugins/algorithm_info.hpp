@@ -14,6 +14,7 @@ namespace mlhost {
 
 struct AlgorithmInfo {
   PluginManifest manifest;             // name, version, the LibTorch it was built with
+  std::string abi;                     // the ABI version its code negotiated ("1.1")
   std::string summary;
   std::vector<std::string> commands;   // never empty; the first is the default
   nlohmann::json config_schema = nlohmann::json::object();

@@ -23,7 +23,8 @@ std::vector<std::string> manifest_notes(const PluginManifest& m) {
     notes.push_back("its manifest says ABI " + version_text(m.abi_major, m.abi_minor) + ", newer than this host's " +
                     version_text(MLH_ABI_VERSION_MAJOR, MLH_ABI_VERSION_MINOR) +
                     ": it loads only if its code also speaks " + promised_abi(m) +
-                    " (--probe shows the version it negotiates)");
+                    (m.kind == "algorithm" ? " (--describe " + m.name + " shows the version it negotiates)"
+                                           : std::string(" (--probe shows the version it negotiates)")));
   const auto build_type = m.build.find("build_type");
   if (build_type != m.build.end() && build_type->is_string() && is_unoptimized_build_type(build_type->get<std::string>()))
     notes.push_back("built without optimization (build_type '" + build_type->get<std::string>() +

@@ -44,6 +44,7 @@ json describe_in_child(const PluginManifest& manifest) {
   if (commands.empty()) throw PluginLoadError("describe listed no commands");
   return {{"name", manifest.name},
           {"version", manifest.version},
+          {"abi", std::to_string(plugin.abi_major()) + "." + std::to_string(plugin.abi_minor())},
           {"summary", d->summary ? d->summary : ""},
           {"commands", commands},
           {"config_schema", parse_plugin_json(d->config_schema_json, "describe's config_schema_json", manifest.name)},

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <thread>
 
+#include <mlh/mlh_abi.h>
+
 #include "cli_harness.hpp"
 #include "run_snapshot.hpp"
 
@@ -73,6 +75,8 @@ TEST_F(RunTest, DescribePrintsCommandsAndSchema) {
   const json d = describe_toyreg();
   ASSERT_FALSE(d.is_discarded());
   EXPECT_EQ(d["name"], "toyreg");
+  // The ABI version its code negotiated (where the newer-ABI note sends an author to look).
+  EXPECT_EQ(d["abi"], std::to_string(MLH_ABI_VERSION_MAJOR) + "." + std::to_string(MLH_ABI_VERSION_MINOR));
   EXPECT_EQ(d["commands"], json::array({"train", "eval", "benchmark", "calibrate"}));
   ASSERT_TRUE(d["config_schema"].is_object()) << d.dump(2);
   EXPECT_TRUE(d["config_schema"]["properties"].contains("steps")) << d.dump(2);
@@ -150,6 +154,9 @@ TEST_F(RunTest, AResumedRunEndsItsHparamsSessionAsItsLastLaunchDid) {
 TEST_F(RunTest, DescribeSummarizesCommandsPresetsAndEveryField) {
   const Result r = host({"--plugin-dir", toyreg_, "--describe", "toyreg"}, slow());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "toyreg 0.1.0 (ABI " + std::to_string(MLH_ABI_VERSION_MAJOR) + "." +
+                                  std::to_string(MLH_ABI_VERSION_MINOR) + "): "))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "commands: train, eval, benchmark, calibrate")) << r.out;
   EXPECT_TRUE(contains(r.out, "  quick: ")) << r.out;
   const json d = describe_toyreg();

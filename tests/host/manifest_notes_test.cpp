@@ -51,6 +51,16 @@ TEST(ManifestNotes, AManifestNewerThanTheHostSaysWhatItMustSpeak) {
             std::string::npos)
       << notes[0];
   EXPECT_EQ(promised_abi(m), host) << "the code must fall back to the host's version";
+  // Where to see the version the code negotiates: the probe loads device plugins, --describe
+  // an algorithm plugin.
+  EXPECT_NE(notes[0].find("--probe shows the version it negotiates"), std::string::npos) << notes[0];
+  PluginManifest algorithm = m;
+  algorithm.kind = "algorithm";
+  algorithm.name = "myalgo";
+  const std::vector<std::string> algorithm_notes = manifest_notes(algorithm);
+  ASSERT_EQ(algorithm_notes.size(), 1u);
+  EXPECT_NE(algorithm_notes[0].find("--describe myalgo shows the version it negotiates"), std::string::npos)
+      << algorithm_notes[0];
 }
 
 TEST(ManifestNotes, AnUnoptimizedBuildIsNotedAndAnOptimizedOneIsNot) {
