@@ -359,8 +359,16 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     if (vm.count("command") && !(o.action == CliOptions::Action::kPrintPlan && !o.algorithm.empty()))
       throw CliError("--command only applies with --algorithm");
     for (const char* opt : {"run-dir", "resume", "benchmark", "nnodes", "node-rank", "master-addr", "master-port",
-                            "preempt-signal"})
-      if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm");
+                            "preempt-signal"}) {
+      if (!vm.count(opt)) continue;
+      if (o.algorithm.empty()) throw CliError(std::string("--") + opt + " only applies with --algorithm");
+      // --calibrate or --print-plan with --algorithm: they plan for a config, not for a run.
+      const std::string action = actions[0].second;
+      throw CliError(std::string("--") + opt + " applies to a run, not to " + action +
+                     (std::string(opt) == "run-dir" || std::string(opt) == "resume"
+                          ? " (which uses no run folder): for a run's settings, give --config RUN_DIR/config.json"
+                          : " (drop " + action + " to run)"));
+    }
   }
   if (!planning_action) {
     for (const char* opt : {"config", "set", "precision", "batch-size", "hardware-config", "rules", "nproc-per-node",

@@ -29,6 +29,12 @@ const std::vector<BadLine>& bad_lines() {
       {"set_with_probe", {"--probe", "--set", "steps=1"}, {"--set", "--algorithm"}},
       {"set_alone", {"--set", "steps=1"}, {"--algorithm"}},
       {"run_dir_with_probe", {"--probe", "--run-dir", "r"}, {"--run-dir", "--algorithm"}},
+      // A calibration or a plan is for a config, not a run folder: say so, and where a run's
+      // settings are.
+      {"run_dir_with_calibrate", {"--calibrate", "--algorithm", "toyreg", "--run-dir", "r"},
+       {"--run-dir", "not to --calibrate", "--config RUN_DIR/config.json"}},
+      {"resume_with_print_plan", {"--print-plan", "--algorithm", "toyreg", "--run-dir", "r", "--resume"},
+       {"--run-dir", "not to --print-plan"}},
       {"config_with_describe", {"--describe", "toyreg", "--config", "c.json"}, {"--config", "--algorithm"}},
       {"resume_without_run_dir", {"--algorithm", "toyreg", "--resume"}, {"--resume", "--run-dir"}},
       {"probe_timeout_zero", {"--probe", "--probe-timeout", "0"}, {"--probe-timeout"}},
