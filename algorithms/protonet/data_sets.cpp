@@ -64,11 +64,11 @@ std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& 
   }
 }
 
-void check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
+size_t check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
                             const std::vector<std::string>& other, const std::string& what) {
   const std::string& format = cfg.train_data.format;
   const std::vector<std::string> shared = shared_classes(format, other, trained);
-  if (shared.empty()) return;
+  if (shared.empty()) return 0;
   std::set<std::string> identities;
   for (const std::string& name : other) identities.insert(class_identity(format, name));
   std::string examples;
@@ -77,7 +77,7 @@ void check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const
                            " classes are training classes (" + examples + (shared.size() > 3 ? ", ..." : "") + ")";
   if (cfg.allow_class_overlap) {
     ctx.warn(fact + "; allowed by data.allow_class_overlap");
-    return;
+    return shared.size();
   }
   std::string how;
   if (format == "omniglot" || format == "miniimagenet")

@@ -55,8 +55,8 @@ std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& 
 // learning: `other` (the "test" or "validation" classes) sharing classes with `trained`
 // (by class_identity: an Omniglot character in any rotation) is an
 // mlh::Error(MLH_ERR_INVALID_ARGUMENT) that says how to give disjoint splits, or a warning
-// with data.allow_class_overlap.
-void check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
+// with data.allow_class_overlap. Returns how many classes are shared (allowed).
+size_t check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
                             const std::vector<std::string>& other, const std::string& what);
 
 // The test classes must not be training classes (check_disjoint_classes). One side's classes

@@ -34,14 +34,18 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   const ImageSet& train_set = sets.train;
   const ImageSet& val_set = sets.val;
   const std::vector<std::string> trained = present_classes(train_set);
-  if (cfg.has_val_classes) check_disjoint_classes(ctx, cfg, trained, present_classes(val_set), "validation");
+  const size_t val_classes_trained =
+      cfg.has_val_classes ? check_disjoint_classes(ctx, cfg, trained, present_classes(val_set), "validation") : 0;
   check_test_classes(ctx, cfg, data, trained, /*known_are_trained=*/true);
   ctx.info("training set: " + std::to_string(train_set.size()) + " images of " + std::to_string(trained.size()) +
            " classes, " + std::to_string(train_set.channels) + "x" + std::to_string(train_set.height) + "x" +
            std::to_string(train_set.width) + "; " +
            (!cfg.validate ? std::string("no validation (data.trainval: training and validation classes together)")
                           : "validation set: " + std::to_string(val_set.size()) + " images" +
-                                (cfg.has_val_classes ? " (separate classes)" : " (held out from the training classes)")));
+                                (!cfg.has_val_classes          ? std::string(" (held out from the training classes)")
+                                 : val_classes_trained == 0 ? std::string(" (separate classes)")
+                                                            : " (its own classes, " + std::to_string(val_classes_trained) +
+                                                                  " of them training classes too: data.allow_class_overlap)")));
   const EpisodeSampler sampler(train_set), val_sampler(val_set);
   const EpisodeShape shape = fit_shape(ctx, cfg.train, sampler, "training", cfg.train_data);
   const EpisodeShape val_shape = cfg.validate ? fit_shape(ctx, cfg.test, val_sampler, "validation", cfg.val_data) : cfg.test;

@@ -172,6 +172,17 @@ TEST(ProtonetTraining, TestClassesThatWereTrainedOnAreRefusedUnlessAllowed) {
   FakeHost val_refused;
   EXPECT_EQ(run(val_refused, "train", val, dir.str() + "/val", false, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("1 of the 2 validation classes are training classes ('blob0')"), std::string::npos) << error;
+  // Allowed, the log does not call them separate classes.
+  val["data"]["allow_class_overlap"] = true;
+  val["epochs"] = 1;
+  FakeHost val_allowed;
+  ASSERT_EQ(run(val_allowed, "train", val, dir.str() + "/val-allowed", false, &error), MLH_OK) << error;
+  std::string val_line;
+  for (const auto& l : val_allowed.logs)
+    if (l.find("validation set: ") != std::string::npos) val_line = l;
+  EXPECT_NE(val_line.find("(its own classes, 1 of them training classes too: data.allow_class_overlap)"),
+            std::string::npos)
+      << val_line;
 
   config["data"]["allow_class_overlap"] = true;
   config["epochs"] = 1;
