@@ -179,6 +179,18 @@ int command_run(const CliOptions& options) {
   if (tracker) tracker->finish();
   if (status == 0 && options.benchmark && launch.first_rank == 0) print_benchmark(options, job.run_dir, s.planned.plan);
   if (s.on_trained_run) std::cerr << s.planned.command << ": results in " << job.run_dir.string() << "\n";
+  // A command that is not training (build-data, benchmark), given no --run-dir, keeps the
+  // folder made for it only when it wrote something there: its output went elsewhere (the
+  // dataset folder, the terminal) and its log to the terminal.
+  if (status == 0 && options.run_dir.empty() && !s.on_trained_run && !launch.distributed() &&
+      s.planned.command != s.algorithm->default_command() && holds_only_host_records(job.run_dir)) {
+    std::error_code ec;
+    fs::remove_all(job.run_dir, ec);
+    if (!ec) fs::remove(job.run_dir.parent_path(), ec);  // runs/ too, when nothing else is in it
+    if (!ec || !fs::exists(job.run_dir))
+      spdlog::info("{} wrote nothing in its run folder, so none is kept (--run-dir DIR keeps its log and plan there)",
+                   s.planned.command);
+  }
   return status;
 }
 

@@ -1,8 +1,8 @@
 #include "run/run_files.hpp"
 
 #include <ctime>
+#include <set>
 #include <stdexcept>
-
 
 namespace mlhost {
 namespace fs = std::filesystem;
@@ -50,6 +50,16 @@ fs::path make_command_dir(const fs::path& run_dir, const std::string& command) {
     if (fs::create_directory(dir, ec)) return dir;  // false when it exists: another command's
     if (ec) throw std::runtime_error("cannot create '" + dir.string() + "': " + ec.message());
   }
+}
+
+bool holds_only_host_records(const fs::path& dir) {
+  static const std::set<std::string> records = {"config.json",  "plan.json",   "probe.json",      "log.txt",
+                                                "metrics.jsonl", "metrics.csv", "summary.json",    "telemetry.jsonl",
+                                                "tensorboard"};
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (!records.count(entry.path().filename().string())) return false;
+  return !ec;
 }
 
 fs::path default_run_dir(const std::string& algorithm) {

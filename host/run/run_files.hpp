@@ -19,6 +19,10 @@ bool holds_run(const std::filesystem::path& dir);
 // Throws std::runtime_error.
 std::filesystem::path make_command_dir(const std::filesystem::path& run_dir, const std::string& command);
 
+// Whether `dir` holds only what the host and the worker write for every run (its records, the
+// log, the metrics), nothing the algorithm made: no checkpoint, weights or result file.
+bool holds_only_host_records(const std::filesystem::path& dir);
+
 // runs/<algorithm>-<YYYYmmdd-HHMMSS> under the current folder.
 std::filesystem::path default_run_dir(const std::string& algorithm);
 

@@ -108,6 +108,10 @@ int run_workers(const RunJob& job) {
   const std::string& command = planned.command;
 
   const bool owns_run_dir = launch.first_rank == 0;  // rank 0's host; the only one unless another launcher started us
+  std::error_code ec;
+  // A folder this launch makes (or finds empty) holds nothing but its own records until the
+  // algorithm writes: if the algorithm refuses its input, the folder goes again.
+  const bool fresh_folder = owns_run_dir && !job.resume && (!fs::exists(run_dir, ec) || fs::is_empty(run_dir, ec));
   if (owns_run_dir) {
     if (!job.resume) {
       try {
@@ -207,6 +211,22 @@ int run_workers(const RunJob& job) {
     }
     spdlog::warn("run stopped on request; outputs in {}", run_dir.string());
     return kWorkerCancelled;
+  }
+  if (outcome.exit_code == kWorkerBadInput && !launch.distributed()) {
+    const json summary = read_summary(specs[0]);
+    std::string message = specs[0].work_name() + " refused its input" +
+                          (summary.is_object() && summary.value("error", json()).is_string()
+                               ? ": " + summary["error"].get<std::string>()
+                               : std::string());
+    if (fresh_folder && holds_only_host_records(run_dir)) {
+      fs::remove_all(run_dir, ec);
+      message += ec ? "; nothing was trained (the run folder could not be removed: " + ec.message() + ")"
+                    : "; nothing was trained, and the run folder is gone again: the same command runs once the input "
+                      "is fixed";
+    } else {
+      message += "; outputs kept in " + run_dir.string();
+    }
+    throw HostError(message, kExitBadInput);
   }
   if (outcome.exit_code != kWorkerCompleted) {
     const json summary = read_summary(specs[0]);

@@ -124,6 +124,9 @@ int worker_main(const WorkerSpec& spec) {
     } else {
       summary["status"] = "failed";
       summary["error"] = describe_error(status, err);
+      // Refused before it trained (no metric yet): bad input, like a config error the host
+      // finds. Later, the run failed.
+      if (status == MLH_ERR_INVALID_ARGUMENT && sink->last_metrics().empty()) code = kWorkerBadInput;
     }
   } catch (const std::exception& e) {
     summary["status"] = "failed";
@@ -151,7 +154,7 @@ int worker_main(const WorkerSpec& spec) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
-  if (code == kWorkerFailed && summary.contains("error"))
+  if ((code == kWorkerFailed || code == kWorkerBadInput) && summary.contains("error"))
     std::fprintf(stderr, "%s%s failed: %s\n",
                  spec.world_size > 1 ? ("[rank " + std::to_string(spec.rank) + "] ").c_str() : "",
                  spec.work_name().c_str(), summary["error"].get<std::string>().c_str());

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/errors.hpp"
 #include "common/stop_request.hpp"
 #include "common/worker_flag.hpp"
 #include "plan/planner.hpp"
@@ -57,6 +58,10 @@ WorkerSpec worker_spec(const PluginManifest& algorithm, const std::string& comma
 constexpr int kWorkerCompleted = 0;
 constexpr int kWorkerFailed = 1;
 constexpr int kWorkerCancelled = kExitCancelled;  // the host exits with it too
+// The algorithm refused its input before training (MLH_ERR_INVALID_ARGUMENT and no metric
+// logged: a config value, a data file, an --init-from file); the host exits with it too, and
+// restarts do not retry it.
+constexpr int kWorkerBadInput = kExitBadInput;
 
 struct WorkerOutcome {
   int exit_code = -1;  // when it exited

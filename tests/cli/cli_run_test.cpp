@@ -752,10 +752,16 @@ TEST_F(RunTest, InitFromStartsWhereTheSourceRunEnded) {
 
   const fs::path wrong = tmp() / "wrong.safetensors";
   write_safetensors(wrong, {{"weight", {2, 1}}, {"bias", {1}}});
+  // A file that does not fit is bad input (exit 2), and the run folder it was to train in is
+  // not used up: the same command with a fitting file then runs there.
   const Result misfit = train({"--init-from", wrong.string()});
-  EXPECT_NE(misfit.exit_code, 0) << misfit.describe();
+  EXPECT_EQ(misfit.exit_code, 2) << misfit.describe();
   EXPECT_TRUE(contains(misfit.out + misfit.err, "tensor 'weight' is [2, 1] in the file, [1, 1] in the model"))
       << misfit.describe();
+  EXPECT_TRUE(contains(misfit.err, "nothing was trained, and the run folder is gone again")) << misfit.describe();
+  EXPECT_FALSE(fs::exists(run_dir_)) << "a refused --init-from leaves no run folder behind";
+  const Result refit = train({"--init-from", (source / "model.safetensors").string(), "--set", "steps=2"});
+  EXPECT_EQ(refit.exit_code, 0) << refit.describe();
 
   const Result missing = train({"--init-from", (tmp() / "absent.pt").string()});
   EXPECT_EQ(missing.exit_code, 2) << missing.describe();
@@ -780,6 +786,19 @@ TEST_F(RunTest, BenchmarkPrintsATableOrJson) {
   EXPECT_TRUE(contains(r.out, "Benchmarks on cpu:0")) << r.describe();
   EXPECT_TRUE(contains(r.out, "train_step")) << r.describe();
   EXPECT_TRUE(contains(r.out, "samples/s")) << r.describe();
+
+  EXPECT_TRUE(fs::exists(tmp() / "bench" / "summary.json")) << "--run-dir keeps the benchmark's records";
+
+  // Without --run-dir a command that is not training keeps no run folder for its records
+  // alone: the results went to the terminal.
+  RunOptions in_empty_folder;
+  in_empty_folder.cwd = tmp() / "cwd";
+  fs::create_directories(in_empty_folder.cwd);
+  r = run_toyreg({"--benchmark"}, in_empty_folder);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "train_step")) << r.describe();
+  EXPECT_FALSE(fs::exists(in_empty_folder.cwd / "runs")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "benchmark wrote nothing in its run folder, so none is kept")) << r.describe();
 
   r = run_toyreg({"--benchmark", "--json", "--precision", "bf16", "--run-dir", (tmp() / "bench-json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
