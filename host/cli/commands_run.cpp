@@ -186,10 +186,11 @@ int command_run(const CliOptions& options) {
       s.planned.command != s.algorithm->default_command() && holds_only_host_records(job.run_dir)) {
     std::error_code ec;
     fs::remove_all(job.run_dir, ec);
-    if (!ec) fs::remove(job.run_dir.parent_path(), ec);  // runs/ too, when nothing else is in it
-    if (!ec || !fs::exists(job.run_dir))
+    if (!fs::exists(job.run_dir, ec)) {
+      fs::remove(job.run_dir.parent_path(), ec);  // runs/ too, when nothing else is in it
       spdlog::info("{} wrote nothing in its run folder, so none is kept (--run-dir DIR keeps its log and plan there)",
                    s.planned.command);
+    }
   }
   return status;
 }
