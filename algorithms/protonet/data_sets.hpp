@@ -61,8 +61,10 @@ size_t check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, con
 
 // The test classes must not be training classes (check_disjoint_classes). One side's classes
 // are `known` (loaded by the command: training's before training, test's before eval); the
-// other side's are listed from the config. A side that cannot be listed now (test data may
-// come later) is warned about: eval checks again.
+// other side's are listed from the config. At training, test data that exists but cannot be
+// listed (a class it lacks, a broken file) is the error eval would give; test data whose root
+// does not exist yet (it may come before eval) is warned about, and eval checks again. At
+// eval, training data that cannot be listed is warned about.
 void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
                         const std::vector<std::string>& known, bool known_are_trained);
 

@@ -203,6 +203,40 @@ TEST(ProtonetTraining, TestClassesThatWereTrainedOnAreRefusedUnlessAllowed) {
   EXPECT_NE(error.find("1 of the 2 test classes are training classes ('blob0')"), std::string::npos) << error;
 }
 
+// Test data that is there but lacks a class the config names fails training before anything
+// trains, as eval would fail after it; test data that is not there yet is only a warning (it
+// may come before eval).
+TEST(ProtonetTraining, BrokenTestDataFailsTrainingAndAbsentTestDataIsAWarning) {
+  TempDir dir;
+  const fs::path test_root = dir.path() / "test-data", not_yet = dir.path() / "not-yet";
+  fs::create_directories(test_root);
+  const protonet::ClassLister lister = [&](const protonet::DatasetSpec& spec) -> std::vector<std::string> {
+    if (spec.root == test_root.string()) throw protonet::DataError("test-data: class folder 'blob42' not found");
+    if (spec.root == not_yet.string()) throw protonet::DataError("folder '" + spec.root + "' not found");
+    return protonet::present_classes(fake_load(spec));
+  };
+  auto run_listing = [&](FakeHost& host, const json& config, const std::string& run_dir, std::string* error) {
+    return run_in_process(
+        host, [&](mlh::RunContext& ctx) { protonet::run_command(ctx, fake_load, nullptr, lister); },
+        {"train", config.dump(), run_dir, kPlan, "{}", false}, error);
+  };
+  json config = small_config();
+  config["epochs"] = 1;
+  config["data"]["test_root"] = test_root.string();
+  FakeHost broken;
+  std::string error;
+  EXPECT_EQ(run_listing(broken, config, dir.str() + "/broken", &error), MLH_ERR_IO);
+  EXPECT_NE(error.find("class folder 'blob42' not found"), std::string::npos) << error;
+  EXPECT_EQ(broken.progress, 0) << "nothing trained";
+
+  config["data"]["test_root"] = not_yet.string();
+  FakeHost absent;
+  ASSERT_EQ(run_listing(absent, config, dir.str() + "/absent", &error), MLH_OK) << error;
+  bool warned = false;
+  for (const auto& l : absent.logs) warned = warned || l.find("cannot list the test classes") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 // data.trainval (the reference's retraining for its test figures): the validation classes
 // join the training ones, every epoch runs without validation or early stopping, the last
 // epoch's weights are the result, and eval takes them.
