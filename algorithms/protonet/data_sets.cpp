@@ -66,7 +66,7 @@ std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& 
 }
 
 size_t check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
-                            const std::vector<std::string>& other, const std::string& what) {
+                              const std::vector<std::string>& other, const std::string& what) {
   const std::string& format = cfg.train_data.format;
   const std::vector<std::string> shared = shared_classes(format, other, trained);
   if (shared.empty()) return 0;

@@ -57,7 +57,7 @@ std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& 
 // mlh::Error(MLH_ERR_INVALID_ARGUMENT) that says how to give disjoint splits, or a warning
 // with data.allow_class_overlap. Returns how many classes are shared (allowed).
 size_t check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, const std::vector<std::string>& trained,
-                            const std::vector<std::string>& other, const std::string& what);
+                              const std::vector<std::string>& other, const std::string& what);
 
 // The test classes must not be training classes (check_disjoint_classes). One side's classes
 // are `known` (loaded by the command: training's before training, test's before eval); the
