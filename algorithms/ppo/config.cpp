@@ -29,7 +29,8 @@ const mlh::ConfigTable<Config>& config_table() {
                  "resnet: residual blocks; 0 = from the plan's preset (full 30, else 20)")
           .field("network.channels", MLH_MEMBER(network.channels), 0, mlh::at_least(0).unit("channels"),
                  "resnet: channels per block; 0 = from the plan's preset (full 192, else 128)")
-          .field("total_timesteps", MLH_MEMBER(total_timesteps), 500000, mlh::at_least(1).unit("env steps"),
+          .field("total_timesteps", MLH_MEMBER(total_timesteps), 500000,
+                 mlh::at_least(1).unit("env steps").speed_neutral(),
                  "environment steps to train for, over all envs (at least one iteration)")
           .field("num_envs", MLH_MEMBER(num_envs), 4, mlh::at_least(1).unit("envs"),
                  "environments stepped side by side")
@@ -39,25 +40,28 @@ const mlh::ConfigTable<Config>& config_table() {
                  "minibatches an iteration's batch is split into (must divide num_envs x num_steps)")
           .field("update_epochs", MLH_MEMBER(update_epochs), 4, mlh::at_least(1).unit("epochs"),
                  "passes over an iteration's batch per update")
-          .field("lr", MLH_MEMBER(lr), 0.00025, mlh::above(0).max(1), "Adam's learning rate")
-          .field("anneal_lr", MLH_MEMBER(anneal_lr), true, mlh::any_value(),
+          .field("lr", MLH_MEMBER(lr), 0.00025, mlh::above(0).max(1).speed_neutral(), "Adam's learning rate")
+          .field("anneal_lr", MLH_MEMBER(anneal_lr), true, mlh::speed_neutral(),
                  "lower the learning rate linearly to 0 over the run")
-          .field("gamma", MLH_MEMBER(gamma), 0.99, mlh::between(0, 1), "the discount factor")
-          .field("gae_lambda", MLH_MEMBER(gae_lambda), 0.95, mlh::between(0, 1),
+          .field("gamma", MLH_MEMBER(gamma), 0.99, mlh::between(0, 1).speed_neutral(), "the discount factor")
+          .field("gae_lambda", MLH_MEMBER(gae_lambda), 0.95, mlh::between(0, 1).speed_neutral(),
                  "the lambda of generalized advantage estimation")
-          .field("clip_coef", MLH_MEMBER(clip_coef), 0.2, mlh::above(0),
+          .field("clip_coef", MLH_MEMBER(clip_coef), 0.2, mlh::above(0).speed_neutral(),
                  "the surrogate objective's clipping range (policy ratio within 1 +- clip_coef)")
           .field("clip_vloss", MLH_MEMBER(clip_vloss), true, mlh::any_value(),
                  "clip the value loss as the policy's (CleanRL's clip_vloss)")
-          .field("ent_coef", MLH_MEMBER(ent_coef), 0.01, mlh::at_least(0), "the entropy bonus's weight in the loss")
-          .field("vf_coef", MLH_MEMBER(vf_coef), 0.5, mlh::at_least(0), "the value loss's weight in the loss")
-          .field("max_grad_norm", MLH_MEMBER(max_grad_norm), 0.5, mlh::above(0),
+          .field("ent_coef", MLH_MEMBER(ent_coef), 0.01, mlh::at_least(0).speed_neutral(),
+                 "the entropy bonus's weight in the loss")
+          .field("vf_coef", MLH_MEMBER(vf_coef), 0.5, mlh::at_least(0).speed_neutral(),
+                 "the value loss's weight in the loss")
+          .field("max_grad_norm", MLH_MEMBER(max_grad_norm), 0.5, mlh::above(0).speed_neutral(),
                  "gradients are clipped to this global norm")
-          .field("norm_adv", MLH_MEMBER(norm_adv), true, mlh::any_value(),
+          .field("norm_adv", MLH_MEMBER(norm_adv), true, mlh::speed_neutral(),
                  "normalize the advantages within each minibatch")
           .field("target_kl", MLH_MEMBER(target_kl), nullptr, mlh::above(0),
                  "stop an update's epochs once approx_kl exceeds it (null: off)")
-          .field("seed", MLH_MEMBER(seed), 1, mlh::at_least(0), "seeds the environments, the weights and the sampling")
+          .field("seed", MLH_MEMBER(seed), 1, mlh::at_least(0).speed_neutral(),
+                 "seeds the environments, the weights and the sampling")
           .field("mask_invalid_moves", MLH_MEMBER(mask_invalid_moves), true, mlh::any_value(),
                  "puzzles: give moves that change nothing probability 0")
           .field("puzzle.size", MLH_MEMBER(puzzle.size), 4, mlh::between(2, 16).unit("cells per side"),
@@ -76,27 +80,33 @@ const mlh::ConfigTable<Config>& config_table() {
                  "longest optimal solution of generated puzzles (at least min_moves)")
           .field("puzzle.curriculum.enabled", MLH_MEMBER(puzzle.curriculum.enabled), true, mlh::any_value(),
                  "start with short puzzles and add longer ones as the agent solves them")
-          .field("puzzle.curriculum.promote_at", MLH_MEMBER(puzzle.curriculum.promote_at), 0.8, mlh::above(0).max(1),
+          .field("puzzle.curriculum.promote_at", MLH_MEMBER(puzzle.curriculum.promote_at), 0.8,
+                 mlh::above(0).max(1).speed_neutral(),
                  "the solve rate over the recent episodes that adds harder puzzles")
-          .field("puzzle.curriculum.window", MLH_MEMBER(puzzle.curriculum.window), 200, mlh::at_least(1).unit("episodes"),
+          .field("puzzle.curriculum.window", MLH_MEMBER(puzzle.curriculum.window), 200,
+                 mlh::at_least(1).unit("episodes").speed_neutral(),
                  "episodes the solve rate is measured over")
-          .field("puzzle.eval_count", MLH_MEMBER(puzzle.eval_count), 200, mlh::at_least(1).unit("puzzles"),
+          .field("puzzle.eval_count", MLH_MEMBER(puzzle.eval_count), 200,
+                 mlh::at_least(1).unit("puzzles").speed_neutral(),
                  "held-out generated puzzles for eval")
-          .field("puzzle.eval_seed", MLH_MEMBER(puzzle.eval_seed), 1000003, mlh::at_least(0),
+          .field("puzzle.eval_seed", MLH_MEMBER(puzzle.eval_seed), 1000003, mlh::at_least(0).speed_neutral(),
                  "the held-out puzzles' generator seed (distinct from training's)")
-          .field("puzzle.eval_level_file", MLH_MEMBER(puzzle.eval_level_file), "", mlh::any_value(),
+          .field("puzzle.eval_level_file", MLH_MEMBER(puzzle.eval_level_file), "", mlh::speed_neutral(),
                  "eval on this level file instead of generated puzzles")
-          .field("eval_episodes", MLH_MEMBER(eval_episodes), 100, mlh::at_least(1).unit("episodes"),
+          .field("eval_episodes", MLH_MEMBER(eval_episodes), 100, mlh::at_least(1).unit("episodes").speed_neutral(),
                  "cartpole: episodes eval averages the return over")
-          .field("checkpoint_every", MLH_MEMBER(checkpoint_every), 50, mlh::at_least(1).unit("iterations"),
+          .field("checkpoint_every", MLH_MEMBER(checkpoint_every), 50,
+                 mlh::at_least(1).unit("iterations").speed_neutral(),
                  "a checkpoint after every this many iterations")
-          .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3, mlh::at_least(1).unit("checkpoints"),
+          .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3,
+                 mlh::at_least(1).unit("checkpoints").speed_neutral(),
                  "the newest checkpoints kept on disk (the best one is kept besides)")
-          .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}),
+          .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
                  "eval/play: the checkpoint with the best return, or the newest")
-          .field("level_file", MLH_MEMBER(level_file), "", mlh::any_value(), "play: the level file")
-          .field("play_index", MLH_MEMBER(play_index), 0, mlh::at_least(0), "play: the level's index in the file")
-          .field("eval_deterministic", MLH_MEMBER(eval_deterministic), true, mlh::any_value(),
+          .field("level_file", MLH_MEMBER(level_file), "", mlh::speed_neutral(), "play: the level file")
+          .field("play_index", MLH_MEMBER(play_index), 0, mlh::at_least(0).speed_neutral(),
+                 "play: the level's index in the file")
+          .field("eval_deterministic", MLH_MEMBER(eval_deterministic), true, mlh::speed_neutral(),
                  "eval/play: take the most probable action (else sample it)")
           .retired_field("torch_threads", 0, "the plan sets the threads: --threads N, or intra_op_threads in the "
                                              "hardware settings file");

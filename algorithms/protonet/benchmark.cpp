@@ -1,5 +1,7 @@
-// ProtoNet's benchmark and calibrate commands: training episodes on synthetic 28x28 images,
-// timed with the plan's settings; calibrate's reduced-precision quality check on the run's data.
+// ProtoNet's benchmark and calibrate commands: training episodes on synthetic images, timed
+// with the plan's settings (benchmark: fixed 28x28 shapes, comparable between machines;
+// calibrate: the run's own episode); calibrate's reduced-precision quality check on the run's
+// data.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -191,25 +193,63 @@ json precision_check_on_data(const Config& cfg, const mlh::rt::RuntimePlan& plan
   return check;
 }
 
+// The episode a run of this config trains: the config's training shape, its way capped at the
+// training classes the data lists (as training caps it), on images of the data's size. The
+// note says where the way came from.
+struct RunEpisode {
+  EpisodeShape shape;
+  int height = 28, width = 28, channels = 1;
+  std::string note;
+
+  std::string name() const {
+    return "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) + "shot_" +
+           std::to_string(shape.query) + "query_" + std::to_string(height) + "x" + std::to_string(width) + "x" +
+           std::to_string(channels);
+  }
+};
+
+RunEpisode run_episode(const Config& cfg, const DataSources& data) {
+  RunEpisode e;
+  e.shape = cfg.train;
+  e.height = cfg.train_data.height;
+  e.width = cfg.train_data.width;
+  e.channels = cfg.train_data.channels;
+  try {
+    const size_t classes = classes_of(data, cfg.train_data, "training").size();
+    if (classes >= 2 && static_cast<size_t>(e.shape.way) > classes) {
+      e.note = std::to_string(e.shape.way) + "-way asked, the training data has " + std::to_string(classes) +
+               " classes: timed " + std::to_string(classes) + "-way, as training runs";
+      e.shape.way = static_cast<int>(classes);
+    }
+  } catch (const std::exception& ex) {
+    e.note = std::string("the training classes could not be listed (") + ex.what() + "): timed the config's " +
+             std::to_string(e.shape.way) + "-way";
+  }
+  return e;
+}
+
 }  // namespace
 
-// A training episode of the config's training shape (way, shot, query) on synthetic 28x28
-// images, with the plan's threads and precision (mlh/runtime/calibration.hpp); and, when the
-// host asks, the reduced-precision quality check on the run's own data.
+// The training episode a run of this config trains (run_episode: its way, shot, query and
+// image size), on synthetic images, with the plan's threads and precision
+// (mlh/runtime/calibration.hpp); and, when the host asks, the reduced-precision quality check
+// on the run's own data.
 void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
   const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
-  const EpisodeShape& shape = cfg.train;
-  const ImageSet set = synthetic_set(std::max(shape.way, 5), shape.shot + shape.query);
+  const RunEpisode episode = run_episode(cfg, data);
+  const EpisodeShape& shape = episode.shape;
+  const ImageSet set = synthetic_set(std::max(shape.way, 5), shape.shot + shape.query, episode.height, episode.width,
+                                     episode.channels);
   json reply;
   {
-    Trainer l(cfg, 1, plan);
+    Trainer l(cfg, episode.channels, plan);
     l.net->train();
     const std::vector<Episode> episodes = training_episodes(set, shape, 2, cfg.seed);
     size_t next = 0;
     reply["calibration"] = mlh::rt::time_calibration_step(
-        "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) + "shot_" +
-            std::to_string(shape.query) + "query",
-        [&] { l.train_step(episodes[next++ % episodes.size()]); }, 1.0, "episodes", plan.device, request);
+        episode.name(), [&] { l.train_step(episodes[next++ % episodes.size()]); }, 1.0, "episodes", plan.device,
+        request);
+    if (!episode.note.empty()) reply["calibration"]["note"] = episode.note;
   }
   if (request.check_precision) reply["precision_check"] = precision_check_on_data(cfg, plan, data, *request.check_precision);
   ctx.summary(reply.dump());

@@ -31,14 +31,17 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("data.val_classes", MLH_MEMBER(val_classes), json::array(), mlh::FieldRule().items_at_least(0),
                  "idx: validate on these labels of the training file (class-disjoint); empty: hold out "
                  "val_fraction of each training class. omniglot/miniimagenet use their 'val' split")
-          .field("data.val_fraction", MLH_MEMBER(val_fraction), 0.1, mlh::above(0).below(1),
+          .field("data.val_fraction", MLH_MEMBER(val_fraction), 0.1, mlh::above(0).below(1).speed_neutral(),
                  "idx/folder without val_classes: the share of each training class's images held out for validation")
-          .field("data.test_root", MLH_MEMBER(test_data.root), kFashion + "t10k-images-idx3-ubyte.gz", mlh::any_value(),
+          .field("data.test_root", MLH_MEMBER(test_data.root), kFashion + "t10k-images-idx3-ubyte.gz",
+                 mlh::speed_neutral(),
                  "idx: the test images file; folder: the test folder; omniglot/miniimagenet: the folder holding the "
                  "test split, '' (or the idx default) = root")
-          .field("data.test_labels", MLH_MEMBER(test_data.labels), kFashion + "t10k-labels-idx1-ubyte.gz", mlh::any_value(),
+          .field("data.test_labels", MLH_MEMBER(test_data.labels), kFashion + "t10k-labels-idx1-ubyte.gz",
+                 mlh::speed_neutral(),
                  "idx: the test labels file")
-          .field("data.test_classes", MLH_MEMBER(test_data.classes), {5, 6, 7, 8, 9}, mlh::FieldRule().items_at_least(0),
+          .field("data.test_classes", MLH_MEMBER(test_data.classes), {5, 6, 7, 8, 9},
+                 mlh::FieldRule().items_at_least(0).speed_neutral(),
                  "idx: the labels to test on (empty: all); class-disjoint from training unless allow_class_overlap")
           .field("data.height", MLH_MEMBER(train_data.height), 28, mlh::at_least(8).unit("pixels"),
                  "images are resized to this height")
@@ -58,10 +61,10 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("data.trainval", MLH_MEMBER(trainval), false, mlh::any_value(),
                  "train on the training and validation classes together, without validation or early stopping, for "
                  "a fixed number of epochs (the reference's retraining for the reported test figures)")
-          .field("data.allow_class_overlap", MLH_MEMBER(allow_class_overlap), false, mlh::any_value(),
+          .field("data.allow_class_overlap", MLH_MEMBER(allow_class_overlap), false, mlh::speed_neutral(),
                  "let the test (or validation) classes include training classes; refused otherwise, since a few-shot "
                  "test on trained classes measures memory")
-          .field("data.cache_dir", MLH_MEMBER(train_data.cache_dir), "", mlh::any_value(),
+          .field("data.cache_dir", MLH_MEMBER(train_data.cache_dir), "", mlh::speed_neutral(),
                  "keep decoded image sets here and reuse them while the source files are unchanged ('': no cache)")
           .host_field("preset", "string",
                       "a preset of this algorithm: full, reduced, or the reference protocols omniglot-1shot, "
@@ -73,22 +76,23 @@ const mlh::ConfigTable<Config>& config_table() {
                  "support images per class in a training episode")
           .field("train_query", MLH_MEMBER(train.query), 5, mlh::at_least(1).unit("images per class"),
                  "query images per class in a training episode")
-          .field("test_way", MLH_MEMBER(test.way), 5, mlh::at_least(2).unit("classes"),
+          .field("test_way", MLH_MEMBER(test.way), 5, mlh::at_least(2).unit("classes").speed_neutral(),
                  "classes per validation and test episode")
-          .field("test_shot", MLH_MEMBER(test.shot), 5, mlh::at_least(1).unit("images per class"),
+          .field("test_shot", MLH_MEMBER(test.shot), 5, mlh::at_least(1).unit("images per class").speed_neutral(),
                  "support images per class in a validation and test episode")
-          .field("test_query", MLH_MEMBER(test.query), 15, mlh::at_least(1).unit("images per class"),
+          .field("test_query", MLH_MEMBER(test.query), 15, mlh::at_least(1).unit("images per class").speed_neutral(),
                  "query images per class in a validation and test episode")
-          .field("epochs", MLH_MEMBER(epochs), 100, mlh::at_least(1).unit("epochs"),
+          .field("epochs", MLH_MEMBER(epochs), 100, mlh::at_least(1).unit("epochs").speed_neutral(),
                  "the most epochs to train (early stopping may end sooner)")
-          .field("episodes_per_epoch", MLH_MEMBER(episodes_per_epoch), 100, mlh::at_least(1).unit("episodes"),
+          .field("episodes_per_epoch", MLH_MEMBER(episodes_per_epoch), 100,
+                 mlh::at_least(1).unit("episodes").speed_neutral(),
                  "training episodes per epoch; validation runs after each epoch")
-          .field("val_episodes", MLH_MEMBER(val_episodes), 100, mlh::at_least(1).unit("episodes"),
+          .field("val_episodes", MLH_MEMBER(val_episodes), 100, mlh::at_least(1).unit("episodes").speed_neutral(),
                  "validation episodes after each epoch")
-          .field("patience", MLH_MEMBER(patience), 10, mlh::at_least(1).unit("epochs"),
+          .field("patience", MLH_MEMBER(patience), 10, mlh::at_least(1).unit("epochs").speed_neutral(),
                  "epochs without a better validation loss before stopping")
-          .field("lr", MLH_MEMBER(lr), 0.001, mlh::above(0).max(1), "Adam's learning rate")
-          .field("lr_halve_every", MLH_MEMBER(lr_halve_every), 2000, mlh::at_least(1).unit("episodes"),
+          .field("lr", MLH_MEMBER(lr), 0.001, mlh::above(0).max(1).speed_neutral(), "Adam's learning rate")
+          .field("lr_halve_every", MLH_MEMBER(lr_halve_every), 2000, mlh::at_least(1).unit("episodes").speed_neutral(),
                  "the learning rate halves after every this many training episodes")
           .field("distance", MLH_MEMBER(distance), "euclidean", mlh::one_of({"euclidean", "cosine"}),
                  "how queries are compared with the class prototypes: squared Euclidean distance or scaled cosine "
@@ -99,16 +103,18 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("micro_batch", MLH_MEMBER(micro_batch), 0, mlh::at_least(0).unit("queries"),
                  "training queries per micro-batch from the start, gradients accumulated; 0: the whole episode (out "
                  "of memory halves it)")
-          .field("seed", MLH_MEMBER(seed), 0, mlh::at_least(0), "seeds the episodes' sampling and the initial weights")
-          .field("eval_episodes", MLH_MEMBER(eval_episodes), 1000, mlh::at_least(1).unit("episodes"),
+          .field("seed", MLH_MEMBER(seed), 0, mlh::at_least(0).speed_neutral(),
+                 "seeds the episodes' sampling and the initial weights")
+          .field("eval_episodes", MLH_MEMBER(eval_episodes), 1000, mlh::at_least(1).unit("episodes").speed_neutral(),
                  "eval: test episodes whose mean accuracy (and 95% interval) is reported")
-          .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3, mlh::at_least(1).unit("checkpoints"),
+          .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3,
+                 mlh::at_least(1).unit("checkpoints").speed_neutral(),
                  "the newest checkpoints kept on disk (the best one is kept besides)")
-          .field("support_dir", MLH_MEMBER(support_dir), "", mlh::any_value(),
+          .field("support_dir", MLH_MEMBER(support_dir), "", mlh::speed_neutral(),
                  "classify: one subfolder of images per class, its name the class's")
-          .field("query", MLH_MEMBER(query), "", mlh::FieldRule().or_one_string(),
+          .field("query", MLH_MEMBER(query), "", mlh::FieldRule().or_one_string().speed_neutral(),
                  "classify: a folder of images, or image files")
-          .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}),
+          .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
                  "eval/classify: the checkpoint with the best validation loss, or the newest");
   return table;
 }

@@ -176,10 +176,11 @@ Episode ready_for(const mlh::rt::RuntimePlan& plan, Episode e) {
   return e;
 }
 
-ImageSet synthetic_set(int classes, int per_class) {
+ImageSet synthetic_set(int classes, int per_class, int height, int width, int channels) {
   ImageSet s;
-  s.channels = 1;
-  s.height = s.width = 28;
+  s.channels = channels;
+  s.height = height;
+  s.width = width;
   std::mt19937_64 rng(7);
   s.pixels.resize(static_cast<size_t>(classes) * per_class * s.image_bytes());
   for (auto& p : s.pixels) p = static_cast<uint8_t>(rng() & 0xff);

@@ -95,8 +95,8 @@ std::vector<EpisodeIndices> sample_episodes(const EpisodeSampler& sampler, const
 // CUDA device, so that pinning runs in the workers and the copy in the step does not block.
 Episode ready_for(const mlh::rt::RuntimePlan& plan, Episode e);
 
-// A synthetic 28x28 grayscale set (`classes` x `per_class` noise images): benchmarks time the
-// model, not the data.
-ImageSet synthetic_set(int classes, int per_class);
+// A synthetic set of `classes` x `per_class` noise images, 28x28 grayscale unless given:
+// benchmarks time the model, not the data.
+ImageSet synthetic_set(int classes, int per_class, int height = 28, int width = 28, int channels = 1);
 
 }  // namespace protonet

@@ -19,6 +19,9 @@ namespace {
 
 void print_calibration(const RunSetup& s) {
   const CalibrationResult& r = *s.planned.calibration;
+  if (s.planned.plan.contains("device_choice"))
+    std::cout << "Device choice for " << s.algorithm->name() << ": " << s.planned.plan["device_choice"].value("status", "")
+              << "\n";
   std::cout << "Calibration of " << s.algorithm->name() << " on " << s.device.id() << " (" << s.device.name << "), "
             << r.benchmark << " in " << r.unit << "/s" << (r.complete ? "" : " (partial: the time bound stopped it)")
             << ":\n";

@@ -134,6 +134,8 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
   s.settings = request.settings;
   WorkerPlanServices services(s.discovery);
   s.planned = plan_run(request, services);
+  s.device = s.planned.device;
+  s.probe.ranking = s.planned.ranking;
   for (const json& warning : s.planned.plan.value("warnings", json::array())) spdlog::warn("{}", warning.get<std::string>());
   return s;
 }

@@ -46,6 +46,7 @@ std::string plan_to_text(const json& plan) {
   o << "Plan for " << plan["device"].get<std::string>() << " (" << plan["device_name"].get<std::string>() << ", "
     << format_bytes(plan["memory_total_bytes"].is_null() ? -1 : plan["memory_total_bytes"].get<int64_t>())
     << "), torch device '" << plan["torch_device"].get<std::string>() << "'\n";
+  if (plan.contains("device_choice")) o << "  device choice            " << plan["device_choice"].value("status", "") << "\n";
   const json no_effect = plan.value("no_effect", json::object());
   // A value that does nothing on this run says so beside it (docs/plan.md, effects).
   auto padded = [](std::string text, size_t width) {

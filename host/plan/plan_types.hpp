@@ -85,7 +85,7 @@ struct AllocatorSearch {
 };
 
 struct PlanRequest {
-  Device device;    // the chosen one
+  Device device;    // the one the ranking chose (plan_run may choose another by measurement)
   Ranking ranking;  // every device probed: distributed ranks take GPUs from it
   std::optional<AlgorithmInfo> algorithm;  // none: a plan of the device alone (--print-plan)
   std::string command;                     // the algorithm's command (its default when empty)
@@ -119,6 +119,8 @@ struct WorkerPlacement {
 };
 
 struct PlannedRun {
+  Device device;    // the device chosen (by measurement where there was a choice)
+  Ranking ranking;  // the request's ranking, reordered by the measured speeds
   nlohmann::json plan;    // plan.json: every value with its source (docs/plan.md)
   nlohmann::json config;  // the algorithm's config as it runs (null without an algorithm)
   std::string command;    // the algorithm's command (empty without an algorithm)

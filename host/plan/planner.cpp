@@ -1,13 +1,18 @@
 #include "plan/planner.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "plan/algorithm_config.hpp"
 #include "plan/calibration/batch_search.hpp"
 #include "plan/calibration/lookup.hpp"
+#include "plan/calibration/workload.hpp"
+#include "plan/device_choice.hpp"
 #include "plan/effects.hpp"
 #include "plan/launch_layout.hpp"
 #include "plan/plan_values.hpp"
 #include "plan/plan_writer.hpp"
 #include "plan/worker_environment.hpp"
+#include "plugins/sha256.hpp"
 
 namespace mlhost {
 
@@ -25,11 +30,14 @@ class Planner {
 
   PlannedRun run() {
     PlannedRun out;
-    if (algorithm_) out.command = command();
+    if (algorithm_) {
+      out.command = command();
+      choose_device();
+    }
     decide();  // without measurements: what a calibration starts from
     if (algorithm_) {
       const PlanCalibration calibration = calibration_for_plan(
-          request_, plan_.view(), calibrate_command(),
+          request_, plan_.view(), config_, calibrate_command(),
           [this](int done, int planned) { services_.calibration_progress(done, planned); });
       out.calibration = calibration.result;
       inputs_.calibration = out.calibration ? &*out.calibration : nullptr;
@@ -52,6 +60,8 @@ class Planner {
     out.workers = prepare_workers(rank_devices);
     out.plan = plan_.view();
     out.config = config_;
+    out.device = request_.device;
+    out.ranking = request_.ranking;
     return out;
   }
 
@@ -64,10 +74,51 @@ class Planner {
     return command;
   }
 
+  // Where more than one device could run this, the fastest for this config by measurement
+  // (device_choice.hpp); the rest of the plan is made for it.
+  void choose_device() {
+    const DeviceChoice choice = choose_device_by_speed(request_, [this](const Device& d) { return trial_on(d); });
+    request_.ranking = choice.ranking;
+    request_.device = *choice.ranking.chosen_device();
+    if (!choice.status.empty()) {
+      device_choice_ = choice.to_json();
+      spdlog::info("device choice: {}", choice.status);
+    }
+  }
+
+  // One candidate's measurement: this run's plan and config made for `device` (without a
+  // calibration) and a calibrate worker of that device timing the step.
+  DeviceTrial trial_on(const Device& device) {
+    const Device ranked_first = request_.device;
+    struct Restore {
+      Device& device;
+      Device saved;
+      ~Restore() { device = saved; }
+    } restore{request_.device, ranked_first};
+    request_.device = device;
+    decide();
+    json plan = plan_.view();
+    plan["calibration"] = {{"seconds", kDeviceTimingSeconds}};
+    const WorkerPlacement worker = placement(plan, device);
+    plan["worker_torch_device"] = worker.torch_device;
+    DeviceTrial trial;
+    // What the figure holds for: this config's workload, run by this worker (its torch device,
+    // threads, allocator and the device plugin's variables).
+    trial.config_hash = sha256_hex(json{{"workload", step_workload(algorithm_->config_schema, config_)},
+                                        {"torch_device", worker.torch_device},
+                                        {"environment", worker.environment}}
+                                       .dump());
+    trial.measure = [this, worker, plan, config = config_](Clock::time_point deadline) {
+      return services_.calibrate(*algorithm_, worker, plan, config, deadline);
+    };
+    return trial;
+  }
+
   // The plan's values from scratch, and the config they give.
   void decide() {
     plan_ = PlanWriter();
     decide_plan_values(plan_, inputs_);
+    if (!device_choice_.is_null()) plan_.set_fact("device_choice", device_choice_);
     if (!algorithm_) return;
     try {
       config_ = run_config(*algorithm_, request_.user_config, plan_.view());
@@ -153,13 +204,14 @@ class Planner {
     plan_.set_fact("warnings", warnings);
   }
 
-  const PlanRequest& request_;
+  PlanRequest request_;  // its device and ranking are the measured choice's once made
   PlanServices& services_;
   const AlgorithmInfo* algorithm_;
   PlanValueInputs inputs_{request_, nullptr, "", nullptr, ""};  // filled in as planning goes
   PlanWriter plan_;
   json config_;
   json batch_search_;
+  json device_choice_;  // the plan's "device_choice", when there was a choice
 };
 
 }  // namespace

@@ -76,6 +76,7 @@ std::string format_bytes(int64_t bytes) {
 
 Ranking rank_devices(const std::vector<Device>& devices, const DeviceRequest& request, bool no_gpu) {
   Ranking out;
+  out.requested = !request.is_auto();
   std::vector<RankedDevice> candidates, excluded;
   for (const Device& d : devices) {
     RankedDevice r{d, false, 0, ""};

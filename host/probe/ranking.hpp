@@ -9,7 +9,8 @@
 //   5. compute units (SMs, physical cores), more first;
 //   6. the plugin's score hint, higher first (only a tie-break);
 //   7. plugin name, then device index (so the result is deterministic).
-// Every device not chosen keeps a reason.
+// Every device not chosen keeps a reason. A run measures its candidates and may reorder them
+// by speed (plan/device_choice.hpp): this order is where that starts, and what it falls back to.
 #pragma once
 
 #include <optional>
@@ -43,6 +44,7 @@ struct Ranking {
   std::vector<RankedDevice> devices;  // candidates in rank order, then the excluded ones
   std::optional<size_t> chosen;       // index into devices
   std::string error;                  // why nothing was chosen, when nothing was
+  bool requested = false;             // --device named the device: nothing else is a candidate
 
   const Device* chosen_device() const { return chosen ? &devices[*chosen].device : nullptr; }
 };

@@ -23,10 +23,12 @@ struct HostResult {
 
 // Runs `host_bin --no-default-plugin-dir --plugin-dir plugin_dir args`, without calibrating
 // first and without any calibration the user's own runs cached or hardware settings file the
-// user keeps in ~/.config/mlhost (hermetic plans).
-inline HostResult run_host(const std::string& host_bin, const std::string& plugin_dir, const std::string& args) {
+// user keeps in ~/.config/mlhost (hermetic plans). `env` ("NAME=value ...") comes after those
+// settings and may replace them (MLH_NO_CALIBRATE=0 measures).
+inline HostResult run_host(const std::string& host_bin, const std::string& plugin_dir, const std::string& args,
+                           const std::string& env = "") {
   const std::string cache = (std::filesystem::temp_directory_path() / ("mlhost-test-cache-" + std::to_string(::getpid()))).string();
-  const std::string cmd = "MLH_NO_CALIBRATE=1 MLH_MACHINE_SHARING=dedicated XDG_CACHE_HOME='" + cache + "' XDG_CONFIG_HOME='" + cache + "' " + host_bin +
+  const std::string cmd = "MLH_NO_CALIBRATE=1 MLH_MACHINE_SHARING=dedicated XDG_CACHE_HOME='" + cache + "' XDG_CONFIG_HOME='" + cache + "' " + env + " " + host_bin +
                           " --no-default-plugin-dir --plugin-dir " + plugin_dir + " " + args + " 2>&1";
   HostResult r;
   FILE* p = popen(cmd.c_str(), "r");

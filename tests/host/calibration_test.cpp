@@ -12,6 +12,8 @@
 
 #include "plan/allocator.hpp"
 #include "plan/calibration/cache.hpp"
+#include "plan/calibration/workload.hpp"
+#include <mlh/config_table.hpp>
 #include "plan/hardware_settings.hpp"
 #include "plan/plan_text.hpp"
 #include "planning.hpp"
@@ -303,6 +305,10 @@ json plan_with_cached(CalibrationResult r, const std::function<void(PlanRequest&
   PlanRequest request = testing::request_for(cpu());
   request.algorithm = testing::algorithm_info(json::parse(R"({"commands": ["train", "calibrate"]})"), "protonet");
   r.key = calibration_key(request.algorithm->manifest, request.device);
+  {
+    testing::FakePlanServices uncalibrated;  // the config this request runs, which keys the calibration
+    r.key.workload = workload_hash(request.algorithm->config_schema, plan_run(request, uncalibrated).config);
+  }
   CalibrationCache cache(t / "calibration.json");
   cache.store(r);
   request.measurement.cache_file = cache.file();
@@ -348,6 +354,35 @@ TEST(CalibrationInThePlan, OnlyWhatWasVariedIsTaken) {
   const json p = plan_with_cached(r);
   EXPECT_EQ(p["threads"]["intra_op"], 2) << "threads from the device, not the calibration";
   EXPECT_EQ(p["sources"]["threads"].get<std::string>().rfind("device", 0), 0u);
+}
+
+struct StepConfig {
+  double lr = 0;
+  int64_t hidden = 0, seed = 0, steps = 0;
+};
+
+// The fields a config table marks speed_neutral are left out of the workload a calibration is
+// kept for, nested ones too; every other value, and values the schema does not know, count.
+TEST(CalibrationWorkload, SpeedNeutralFieldsDoNotChangeIt) {
+  static const auto table = mlh::ConfigTable<StepConfig>("toy")
+                                .field("lr", MLH_MEMBER(lr), 0.1, mlh::above(0).speed_neutral(), "learning rate")
+                                .field("model.hidden", MLH_MEMBER(hidden), 64, mlh::at_least(1), "width")
+                                .field("model.seed", MLH_MEMBER(seed), 0, mlh::speed_neutral(), "init seed")
+                                .field("steps", MLH_MEMBER(steps), 100, mlh::at_least(1).unit("steps").speed_neutral(),
+                                       "how long");
+  const json& schema = table.schema();
+  EXPECT_EQ(schema["properties"]["lr"]["speed_neutral"], true) << schema.dump(2);
+  const json config = {{"lr", 0.1}, {"model", {{"hidden", 64}, {"seed", 3}}}, {"steps", 100}, {"extra", 1}};
+  EXPECT_EQ(step_workload(schema, config), json({{"model", {{"hidden", 64}}}, {"extra", 1}}));
+  json other_schedule = config;
+  other_schedule["lr"] = 0.003;
+  other_schedule["steps"] = 5;
+  other_schedule["model"]["seed"] = 9;
+  EXPECT_EQ(workload_hash(schema, other_schedule), workload_hash(schema, config));
+  json wider = config;
+  wider["model"]["hidden"] = 128;
+  EXPECT_NE(workload_hash(schema, wider), workload_hash(schema, config));
+  EXPECT_EQ(workload_hash(schema, config).size(), 64u);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ class FakePlanServices : public PlanServices {
   nlohmann::json device_variables = nlohmann::json::object();     // prepare()'s
   // The calibrate command's throughput with a candidate's settings; <= 0: it fails.
   std::function<double(const CalibrationSettings&)> throughput = [](const CalibrationSettings&) { return 1.0; };
+  // The calibrate command's throughput on a device, whatever the settings (the device choice's
+  // measurements); a device not listed gets `throughput`.
+  std::map<std::string, double> device_rates;
   // The precision check a bf16 candidate reports (null: none).
   nlohmann::json precision_check;
   // The batch search's answer ({"batch", "reason", "trials", "complete"}).
@@ -52,7 +56,8 @@ class FakePlanServices : public PlanServices {
       return out;
     }
     const CalibrationSettings settings{plan["allocator"]["name"], plan["threads"]["intra_op"], plan["precision"]};
-    const double rate = throughput(settings);
+    const auto device_rate = device_rates.find(worker.device.id());
+    const double rate = device_rate != device_rates.end() ? device_rate->second : throughput(settings);
     if (rate <= 0) {
       out.error = "the step failed on purpose";
       return out;

@@ -15,6 +15,7 @@
 
 #include "algorithm_host_test.hpp"
 #include "run_snapshot.hpp"
+#include "test_plugins.h"
 
 namespace {
 
@@ -24,6 +25,10 @@ namespace fs = std::filesystem;
 using Result = HostResult;
 
 Result host(const std::string& args) { return run_host(PROTONET_HOST_BIN, PROTONET_PLUGIN_DIR, args); }
+// With `env` ("NAME=value ...") after the hermetic defaults, so it may replace them.
+Result host_with(const std::string& env, const std::string& args) {
+  return run_host(PROTONET_HOST_BIN, PROTONET_PLUGIN_DIR, args, env);
+}
 
 json read_json(const std::string& path) { return read_json_file(path); }
 
@@ -50,6 +55,70 @@ class ProtonetHost : public HostTempDirTest {
  protected:
   ProtonetHost() : HostTempDirTest("protonet-host-") {}
 };
+
+// Device choice by measurement with real plugins and workers: the cpu plugin (every core), the
+// cpuset example on core 0 alone, and the fake discrete GPU (which the class rule ranks first)
+// with its threads on core 0 too. ProtoNet's step is compute-bound: the device with every
+// core is measured fastest and chosen. The next run takes the figures from the cache; a GPU
+// whose worker fails (an XPU torch device this LibTorch cannot run) is ranked last, saying why.
+TEST_F(ProtonetHost, ARunTimesItsStepOnEachDeviceAndTakesTheFastest) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "one core: every device here is the same core";
+  // The cpu plugin is in the protonet plugin's folder.
+  const std::string devices =
+      std::string("--plugin-dir ") + MLH_TEST_PLUGIN_DIR("good-gpu") + " --plugin-dir " + MLH_TEST_PLUGIN_DIR("cpuset");
+  // The thread count is the plan's for each device (2 for the cpu and fakegpu, 1 for cpuset);
+  // the allocator and precision fixed leave the chosen device nothing to calibrate after.
+  // 10-way episodes: the fake GPU's rule would train 60-way.
+  const std::string run = "--algorithm protonet --command calibrate --allocator glibc --precision fp32 --set preset=reduced "
+                          "--set train_way=10 " + devices;
+  const std::string measuring = "MLH_NO_CALIBRATE=0 MLH_CPUSET=0 MLH_FAKEGPU_CORES=0";
+  auto reasons = [&](const std::string& run_dir) {
+    const json probe = read_json(run_dir + "/probe.json");
+    json by_id = json::object();
+    for (const json& d : probe["devices"]) by_id[d["id"].get<std::string>()] = d;
+    return by_id;
+  };
+
+  const Result first = host_with(measuring, run + " --run-dir " + dir_ + "/first");
+  ASSERT_EQ(first.rc, 0) << first.output;
+  EXPECT_NE(first.output.find("timing protonet's training step on each of 3 devices"), std::string::npos) << first.output;
+  const json plan = read_json(dir_ + "/first/plan.json");
+  EXPECT_EQ(plan["device"], "cpu:0") << plan["device_choice"].dump(2);
+  EXPECT_EQ(plan["device_choice"]["rule"], "measured");
+  ASSERT_EQ(plan["device_choice"]["devices"].size(), 3u);
+  for (const json& d : plan["device_choice"]["devices"]) EXPECT_GT(d.value("throughput", 0.0), 0) << d.dump();
+  json ranked = reasons(dir_ + "/first");
+  EXPECT_EQ(ranked["cpu:0"]["rank"], 1);
+  EXPECT_EQ(ranked["cpu:0"]["reason"].get<std::string>().rfind("fastest measured: ", 0), 0u) << ranked.dump(2);
+  for (const char* slower : {"cpuset:0", "fakegpu:0"})
+    EXPECT_EQ(ranked[slower]["reason"].get<std::string>().rfind("slower: ", 0), 0u) << ranked.dump(2);
+  EXPECT_NE(first.output.find("device: cpu:0 ("), std::string::npos) << first.output;
+
+  // The plan of the same run reads the figures from the cache, measuring nothing.
+  const Result plan_again = host_with(measuring, run + " --print-plan");
+  ASSERT_EQ(plan_again.rc, 0) << plan_again.output;
+  EXPECT_EQ(plan_again.output.find("timing protonet's training step"), std::string::npos) << plan_again.output;
+  EXPECT_NE(plan_again.output.find("Plan for cpu:0"), std::string::npos) << plan_again.output;
+  EXPECT_NE(plan_again.output.find("device choice            cpu:0 by measured speed (cpu:0 "), std::string::npos)
+      << plan_again.output;
+
+  // A second run: the cpu's and cpuset's figures from the cache, the fake GPU (now another
+  // torch device, so another worker) measured and failing.
+  const Result failing = host_with("MLH_NO_CALIBRATE=0 MLH_CPUSET=0 MLH_FAKEGPU_TORCH_DEVICE=xpu:0",
+                                   run + " --run-dir " + dir_ + "/failing");
+  ASSERT_EQ(failing.rc, 0) << failing.output;
+  const json choice = read_json(dir_ + "/failing/plan.json")["device_choice"];
+  ASSERT_EQ(choice["devices"].size(), 3u) << choice.dump(2);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_NE(choice["devices"][i]["measured"], "now") << "taken from the cache: " << choice.dump(2);
+    EXPECT_EQ(choice["devices"][i]["throughput"], plan["device_choice"]["devices"][i]["throughput"]);
+  }
+  ranked = reasons(dir_ + "/failing");
+  EXPECT_EQ(ranked["cpu:0"]["rank"], 1) << ranked.dump(2);
+  EXPECT_EQ(ranked["fakegpu:0"]["rank"], 3) << ranked.dump(2);
+  EXPECT_NE(ranked["fakegpu:0"]["reason"].get<std::string>().find("not measured: "), std::string::npos) << ranked.dump(2);
+  EXPECT_NE(ranked["fakegpu:0"]["reason"].get<std::string>().find("XPU"), std::string::npos) << ranked.dump(2);
+}
 
 TEST_F(ProtonetHost, Describe) {
   const Result r = host("--describe protonet --json");

@@ -52,27 +52,58 @@ fs::path calibration_cache_file() {
 
 namespace {
 
-// A batch_sizes entry, checked field by field; `where` names it in errors.
-CalibrationCache::BatchSize batch_size_from_json(const json& j, const std::string& where) {
+// An entry measured for one key and config (batch_sizes, device_speeds), checked field by
+// field; `check_result` checks its "result" with `fail`. `where` names it in errors.
+template <typename Entry, typename CheckResult>
+Entry keyed_entry_from_json(const json& j, const std::string& where, CheckResult check_result) {
   auto fail = [&](const std::string& field, const std::string& expected) {
     throw CalibrationError(where + "." + field + ": expected " + expected);
   };
   if (!j.is_object()) throw CalibrationError(where + ": expected an object");
-  CalibrationCache::BatchSize b;
+  Entry e;
   if (!j.contains("key")) fail("key", "a value (it is missing)");
-  b.key = CalibrationKey::from_json(j["key"], where + ".key");
+  e.key = CalibrationKey::from_json(j["key"], where + ".key");
   if (!j.value("config", json()).is_string() || j["config"].get<std::string>().size() != 64) fail("config", "a SHA-256 in hex");
-  b.config = j["config"];
+  e.config = j["config"];
   const json& r = j.value("result", json());
   if (!r.is_object()) fail("result", "an object");
+  check_result(r, fail);
+  e.result = r;
+  if (!j.value("measured_at", json()).is_string()) fail("measured_at", "a string");
+  e.measured_at = j["measured_at"];
+  return e;
+}
+
+template <typename Fail>
+void check_batch_size_result(const json& r, Fail fail) {
   if (!r.value("batch", json()).is_number_integer() || r["batch"].get<int64_t>() < 1) fail("result.batch", "an integer >= 1");
   if (!r.value("reason", json()).is_string()) fail("result.reason", "a string");
   if (!r.value("trials", json()).is_array()) fail("result.trials", "an array");
   if (!r.value("complete", json()).is_boolean()) fail("result.complete", "true or false");
-  b.result = r;
-  if (!j.value("measured_at", json()).is_string()) fail("measured_at", "a string");
-  b.measured_at = j["measured_at"];
-  return b;
+}
+
+template <typename Fail>
+void check_device_speed_result(const json& r, Fail fail) {
+  if (!r.value("throughput", json()).is_number() || !(r["throughput"].get<double>() > 0))
+    fail("result.throughput", "a number > 0");
+  if (!r.value("unit", json()).is_string()) fail("result.unit", "a string");
+  if (!r.value("benchmark", json()).is_string()) fail("result.benchmark", "a string");
+}
+
+// The entries of the list `name` (absent: none).
+template <typename Entry, typename CheckResult>
+std::vector<Entry> keyed_entries(const json& j, const char* name, const std::string& where, CheckResult check) {
+  std::vector<Entry> out;
+  if (!j.contains(name)) return out;
+  if (!j[name].is_array()) throw CalibrationError(where + ": " + name + ": expected an array");
+  for (size_t i = 0; i < j[name].size(); ++i)
+    out.push_back(keyed_entry_from_json<Entry>(j[name][i], where + ": " + name + "[" + std::to_string(i) + "]", check));
+  return out;
+}
+
+json keyed_entry_to_json(const CalibrationKey& key, const std::string& config, const json& result,
+                         const std::string& measured_at) {
+  return {{"key", key.to_json()}, {"config", config}, {"result", result}, {"measured_at", measured_at}};
 }
 
 }  // namespace
@@ -80,6 +111,7 @@ CalibrationCache::BatchSize batch_size_from_json(const json& j, const std::strin
 void CalibrationCache::load() {
   results_.clear();
   batch_sizes_.clear();
+  device_speeds_.clear();
   std::error_code ec;
   if (file_.empty() || !fs::exists(file_, ec)) return;
   const std::string where = "calibration cache '" + file_.string() + "'";
@@ -97,14 +129,20 @@ void CalibrationCache::load() {
   std::vector<CalibrationResult> results;
   for (size_t i = 0; i < j["calibrations"].size(); ++i)
     results.push_back(CalibrationResult::from_json(j["calibrations"][i], where + ": calibrations[" + std::to_string(i) + "]"));
-  std::vector<BatchSize> batch_sizes;
-  if (j.contains("batch_sizes")) {
-    if (!j["batch_sizes"].is_array()) throw CalibrationError(where + ": batch_sizes: expected an array");
-    for (size_t i = 0; i < j["batch_sizes"].size(); ++i)
-      batch_sizes.push_back(batch_size_from_json(j["batch_sizes"][i], where + ": batch_sizes[" + std::to_string(i) + "]"));
-  }
+  std::vector<BatchSize> batch_sizes =
+      keyed_entries<BatchSize>(j, "batch_sizes", where, [](const json& r, auto fail) { check_batch_size_result(r, fail); });
+  std::vector<DeviceSpeed> device_speeds = keyed_entries<DeviceSpeed>(
+      j, "device_speeds", where, [](const json& r, auto fail) { check_device_speed_result(r, fail); });
   results_ = std::move(results);
   batch_sizes_ = std::move(batch_sizes);
+  device_speeds_ = std::move(device_speeds);
+}
+
+std::optional<CalibrationCache::DeviceSpeed> CalibrationCache::find_device_speed(const CalibrationKey& key,
+                                                                                 const std::string& config) const {
+  for (const auto& d : device_speeds_)
+    if (d.key == key && d.config == config) return d;
+  return std::nullopt;
 }
 
 std::optional<CalibrationCache::BatchSize> CalibrationCache::find_batch_size(const CalibrationKey& key,
@@ -168,6 +206,7 @@ void CalibrationCache::update(const std::function<void()>& change) {
   } catch (const CalibrationError&) {
     results_.clear();  // damaged: replaced by what this store writes
     batch_sizes_.clear();
+    device_speeds_.clear();
   }
   change();
   write();
@@ -178,6 +217,16 @@ void CalibrationCache::store_batch_size(const BatchSize& entry) {
     batch_sizes_ = with_entry(
         std::move(batch_sizes_), entry, [&](const BatchSize& b) { return b.key == entry.key && b.config == entry.config; },
         [&](const BatchSize& b) { return b.key.algorithm == entry.key.algorithm && b.key.device == entry.key.device; },
+        kKeptPerDevice);
+  });
+}
+
+void CalibrationCache::store_device_speed(const DeviceSpeed& entry) {
+  update([&] {
+    device_speeds_ = with_entry(
+        std::move(device_speeds_), entry,
+        [&](const DeviceSpeed& d) { return d.key == entry.key && d.config == entry.config; },
+        [&](const DeviceSpeed& d) { return d.key.algorithm == entry.key.algorithm && d.key.device == entry.key.device; },
         kKeptPerDevice);
   });
 }
@@ -200,12 +249,14 @@ void CalibrationCache::store(const CalibrationResult& result) {
 }
 
 void CalibrationCache::write() const {
-  json calibrations = json::array(), batch_sizes = json::array();
+  json calibrations = json::array(), batch_sizes = json::array(), device_speeds = json::array();
   for (const auto& r : results_) calibrations.push_back(r.to_json());
-  for (const auto& b : batch_sizes_)
-    batch_sizes.push_back({{"key", b.key.to_json()}, {"config", b.config}, {"result", b.result}, {"measured_at", b.measured_at}});
-  write_file_atomically(file_, json{{"schema_version", kSchemaVersion}, {"calibrations", calibrations},
-                                    {"batch_sizes", batch_sizes}}.dump(2) + "\n");
+  for (const auto& b : batch_sizes_) batch_sizes.push_back(keyed_entry_to_json(b.key, b.config, b.result, b.measured_at));
+  for (const auto& d : device_speeds_) device_speeds.push_back(keyed_entry_to_json(d.key, d.config, d.result, d.measured_at));
+  write_file_atomically(file_, json{{"schema_version", kSchemaVersion},
+                                    {"calibrations", calibrations},
+                                    {"batch_sizes", batch_sizes},
+                                    {"device_speeds", device_speeds}}.dump(2) + "\n");
 }
 
 }  // namespace mlhost

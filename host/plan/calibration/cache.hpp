@@ -1,9 +1,13 @@
-// Calibrations kept between runs, one per algorithm and device, and the batch sizes the
-// batch size finder found, one per algorithm, device and config, in
+// Calibrations kept between runs, one per algorithm and device, the batch sizes the batch
+// size finder found, one per algorithm, device and config, and the training step's speed the
+// device choice measured, one per algorithm, device and config, in
 // $XDG_CACHE_HOME/mlhost/calibration.json (default ~/.cache/mlhost/calibration.json):
 //   {"schema_version": 1, "calibrations": [<CalibrationResult::to_json()>, ...],
 //    "batch_sizes": [{"key": <CalibrationKey>, "config": "<sha256 of the config>",
-//                     "result": <BatchSearchResult::to_json()>, "measured_at": "..."}, ...]}
+//                     "result": <BatchSearchResult::to_json()>, "measured_at": "..."}, ...],
+//    "device_speeds": [{"key": <CalibrationKey>, "config": "<sha256 of the config and worker>",
+//                       "result": {"throughput": 71000, "unit": "env_steps", "benchmark": "..."},
+//                       "measured_at": "..."}, ...]}
 // A result is used only for its exact key (calibration.hpp), and each key keeps its own entry
 // (switching between two LibTorch builds finds each one's). Content that does not read as such
 // a file is an error naming the file and the field, and nothing of it is used; the planner
@@ -59,6 +63,17 @@ class CalibrationCache {
   std::optional<BatchSize> find_batch_size(const CalibrationKey& key, const std::string& config) const;
   void store_batch_size(const BatchSize& entry);
 
+  // The training step's speed on one device for one config (the device choice's figure), and
+  // storing one, replacing one for the same key and config (as store()).
+  struct DeviceSpeed {
+    CalibrationKey key;
+    std::string config;     // hex SHA-256 of the config and the worker's settings on the device
+    nlohmann::json result;  // {"throughput" > 0, "unit", "benchmark"}
+    std::string measured_at;
+  };
+  std::optional<DeviceSpeed> find_device_speed(const CalibrationKey& key, const std::string& config) const;
+  void store_device_speed(const DeviceSpeed& entry);
+
   const std::filesystem::path& file() const { return file_; }
 
  private:
@@ -69,6 +84,7 @@ class CalibrationCache {
   std::filesystem::path file_;
   std::vector<CalibrationResult> results_;
   std::vector<BatchSize> batch_sizes_;
+  std::vector<DeviceSpeed> device_speeds_;
 };
 
 }  // namespace mlhost

@@ -6,6 +6,7 @@
 
 #include "plan/allocator.hpp"
 #include "plan/calibration/cache.hpp"
+#include "plan/calibration/workload.hpp"
 #include "plan/machine_share.hpp"
 #include "probe/torch_backend.hpp"
 
@@ -38,8 +39,8 @@ std::string join(const std::vector<std::string>& words) {
 
 }  // namespace
 
-PlanCalibration calibration_for_plan(const PlanRequest& request, const json& plan, const CalibrateCommand& calibrate,
-                                     const std::function<void(int, int)>& progress) {
+PlanCalibration calibration_for_plan(const PlanRequest& request, const json& plan, const json& config,
+                                     const CalibrateCommand& calibrate, const std::function<void(int, int)>& progress) {
   const AlgorithmInfo& algorithm = *request.algorithm;
   const Device& device = request.device;
   const MeasurementPolicy& policy = request.measurement;
@@ -48,7 +49,8 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
     out.status = "not calibrated: " + algorithm.name() + " has no calibrate command";
     return out;
   }
-  const CalibrationKey key = calibration_key(algorithm.manifest, device);
+  CalibrationKey key = calibration_key(algorithm.manifest, device);
+  key.workload = workload_hash(algorithm.config_schema, config);
   CalibrationCache cache(policy.cache_file);
   try {
     cache.load();
@@ -85,14 +87,20 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
     spdlog::info("{}", out.status);
     return out;
   }
+  const bool vary_threads = cpu && !request.overrides.threads && !user_set("intra_op_threads");
+  const bool vary_precision = cpu && (device.fast_precisions & MLH_PRECISION_BF16) && !request.overrides.precision &&
+                              !user_set("precision");
+  if (!vary_allocator && !vary_threads && !vary_precision) {
+    out.status = "not calibrated: nothing left to choose (the command line or the settings file sets what it would measure)";
+    return out;
+  }
   CalibrationSearch search;
   search.algorithm = algorithm.name();
   search.device = &device;
   search.plan = plan;
   search.vary_allocator = vary_allocator;
-  search.vary_threads = cpu && !request.overrides.threads && !user_set("intra_op_threads");
-  search.vary_precision = cpu && (device.fast_precisions & MLH_PRECISION_BF16) && !request.overrides.precision &&
-                          !user_set("precision");
+  search.vary_threads = vary_threads;
+  search.vary_precision = vary_precision;
   search.allocator_search_path = request.allocators.path;
   search.allocator_search_system = request.allocators.system;
   search.bound_seconds = policy.seconds;

@@ -1,5 +1,6 @@
-// The calibration a plan uses (docs/plan.md, "Calibration"): the one cached for this machine
-// and algorithm, one measured now, or none, and a line saying which. A step of plan_run().
+// The calibration a plan uses (docs/running.md, "Calibration"): the one cached for this
+// machine, algorithm and workload, one measured now, or none, and a line saying which. A step
+// of plan_run().
 #pragma once
 
 #include <optional>
@@ -25,7 +26,7 @@ struct PlanCalibration {
 // cannot be trusted is a PlanError naming it, except with kAlways, which replaces it with a
 // warning.
 PlanCalibration calibration_for_plan(const PlanRequest& request, const nlohmann::json& plan,
-                                     const CalibrateCommand& calibrate,
+                                     const nlohmann::json& config, const CalibrateCommand& calibrate,
                                      const std::function<void(int, int)>& progress);
 
 }  // namespace mlhost

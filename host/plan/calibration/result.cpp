@@ -70,6 +70,9 @@ CalibrationKey CalibrationKey::from_json(const json& j, const std::string& where
   k.cores = r.integer("cores", 0);
   k.memory_gib = r.integer("memory_gib", 0);
   k.host_version = r.text("host_version");
+  // Absent in entries written before calibrations were kept per workload: they match no run
+  // that has one, and are measured again.
+  if (j.contains("workload")) k.workload = r.text("workload");
   return k;
 }
 
@@ -91,9 +94,11 @@ CalibrationSettings settings_from_json(const json& j, const std::string& where) 
 }  // namespace
 
 json CalibrationKey::to_json() const {
-  return {{"algorithm", algorithm}, {"algorithm_version", algorithm_version}, {"torch_version", torch_version},
-          {"device", device},       {"device_name", device_name},             {"cores", cores},
-          {"memory_gib", memory_gib}, {"host_version", host_version}};
+  json j = {{"algorithm", algorithm}, {"algorithm_version", algorithm_version}, {"torch_version", torch_version},
+            {"device", device},       {"device_name", device_name},             {"cores", cores},
+            {"memory_gib", memory_gib}, {"host_version", host_version}};
+  if (!workload.empty()) j["workload"] = workload;
+  return j;
 }
 
 json CalibrationSettings::to_json() const {

@@ -22,13 +22,17 @@ class CalibrationError : public std::runtime_error {
 };
 
 // What a calibration is valid for: this machine's device as probed, this algorithm plugin and
-// LibTorch, this host. Any difference means the figures may no longer hold: calibrate again.
+// LibTorch, this host, and the workload of the run's config. Any difference means the figures
+// may no longer hold: calibrate again.
 struct CalibrationKey {
   std::string algorithm, algorithm_version, torch_version;
   std::string device, device_name;  // "cpu:0", "AMD EPYC 9R14"
   int64_t cores = 0;                // the device's compute units (CPU: the usable cores)
   int64_t memory_gib = 0;           // its memory, rounded to whole GiB
   std::string host_version;
+  // The hex SHA-256 of the config's step workload (workload.hpp); empty where the entry is
+  // kept per config anyway (batch sizes, device speeds).
+  std::string workload;
 
   nlohmann::json to_json() const;
   // Strict; throws CalibrationError naming `where` and the field.

@@ -62,6 +62,10 @@ class FieldRule {
     return *this;
   }
   FieldRule& unit(std::string u) { return set("unit", std::move(u)); }
+  // Its value does not change what a training step computes or how fast (a learning rate, a
+  // schedule's length, a seed, an evaluation's size): the host's calibration and device
+  // measurements of one config hold for any value of it ("speed_neutral" in the schema).
+  FieldRule& speed_neutral() { return set("speed_neutral", true); }
 
   const nlohmann::json& keywords() const { return keywords_; }
   const std::optional<double>& item_minimum() const { return item_minimum_; }
@@ -88,6 +92,7 @@ inline FieldRule one_of(std::initializer_list<nlohmann::json> values) {
   return FieldRule().choices(std::move(list));
 }
 inline FieldRule with_unit(std::string u) { return FieldRule().unit(std::move(u)); }
+inline FieldRule speed_neutral() { return FieldRule().speed_neutral(); }
 
 namespace config_table_detail {
 

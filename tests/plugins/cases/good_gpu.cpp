@@ -1,6 +1,14 @@
 // good-gpu ("fakegpu"): a correct device plugin reporting two discrete GPUs for ranking
 // tests. Device 0 is usable: 8 GiB, 40 compute units, and torch_device "cpu" so a run on it
 // really works without a GPU. Device 1 is unavailable with a reason.
+//
+// For the device-choice tests, two variables make device 0 a poor accelerator:
+//   MLH_FAKEGPU_CORES       its workers' OpenMP threads all on these cores ("0"): a device
+//                           slower than the CPU it ranks above by class
+//   MLH_FAKEGPU_TORCH_DEVICE its torch device (e.g. "cuda:0" where there is none): a device
+//                           whose workers fail
+#include <cstdlib>
+
 #include <mlh/plugin.hpp>
 
 class FakeGpuDevices : public mlh::DevicePlugin {
@@ -10,7 +18,8 @@ class FakeGpuDevices : public mlh::DevicePlugin {
     d.device_class = MLH_DEVICE_CLASS_DISCRETE_GPU;
     d.kind = "fakegpu";
     d.vendor = "mlhost tests";
-    d.torch_device = "cpu";
+    const char* torch_device = std::getenv("MLH_FAKEGPU_TORCH_DEVICE");
+    d.torch_device = torch_device && *torch_device ? torch_device : "cpu";
     d.memory_total_bytes = int64_t{8} << 30;
     d.memory_free_bytes = int64_t{7} << 30;
     d.memory_unified = false;
@@ -32,6 +41,12 @@ class FakeGpuDevices : public mlh::DevicePlugin {
     gpu1.unavailable_reason = "fake device 1 is broken on purpose";
     gpu1.uuid = "GPU-fake-0001";
     return {gpu0, gpu1};
+  }
+
+  std::vector<mlh::EnvVar> prepare(int32_t /*device_index*/, const std::string& /*plan_json*/) override {
+    const char* cores = std::getenv("MLH_FAKEGPU_CORES");
+    if (!cores || !*cores) return {};
+    return {{"GOMP_CPU_AFFINITY", cores}};
   }
 };
 
