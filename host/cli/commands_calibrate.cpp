@@ -31,19 +31,7 @@ void print_calibration(const RunSetup& s) {
                   m.settings == r.chosen ? "   <- chosen" : "");
     std::cout << line;
   }
-  if (r.precision_check.is_object()) {
-    const nlohmann::json& c = r.precision_check;
-    std::cout << "  " << c.value("precision", "") << " quality check: ";
-    if (c.contains("reason")) {
-      std::cout << c.value("reason", "");
-    } else {
-      std::cout << "loss " << c.value("reduced_loss", 0.0) << " vs fp32 " << c.value("fp32_loss", 0.0);
-      if (c.contains("reduced_accuracy"))
-        std::cout << ", accuracy " << c.value("reduced_accuracy", 0.0) << " vs " << c.value("fp32_accuracy", 0.0);
-      std::cout << " after " << (c.contains("on") ? c.value("on", "") : std::to_string(c.value("steps", 0)) + " steps");
-    }
-    std::cout << ", " << (c.value("passed", false) ? "passed" : "failed") << "\n";
-  }
+  if (r.precision_check.is_object()) std::cout << "  " << precision_check_text(r.precision_check) << "\n";
   std::cout << "  " << s.planned.plan["calibration"].value("status", "") << "\n";
 }
 

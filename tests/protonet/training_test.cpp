@@ -395,16 +395,28 @@ TEST(ProtonetCalibrate, TimesATrainingEpisodeOfTheConfigsShape) {
   EXPECT_GT(summary["calibration"]["throughput"].get<double>(), 0);
   EXPECT_GE(summary["calibration"]["iterations"].get<int>(), 3);
   // The bf16 quality check ran on the run's data (the easy blob set): both precisions learn
-  // it, and the figures it decided by are in the reply.
+  // it, and the held-out figures it decided by are in the reply.
   const json& check = summary.at("precision_check");
   EXPECT_EQ(check["precision"], "bf16");
   EXPECT_TRUE(check["passed"].get<bool>()) << check.dump();
-  EXPECT_NEAR(check["reduced_loss"].get<double>(), check["fp32_loss"].get<double>(),
-              0.05 * check["fp32_loss"].get<double>() + 1e-3) << check.dump();
   EXPECT_GT(check["fp32_accuracy"].get<double>(), 0.5) << check.dump();
-  EXPECT_NEAR(check["reduced_accuracy"].get<double>(), check["fp32_accuracy"].get<double>(), 0.02) << check.dump();
+  EXPECT_GE(check["held_out"].get<int>(), 30) << check.dump();
+  EXPECT_GE(check["steps"].get<int>(), 20) << check.dump();
+  ASSERT_TRUE(check["interval"].is_array()) << check.dump();
+  EXPECT_GE(check["interval"][1].get<double>(), 0) << check.dump();
+  EXPECT_NEAR(check["difference"].get<double>(),
+              check["reduced_accuracy"].get<double>() - check["fp32_accuracy"].get<double>(), 1e-9);
   EXPECT_NE(check["on"].get<std::string>().find("7-way 2-shot 3-query"), std::string::npos) << check.dump();
   EXPECT_EQ(host.metrics.count("val/loss"), 0u) << "the check writes no metrics";
+
+  // A way beyond the training classes is timed as training runs it: capped, saying so.
+  config["train_way"] = 500;
+  FakeHost capped;
+  const json timing_only = {{"torch_device", "cpu"}, {"precision", "fp32"}, {"calibration", {{"seconds", 0.1}}}};
+  ASSERT_EQ(run(capped, "calibrate", config, dir.path(), false, &error, timing_only.dump()), MLH_OK) << error;
+  const json timed = json::parse(capped.summary)["calibration"];
+  EXPECT_EQ(timed["benchmark"].get<std::string>().find("500way"), std::string::npos) << timed;
+  EXPECT_NE(timed.value("note", "").find("500-way asked"), std::string::npos) << timed;
 }
 
 // The check cannot run without the run's data: it fails, saying why, so the host keeps fp32.

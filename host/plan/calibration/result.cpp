@@ -16,6 +16,13 @@ std::string fixed(double value) {
   return buf;
 }
 
+// One decimal: "77.2", "-1.8".
+std::string one_decimal(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", value);
+  return buf;
+}
+
 // Reads a calibration result field by field; every problem names where and what.
 class Reader {
  public:
@@ -193,6 +200,28 @@ CalibrationSettings pick_fastest(const std::vector<CalibrationMeasurement>& meas
   return best;
 }
 
+std::string precision_check_text(const json& check) {
+  const std::string verdict =
+      check.value("precision", "") + " quality check " + (check.value("passed", false) ? "passed" : "failed");
+  if (check.contains("reason")) return verdict + " (" + check.value("reason", "") + ")";  // it could not run
+  if (check.contains("held_out")) {
+    auto percent = [&](const char* key) { return one_decimal(100 * check.value(key, NAN)) + "%"; };
+    auto points = [](double v) { return (v >= 0 ? "+" : "") + one_decimal(100 * v); };
+    std::string text = verdict + ": held-out accuracy " + percent("reduced_accuracy") + " vs fp32 " +
+                       percent("fp32_accuracy") + " (difference " + points(check.value("difference", NAN)) + " points";
+    const json& interval = check.value("interval", json());
+    if (interval.is_array() && interval.size() == 2)
+      text += ", 95% interval " + points(interval[0].get<double>()) + " to " + points(interval[1].get<double>());
+    return text + ", " + std::to_string(check.value("held_out", 0)) + " episodes after " +
+           std::to_string(check.value("steps", 0)) + " training steps)";
+  }
+  std::string text = verdict + " (loss " + fixed(check.value("reduced_loss", NAN)) + " vs fp32 " +
+                     fixed(check.value("fp32_loss", NAN));
+  if (check.contains("reduced_accuracy"))
+    text += ", accuracy " + fixed(check.value("reduced_accuracy", NAN)) + " vs " + fixed(check.value("fp32_accuracy", NAN));
+  return text + ")";
+}
+
 std::string calibrated_source(const CalibrationResult& r, const std::string& field) {
   const double chosen = r.throughput_of(r.chosen).value_or(0);
   const std::string unit = " " + r.unit + "/s";
@@ -221,17 +250,7 @@ std::string calibrated_source(const CalibrationResult& r, const std::string& fie
       CalibrationSettings other = r.chosen;
       other.precision = r.chosen.precision == "fp32" ? p : "fp32";
       if (auto t = r.throughput_of(other)) text += " vs " + other.precision + " " + fixed(*t);
-      text += std::string("; ") + p + " quality check " + (r.precision_check.value("passed", false) ? "passed" : "failed");
-      if (r.precision_check.contains("reason")) {  // the check could not run
-        text += " (" + r.precision_check.value("reason", "") + ")";
-      } else {
-        text += " (loss " + fixed(r.precision_check.value("reduced_loss", NAN)) + " vs fp32 " +
-                fixed(r.precision_check.value("fp32_loss", NAN));
-        if (r.precision_check.contains("reduced_accuracy"))
-          text += ", accuracy " + fixed(r.precision_check.value("reduced_accuracy", NAN)) + " vs " +
-                  fixed(r.precision_check.value("fp32_accuracy", NAN));
-        text += ")";
-      }
+      text += "; " + precision_check_text(r.precision_check);
     }
   }
   if (!r.complete) text += "; partial, the time bound stopped it";

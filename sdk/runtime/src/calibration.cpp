@@ -51,4 +51,35 @@ nlohmann::json precision_check(Precision reduced, double fp32_loss, double reduc
           {"reduced_loss", reduced_loss},   {"tolerance", relative_tolerance}, {"passed", passed}};
 }
 
+nlohmann::json held_out_precision_check(Precision reduced, const std::vector<double>& fp32_scores,
+                                        const std::vector<double>& reduced_scores, double fp32_loss,
+                                        double reduced_loss, int64_t steps) {
+  const size_t n = std::min(fp32_scores.size(), reduced_scores.size());
+  double fp32_mean = 0, reduced_mean = 0, mean = 0;
+  for (size_t i = 0; i < n; ++i) {
+    fp32_mean += fp32_scores[i];
+    reduced_mean += reduced_scores[i];
+    mean += reduced_scores[i] - fp32_scores[i];
+  }
+  const double count = static_cast<double>(std::max<size_t>(n, 1));
+  fp32_mean /= count;
+  reduced_mean /= count;
+  mean /= count;
+  double squares = 0;
+  for (size_t i = 0; i < n; ++i) squares += std::pow(reduced_scores[i] - fp32_scores[i] - mean, 2);
+  // Fewer than two examples have no interval: nothing shows the precision holds.
+  const double half_width = n > 1 ? 1.96 * std::sqrt(squares / static_cast<double>(n - 1)) / std::sqrt(count) : 0;
+  const bool passed = n > 1 && std::isfinite(fp32_loss) && std::isfinite(reduced_loss) && mean + half_width >= 0;
+  return {{"precision", to_string(reduced)},
+          {"steps", steps},
+          {"held_out", n},
+          {"fp32_loss", fp32_loss},
+          {"reduced_loss", reduced_loss},
+          {"fp32_accuracy", fp32_mean},
+          {"reduced_accuracy", reduced_mean},
+          {"difference", mean},
+          {"interval", n > 1 ? nlohmann::json{mean - half_width, mean + half_width} : nlohmann::json()},
+          {"passed", passed}};
+}
+
 }  // namespace mlh::rt

@@ -8,7 +8,9 @@
 //    "precision_check": {"precision": "bf16", "steps": 30, "fp32_loss": 2.31,
 //                        "reduced_loss": 2.33, "tolerance": 0.05, "passed": true}}
 // An algorithm offers a reduced precision only where it runs the check: without a
-// "precision_check" in the reply, the host keeps fp32.
+// "precision_check" in the reply, the host keeps fp32. Where the algorithm has held-out data
+// with a per-example score (ProtoNet's validation episodes), held_out_precision_check judges
+// by it; else precision_check compares the training losses.
 //
 // For the batch size finder (`host --batch-size auto`, batch_finder.hpp) the plan says
 //   {"batch_search": {"start": 32, "max": 4096, "seconds": 60}}
@@ -25,6 +27,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
@@ -54,5 +57,18 @@ nlohmann::json time_calibration_step(const std::string& name, const std::functio
 // and within `relative_tolerance` of fp32's (relative to fp32's magnitude, at least 1e-3).
 nlohmann::json precision_check(Precision reduced, double fp32_loss, double reduced_loss, double relative_tolerance,
                                int64_t steps);
+
+// The "precision_check" object of a check on held-out data: two models trained the same
+// `steps` from the same start, one in fp32 and one in `reduced`, each scored on the same
+// held-out examples (`fp32_scores[i]` and `reduced_scores[i]`: example i's accuracy, say).
+// The paired differences give the mean difference (reduced - fp32) and its 95% interval
+// (mean +- 1.96 standard errors). It passes when both held-out losses are finite and the
+// reduced precision is not worse beyond that interval (its upper end is not below zero): a
+// precision is refused only where the held-out examples show it worse than their own noise.
+// Fields: precision, steps, held_out, fp32_loss, reduced_loss, fp32_accuracy,
+// reduced_accuracy, difference, interval [low, high], passed.
+nlohmann::json held_out_precision_check(Precision reduced, const std::vector<double>& fp32_scores,
+                                        const std::vector<double>& reduced_scores, double fp32_loss,
+                                        double reduced_loss, int64_t steps);
 
 }  // namespace mlh::rt
