@@ -68,9 +68,10 @@ TEST_F(ProtonetHost, ARunTimesItsStepOnEachDeviceAndTakesTheFastest) {
       std::string("--plugin-dir ") + MLH_TEST_PLUGIN_DIR("good-gpu") + " --plugin-dir " + MLH_TEST_PLUGIN_DIR("cpuset");
   // The thread count is the plan's for each device (2 for the cpu and fakegpu, 1 for cpuset);
   // the allocator and precision fixed leave the chosen device nothing to calibrate after.
-  // 10-way episodes: the fake GPU's rule would train 60-way.
+  // 10-way episodes of all ten classes: the fake GPU's rule would train 60-way, and the five
+  // default training classes would cap the episode at 5-way, where two cores gain less.
   const std::string run = "--algorithm protonet --command calibrate --allocator glibc --precision fp32 --set preset=reduced "
-                          "--set train_way=10 " + devices;
+                          "--set train_way=10 --set data.train_classes=[0,1,2,3,4,5,6,7,8,9] " + devices;
   const std::string measuring = "MLH_NO_CALIBRATE=0 MLH_CPUSET=0 MLH_FAKEGPU_CORES=0";
   auto reasons = [&](const std::string& run_dir) {
     const json probe = read_json(run_dir + "/probe.json");
