@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -230,6 +231,23 @@ TEST_F(ProbeTest, JsonReportDescribesThisMachine) {
   const std::vector<std::string> features = strings((*cpu)["features"]);
   const bool reports_avx2 = std::find(features.begin(), features.end(), "avx2") != features.end();
   EXPECT_EQ(reports_avx2, cpuinfo_has_flag("avx2")) << "features: " << (*cpu)["features"].dump();
+}
+
+// MLH_CPU_EXTRA_FLAGS makes the cpu plugin read more features than this CPU has: how the
+// suite runs as if on an Intel Xeon with AVX-512 FP16 and AMX (docs/testing.md).
+TEST_F(ProbeTest, ExtraCpuFlagsAreReadAsTheProcessors) {
+  RunOptions o;
+  o.env["MLH_CPU_EXTRA_FLAGS"] = "avx512_fp16 amx_bf16 amx_tile";
+  const json report = probe({}, o);
+  const json* cpu = find_device(report, "cpu:0");
+  ASSERT_NE(cpu, nullptr) << report.dump(2);
+  for (const char* feature : {"avx512_fp16", "amx_bf16"})
+    EXPECT_NE(std::find((*cpu)["features"].begin(), (*cpu)["features"].end(), feature), (*cpu)["features"].end())
+        << feature << " in " << (*cpu)["features"].dump();
+  for (const char* precision : {"fp16", "bf16"})
+    EXPECT_NE(std::find((*cpu)["fast_precisions"].begin(), (*cpu)["fast_precisions"].end(), precision),
+              (*cpu)["fast_precisions"].end())
+        << precision << " in " << (*cpu)["fast_precisions"].dump();
 }
 
 TEST_F(ProbeTest, TextReportNamesTheChosenDevice) {
