@@ -55,6 +55,9 @@ int env_int(const char* name, int fallback, int min, int max) {
 
 bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
 
+// How long a LibTorch 1.x worker waits to join torchrun's agent store (see the constructor).
+constexpr std::chrono::milliseconds kAgentStoreJoinBound{20000};
+
 }  // namespace
 
 DistributedSettings DistributedSettings::from_context(const mlh::RunContext& ctx) {
@@ -116,14 +119,22 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
     std::thread(std::move(connect)).detach();
     // Waited for in slices, so that a stop request ends the wait (the scheduler that sent
     // SIGTERM kills a rank that takes the whole timeout to notice).
-    const auto deadline = std::chrono::steady_clock::now() + timeout_ + std::chrono::seconds(5);
+    // torchrun's agent serves its store before it starts the workers, so joining it takes
+    // moments; a LibTorch 1.x worker that has not joined in kAgentStoreJoinBound does not speak
+    // a newer agent's protocol (torchrun 2.x's held a 1.13 client for the whole timeout), and
+    // says so at once rather than after the timeout.
+    const bool old_client_of_agent = s.agent_store && TORCH_VERSION_MAJOR < 2;
+    const std::chrono::milliseconds bound =
+        old_client_of_agent ? std::min(timeout_, kAgentStoreJoinBound)
+                            : timeout_ + std::chrono::seconds(5);
+    const auto deadline = std::chrono::steady_clock::now() + bound;
     while (connected.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
       if (s.should_stop && s.should_stop())
         throw mlh::Error(MLH_ERR_CANCELLED, "distributed rank " + std::to_string(rank_) + " of " +
                                                 std::to_string(world_size_) + ": stopped while waiting at " + where +
                                                 " for the other ranks to join");
       if (std::chrono::steady_clock::now() >= deadline)
-        throw std::runtime_error("no answer within " + std::to_string(timeout_.count() / 1000 + 5) + " s");
+        throw std::runtime_error("no answer within " + std::to_string(bound.count() / 1000) + " s");
     }
     auto tcp = connected.get();
     if (s.agent_store)
