@@ -122,13 +122,7 @@ DeviceChoice choose_device_by_speed(const PlanRequest& request, const PrepareDev
     return by_class(out, algorithm.name() + " has no calibrate command to time its training step with");
 
   const MeasurementPolicy& policy = request.measurement;
-  CalibrationCache cache(policy.cache_file);
-  try {
-    cache.load();
-  } catch (const CalibrationError& e) {
-    spdlog::warn("{}: not used; the devices are measured again", e.what());
-    cache = CalibrationCache(cache.file());
-  }
+  CalibrationCache cache = CalibrationCache::load_or_empty(policy.cache_file, "the devices are measured again");
   const bool may_measure = policy.calibrate != Calibrate::kCachedOnly;
   bool announced = false;
   const CpuUseMeter others;

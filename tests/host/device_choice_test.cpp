@@ -36,11 +36,18 @@ PlanRequest gpu_and_cpu(const std::filesystem::path& cache, Calibrate calibrate,
   return r;
 }
 
+// plan_run for gpu_and_cpu() where the calibrate command times each device at `rates`.
+PlannedRun planned_with(const std::map<std::string, double>& rates, const std::filesystem::path& cache,
+                        Calibrate calibrate, testing::FakePlanServices& services) {
+  services.device_rates = rates;
+  return plan_run(gpu_and_cpu(cache, calibrate), services);
+}
+
 TEST(DeviceChoice, TheFasterDeviceWinsOverTheClassRuleAndLaterRunsUseTheCache) {
   TempDir t;
   testing::FakePlanServices services;
-  services.device_rates = {{"cuda:0", 8702}, {"cpu:0", 71234}};
-  const PlannedRun run = plan_run(gpu_and_cpu(t / "calibration.json", Calibrate::kIfMissing), services);
+  const PlannedRun run =
+      planned_with({{"cuda:0", 8702}, {"cpu:0", 71234}}, t / "calibration.json", Calibrate::kIfMissing, services);
   EXPECT_EQ(run.device.id(), "cpu:0");
   EXPECT_EQ(run.plan["device"], "cpu:0") << "the plan is made for the device chosen";
   ASSERT_EQ(run.ranking.devices.size(), 2u);
@@ -81,17 +88,15 @@ TEST(DeviceChoice, TheFasterDeviceWinsOverTheClassRuleAndLaterRunsUseTheCache) {
 TEST(DeviceChoice, AFigureWithinTheMarginKeepsTheClassRulesDevice) {
   TempDir t;
   testing::FakePlanServices services;
-  services.device_rates = {{"cuda:0", 100}, {"cpu:0", 102}};
-  const PlannedRun run = plan_run(gpu_and_cpu(t / "c.json", Calibrate::kIfMissing), services);
+  const PlannedRun run = planned_with({{"cuda:0", 100}, {"cpu:0", 102}}, t / "c.json", Calibrate::kIfMissing, services);
   EXPECT_EQ(run.device.id(), "cuda:0");
   EXPECT_EQ(run.ranking.devices[0].reason, "first by device class, and measured within 3% of the fastest: 100 samples/s vs cpu:0 102");
 }
 
 TEST(DeviceChoice, ADeviceWhoseMeasurementFailsRanksAfterTheMeasuredOnesWithTheFailure) {
   TempDir t;
-  testing::FakePlanServices services;
-  services.device_rates = {{"cuda:0", 0}, {"cpu:0", 50}};  // 0: the calibrate command fails there
-  const PlannedRun run = plan_run(gpu_and_cpu(t / "c.json", Calibrate::kIfMissing), services);
+  testing::FakePlanServices services;  // 0: the calibrate command fails there
+  const PlannedRun run = planned_with({{"cuda:0", 0}, {"cpu:0", 50}}, t / "c.json", Calibrate::kIfMissing, services);
   EXPECT_EQ(run.device.id(), "cpu:0");
   EXPECT_EQ(run.ranking.devices[1].device.id(), "cuda:0");
   EXPECT_EQ(run.ranking.devices[1].reason, "not measured: the step failed on purpose");
@@ -105,9 +110,9 @@ TEST(DeviceChoice, ADeviceWhoseMeasurementFailsRanksAfterTheMeasuredOnesWithTheF
   EXPECT_EQ(cache["device_speeds"][0]["key"]["device"], "cpu:0");
 
   testing::FakePlanServices none_works;
-  none_works.device_rates = {{"cuda:0", 0}, {"cpu:0", 0}};
   TempDir t2;
-  const PlannedRun by_class = plan_run(gpu_and_cpu(t2 / "c.json", Calibrate::kIfMissing), none_works);
+  const PlannedRun by_class =
+      planned_with({{"cuda:0", 0}, {"cpu:0", 0}}, t2 / "c.json", Calibrate::kIfMissing, none_works);
   EXPECT_EQ(by_class.device.id(), "cuda:0") << "none measured: the class rule's choice";
   EXPECT_EQ(by_class.plan["device_choice"]["status"],
             "by device class: no device could be measured (cuda:0: the step failed on purpose; cpu:0: the step failed "
@@ -117,8 +122,7 @@ TEST(DeviceChoice, ADeviceWhoseMeasurementFailsRanksAfterTheMeasuredOnesWithTheF
 TEST(DeviceChoice, WithoutMeasuringTheClassRuleChoosesAndSaysWhy) {
   TempDir t;
   testing::FakePlanServices services;
-  services.device_rates = {{"cuda:0", 1}, {"cpu:0", 1000}};
-  const PlannedRun run = plan_run(gpu_and_cpu(t / "c.json", Calibrate::kCachedOnly), services);
+  const PlannedRun run = planned_with({{"cuda:0", 1}, {"cpu:0", 1000}}, t / "c.json", Calibrate::kCachedOnly, services);
   EXPECT_EQ(run.device.id(), "cuda:0");
   EXPECT_TRUE(services.calibrate_plans.empty());
   EXPECT_EQ(run.plan["device_choice"]["rule"], "device class");

@@ -28,13 +28,8 @@ BatchSearch batch_size_for_plan(const PlanRequest& request, const json& plan, co
   keyed_config.erase("batch_size");
   const CalibrationKey key = calibration_key(algorithm.manifest, device);
   const std::string config_hash = sha256_hex(keyed_config.dump());
-  CalibrationCache cache(request.measurement.cache_file);
-  try {
-    cache.load();
-  } catch (const CalibrationError& e) {
-    spdlog::warn("{}: not used; the batch is sought again, and the file replaced", e.what());
-    cache = CalibrationCache(cache.file());
-  }
+  CalibrationCache cache =
+      CalibrationCache::load_or_empty(request.measurement.cache_file, "the batch is sought again, and the file replaced");
   BatchSearch out;
   if (auto cached = cache.find_batch_size(key, config_hash)) {
     out.status = "cached in " + cache.file().string() + " (measured " + cached->measured_at + ")";

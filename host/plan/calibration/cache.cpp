@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "common/files.hpp"
 
 namespace mlhost {
@@ -136,6 +138,17 @@ void CalibrationCache::load() {
   results_ = std::move(results);
   batch_sizes_ = std::move(batch_sizes);
   device_speeds_ = std::move(device_speeds);
+}
+
+CalibrationCache CalibrationCache::load_or_empty(const fs::path& file, const std::string& then) {
+  CalibrationCache cache(file);
+  try {
+    cache.load();
+  } catch (const CalibrationError& e) {
+    spdlog::warn("{}: not used; {}", e.what(), then);
+    cache = CalibrationCache(file);
+  }
+  return cache;
 }
 
 std::optional<CalibrationCache::DeviceSpeed> CalibrationCache::find_device_speed(const CalibrationKey& key,

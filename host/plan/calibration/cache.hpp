@@ -43,6 +43,10 @@ class CalibrationCache {
 
   // Reads the file; a missing one is an empty cache. Throws CalibrationError naming the file.
   void load();
+  // The cache in `file` for a step of planning: derived data is never a reason to stop a run,
+  // so a file that cannot be trusted is a warning ("<why>: not used; <then>") and an empty
+  // cache, which the next store replaces.
+  static CalibrationCache load_or_empty(const std::filesystem::path& file, const std::string& then);
   // The calibration for exactly this key, if there is one.
   std::optional<CalibrationResult> find(const CalibrationKey& key) const;
   // Adds `result`, replacing one for the same key (measured again), and keeping at most

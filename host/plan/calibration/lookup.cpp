@@ -51,17 +51,10 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
   }
   CalibrationKey key = calibration_key(algorithm.manifest, device);
   key.workload = workload_hash(algorithm.config_schema, config);
-  CalibrationCache cache(policy.cache_file);
-  try {
-    cache.load();
-  } catch (const CalibrationError& e) {
-    // Derived data: a damaged file is never a reason to stop a run. Nothing of it is used, and
-    // the next calibration stored replaces it.
-    // Said before anything is measured: whether this run measures and stores (a busy machine
-    // does not store) is not known yet, so the warning promises neither.
-    spdlog::warn("{}: not used; the next calibration that completes on a quiet machine replaces it", e.what());
-    cache = CalibrationCache(cache.file());
-  }
+  // Said before anything is measured: whether this run measures and stores (a busy machine
+  // does not store) is not known yet, so the warning promises neither.
+  CalibrationCache cache = CalibrationCache::load_or_empty(
+      policy.cache_file, "the next calibration that completes on a quiet machine replaces it");
   const bool cpu = !torch_backend(device).accelerator;
   auto user_set = [&](const char* k) { return request.settings && request.settings->get(k, device.kind).has_value(); };
   const bool vary_allocator = !request.overrides.allocator && !user_set("allocator") && !built_with_address_sanitizer();
