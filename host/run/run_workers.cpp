@@ -166,6 +166,13 @@ int run_workers(const RunJob& job) {
       if (owns_run_dir)
         write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "failed"},
                                 {"failed_rank", spec.rank}, {"error", message}});
+      // A rank that refused its input (a config or file the algorithm rejects before training)
+      // is the user's to fix, not a failure a restart would get past: exit 2, as one process.
+      const WorkerOutcome& end = group.workers[static_cast<size_t>(failed)];
+      if (end.signal == 0 && end.exit_code == kWorkerBadInput)
+        throw HostError("distributed " + specs[0].work_name() + ": " + message + "; outputs kept in " +
+                            run_dir.string(),
+                        kExitBadInput);
       throw WorkersFailed("distributed " + specs[0].work_name() + " failed: " + message + "; outputs kept in " + run_dir.string() + " (" +
                               (spec.output_dir() / "log.txt").string() + ")",
                           message);

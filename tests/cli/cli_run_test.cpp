@@ -760,6 +760,13 @@ TEST_F(RunTest, InitFromStartsWhereTheSourceRunEnded) {
       << misfit.describe();
   EXPECT_TRUE(contains(misfit.err, "nothing was trained, and the run folder is gone again")) << misfit.describe();
   EXPECT_FALSE(fs::exists(run_dir_)) << "a refused --init-from leaves no run folder behind";
+  // So it is for every rank of a distributed run, which --max-restarts does not retry.
+  const Result ranks =
+      train({"--init-from", wrong.string(), "--nproc-per-node", "2", "--batch-size", "16", "--max-restarts", "2"});
+  EXPECT_EQ(ranks.exit_code, 2) << ranks.describe();
+  EXPECT_TRUE(contains(ranks.err, "tensor 'weight' is [2, 1] in the file")) << ranks.describe();
+  EXPECT_FALSE(contains(ranks.err, "restart 1 of 2")) << ranks.describe();
+  fs::remove_all(run_dir_);
   const Result refit = train({"--init-from", (source / "model.safetensors").string(), "--set", "steps=2"});
   EXPECT_EQ(refit.exit_code, 0) << refit.describe();
 

@@ -88,6 +88,25 @@ TEST(Calibration, ResultRoundTripsAndSaysWhatItMeasured) {
             "calibrated: fp32 16.5 episodes/s vs bf16 30.0; bf16 quality check failed (loss 2.00 vs fp32 1.00)");
 }
 
+// A check on held-out data reads as the two accuracies, their difference and its interval.
+TEST(Calibration, AHeldOutCheckSaysBothAccuraciesAndTheInterval) {
+  CalibrationResult r = result();
+  r.chosen = s("jemalloc", 2, "bf16");
+  r.precision_check = {{"precision", "bf16"}, {"passed", true}, {"steps", 100}, {"held_out", 100},
+                       {"fp32_loss", 0.45}, {"reduced_loss", 0.44}, {"fp32_accuracy", 0.843},
+                       {"reduced_accuracy", 0.854}, {"difference", 0.011}, {"interval", {0.006, 0.016}}};
+  EXPECT_EQ(calibrated_source(r, "precision"),
+            "calibrated: bf16 30.0 episodes/s vs fp32 16.5; bf16 quality check passed: held-out accuracy 85.4% vs "
+            "fp32 84.3% (difference +1.1 points, 95% interval +0.6 to +1.6, 100 episodes after 100 training steps)");
+  r.chosen = s("jemalloc", 2);
+  r.precision_check["passed"] = false;
+  r.precision_check["difference"] = -0.04;
+  r.precision_check["interval"] = {-0.05, -0.03};
+  EXPECT_NE(calibrated_source(r, "precision").find("bf16 quality check failed: held-out accuracy"), std::string::npos);
+  EXPECT_NE(calibrated_source(r, "precision").find("difference -4.0 points, 95% interval -5.0 to -3.0"), std::string::npos)
+      << calibrated_source(r, "precision");
+}
+
 TEST(Calibration, UntrustworthyResultsAreRejectedNamingTheField) {
   auto error = [](json j) {
     try {
