@@ -10,6 +10,7 @@
 #include "plan/calibration/cache.hpp"
 #include "plan/calibration/search.hpp"
 #include "plan/machine_share.hpp"
+#include "plan/plan_text.hpp"
 
 namespace mlhost {
 
@@ -73,18 +74,12 @@ Ranking reordered(const Ranking& ranking, const std::vector<DeviceSpeed>& order,
 }  // namespace
 
 std::string speed_text(double throughput) {
-  char buf[64];
   if (throughput >= 1000) {
     // Three significant digits, then thousands separators: 71,000 and 8,700.
     const double scale = std::pow(10.0, std::floor(std::log10(throughput)) - 2);
-    const auto rounded = static_cast<int64_t>(std::llround(throughput / scale) * scale);
-    std::string digits = std::to_string(rounded), out;
-    for (size_t i = 0; i < digits.size(); ++i) {
-      if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-      out += digits[i];
-    }
-    return out;
+    return with_thousands(static_cast<int64_t>(std::llround(throughput / scale) * scale));
   }
+  char buf[64];
   std::snprintf(buf, sizeof buf, throughput >= 100 ? "%.0f" : throughput >= 10 ? "%.1f" : "%.2f", throughput);
   return buf;
 }

@@ -20,16 +20,6 @@ std::string show(const json& v) {
   return v.dump();
 }
 
-// 1234567 -> "1,234,567"
-std::string with_thousands(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (n < 0 ? "-" : "") + out;
-}
-
 // The model line: the algorithm's description of the model this config and plan give.
 std::string model_text(const json& model) {
   std::string text = model.value("shape", std::string());
@@ -39,6 +29,15 @@ std::string model_text(const json& model) {
 }
 
 }  // namespace
+
+std::string with_thousands(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
 
 std::string plan_to_text(const json& plan) {
   std::ostringstream o;
