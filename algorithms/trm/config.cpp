@@ -135,6 +135,9 @@ const mlh::ConfigTable<Config>& config_table() {
                  "steps between evals (0: at the end only)")
           .field("eval_examples", MLH_MEMBER(eval_examples), 0, mlh::at_least(0).unit("examples").speed_neutral(),
                  "test examples for evals during training (0: all)")
+          .field("eval_save_predictions", MLH_MEMBER(eval_save_predictions), false, mlh::speed_neutral(),
+                 "eval: also write every test example's input, label, prediction and halting logit as the TRM "
+                 "reference saves them (step_<step>_all_preds.0, a torch.save dict) for outside evaluators")
           .field("checkpoint_every", MLH_MEMBER(checkpoint_every), 1000, mlh::at_least(1).unit("steps").speed_neutral(),
                  "a checkpoint after every this many steps")
           .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3,

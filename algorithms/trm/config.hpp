@@ -101,6 +101,7 @@ struct Config {
   double ema_rate = 0.999;
   int64_t eval_every = 1000;    // steps; 0: only at the end
   int64_t eval_examples = 0;    // test examples for evals during training (0: all)
+  bool eval_save_predictions = false;  // eval: write step_<N>_all_preds.0 (saved_predictions.hpp)
   int64_t checkpoint_every = 1000;
   int keep_checkpoints = 3;
   std::string checkpoint = "best";  // eval/solve/generate: best or latest

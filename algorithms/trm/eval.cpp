@@ -94,6 +94,9 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
            ") on " + plan.torch_device);
   json summary = {{"checkpoint", tm.checkpoint_path}, {"step", tm.step}, {"ema", tm.ema_weights}};
   if (tm.run.mode == "text") {
+    if (cfg.eval_save_predictions)
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
+                       "config field 'eval_save_predictions': saves a puzzle test split's predictions; this run is text");
     const TextCorpus corpus(tm.run.text_file, cfg.data.text_eval_fraction, tm.run.model.seq_len);
     const TextEvalResult r =
         evaluate_text(tm.model(), text_eval_batches(corpus, cfg.batch_size, 0), make_eval_settings(cfg, plan, 0));
@@ -107,8 +110,10 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
     const std::string dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
     const DatasetSplit test = DatasetSplit::open(dir + "/test");
     const std::optional<ArcDatasetFiles> arc_files = load_arc_dataset_files(dir);
-    const auto [r, arc_score] =
-        evaluate_test_split(tm.model(), test, arc_files, make_eval_settings(cfg, plan, cfg.eval_examples));
+    std::optional<SavedPredictions> saved;
+    if (cfg.eval_save_predictions) saved.emplace();
+    const auto [r, arc_score] = evaluate_test_split(tm.model(), test, arc_files,
+                                                    make_eval_settings(cfg, plan, cfg.eval_examples), saved ? &*saved : nullptr);
     ctx.info("test split '" + test.dir() + "' (" + std::to_string(r.examples) + " examples): exact accuracy " +
              fmt(r.exact_accuracy, 4) + ", token accuracy " + fmt(r.token_accuracy, 4) + ", mean halting steps " +
              fmt(r.mean_halt_steps) + " (exact accuracy when halting there: " + fmt(r.halted_exact_accuracy, 4) + "), " +
@@ -122,6 +127,13 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
                     {"halted_exact_accuracy", r.halted_exact_accuracy},
                     {"examples", r.examples},
                     {"data_dir", dir}});
+    if (saved) {
+      const std::string path = ctx.run_dir() + "/" + SavedPredictions::file_name(tm.step);
+      saved->write(path);
+      ctx.info("predictions of " + std::to_string(saved->rows()) + " examples written to " + path +
+               " (the TRM reference's format: torch.load it)");
+      summary["predictions"] = path;
+    }
     if (arc_score) {
       const std::string path = ctx.run_dir() + "/submission.json";
       write_submission(path, *arc_score);

@@ -98,7 +98,8 @@ Answers predict(Trm& model, const Batch& batch, const EvalSettings& settings) {
   return {to_vector(r.final_tokens), to_vector(r.halt_steps), to_doubles(r.final_q_halt_logits)};
 }
 
-PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const EvalSettings& settings, arc::Votes* votes) {
+PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const EvalSettings& settings, arc::Votes* votes,
+                                  SavedPredictions* saved) {
   const auto start = std::chrono::steady_clock::now();
   PuzzleEvalResult r;
   EvalBatches batches(test, settings.batch_size);
@@ -112,9 +113,10 @@ PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const Ev
     const std::vector<int32_t> final_tokens = to_vector(run.final_tokens);
     const std::vector<int32_t> halted_tokens = to_vector(run.halted_tokens);
     const std::vector<int32_t> halt_steps = to_vector(run.halt_steps);
-    if (votes) {
+    if (votes || saved) {
       const std::vector<double> q = to_doubles(run.final_q_halt_logits);
-      for (int64_t row = 0; row < rows; ++row) {
+      if (saved) saved->add(batch, rows, final_tokens, q);
+      for (int64_t row = 0; votes && row < rows; ++row) {
         const size_t at = static_cast<size_t>(row * batch.seq_len);
         votes->add(batch.puzzle_identifiers[static_cast<size_t>(row)], &batch.inputs[at], &final_tokens[at],
                    q[static_cast<size_t>(row)]);
@@ -150,10 +152,11 @@ PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const Ev
 }
 
 std::pair<PuzzleEvalResult, std::optional<arc::ArcScore>> evaluate_test_split(
-    Trm& model, const DatasetSplit& test, const std::optional<ArcDatasetFiles>& arc_files, const EvalSettings& settings) {
+    Trm& model, const DatasetSplit& test, const std::optional<ArcDatasetFiles>& arc_files, const EvalSettings& settings,
+    SavedPredictions* saved) {
   std::optional<arc::Votes> votes;
   if (arc_files) votes.emplace(arc_files->identifiers, test.metadata().blank_identifier_id);
-  const PuzzleEvalResult r = evaluate_puzzles(model, test, settings, votes ? &*votes : nullptr);
+  const PuzzleEvalResult r = evaluate_puzzles(model, test, settings, votes ? &*votes : nullptr, saved);
   std::optional<arc::ArcScore> score;
   if (votes) score = arc::score(*votes, arc_files->test_puzzles, /*with_answers=*/true, arc_files->test_puzzles_path);
   return {r, std::move(score)};

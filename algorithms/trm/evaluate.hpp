@@ -19,6 +19,7 @@
 #include "data/dataset.hpp"
 #include "data/sampler.hpp"
 #include "model/trm.hpp"
+#include "saved_predictions.hpp"
 
 namespace trm {
 
@@ -55,14 +56,16 @@ at::Tensor next_token_logits(Trm& model, const Batch& batch, int64_t position, c
 Answers predict(Trm& model, const Batch& batch, const EvalSettings& settings);
 
 // With `votes`, every evaluated row's final answer and halt logit is also cast as an ARC vote
-// (the rows' inputs must be ARC's 30x30 encoding).
+// (the rows' inputs must be ARC's 30x30 encoding); with `saved`, kept for outside evaluators.
 PuzzleEvalResult evaluate_puzzles(Trm& model, const DatasetSplit& test, const EvalSettings& settings,
-                                  arc::Votes* votes = nullptr);
+                                  arc::Votes* votes = nullptr, SavedPredictions* saved = nullptr);
 
 // Evaluates the test split, and on an ARC dataset (`arc_files`) also votes and scores pass@K:
-// the score, with the submission it implies, comes back beside the result.
+// the score, with the submission it implies, comes back beside the result. With `saved`,
+// every evaluated row's prediction is also kept there.
 std::pair<PuzzleEvalResult, std::optional<arc::ArcScore>> evaluate_test_split(
-    Trm& model, const DatasetSplit& test, const std::optional<ArcDatasetFiles>& arc_files, const EvalSettings& settings);
+    Trm& model, const DatasetSplit& test, const std::optional<ArcDatasetFiles>& arc_files, const EvalSettings& settings,
+    SavedPredictions* saved = nullptr);
 
 struct TextEvalResult {
   int64_t tokens = 0;

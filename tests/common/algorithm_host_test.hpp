@@ -21,6 +21,19 @@ struct HostResult {
   std::string output;  // stdout and stderr
 };
 
+// Runs a shell command line; its exit code and what it printed (as the line redirects it).
+inline HostResult run_command(const std::string& command_line) {
+  HostResult r;
+  FILE* p = popen(command_line.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
 // Runs `host_bin --no-default-plugin-dir --plugin-dir plugin_dir args`, without calibrating
 // first and without any calibration the user's own runs cached or hardware settings file the
 // user keeps in ~/.config/mlhost (hermetic plans). `env` ("NAME=value ...") comes after those
@@ -30,15 +43,7 @@ inline HostResult run_host(const std::string& host_bin, const std::string& plugi
   const std::string cache = (std::filesystem::temp_directory_path() / ("mlhost-test-cache-" + std::to_string(::getpid()))).string();
   const std::string cmd = "MLH_NO_CALIBRATE=1 MLH_MACHINE_SHARING=dedicated XDG_CACHE_HOME='" + cache + "' XDG_CONFIG_HOME='" + cache + "' " + env + " " + host_bin +
                           " --no-default-plugin-dir --plugin-dir " + plugin_dir + " " + args + " 2>&1";
-  HostResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_command(cmd);
 }
 
 inline nlohmann::json read_json_file(const std::string& path) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "algorithm_host_test.hpp"
+#include "arc_fixture.hpp"
 #include "run_snapshot.hpp"
 
 namespace {
@@ -17,7 +18,9 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-HostResult host(const std::string& args) { return run_host(TRM_HOST_BIN, TRM_PLUGIN_DIR, args); }
+
+using trm_test::host;
+using trm_test::build_and_train_arc;
 
 class TrmHost : public HostTempDirTest {
  protected:
@@ -198,55 +201,16 @@ TEST_F(TrmPlanEffects, ThePlanShowsTheModelItTrains) {
 // training run that evaluates with the ARC scorer, eval (pass@K and submission.json) and solve
 // on a challenges file; a malformed task file is refused naming the file, task and field, and
 // nothing is written.
-void write_arc_fixture(const std::string& prefix) {
-  // Each task recolours its grid (1 -> 2); small grids so that a tiny model trains fast.
-  auto task = [](int seed) {
-    json train = json::array(), test = json::array(), solutions = json::array();
-    for (int i = 0; i < 3; ++i) {
-      const int a = (seed + i) % 3 + 1, b = (seed + 2 * i) % 2;
-      train.push_back({{"input", {{1, b}, {a, 1}}}, {"output", {{2, b}, {a == 1 ? 2 : a, 2}}}});
-    }
-    test.push_back({{"input", {{1, 1}, {seed % 2, 1}}}});
-    solutions.push_back(json{{2, 2}, {seed % 2, 2}});
-    return std::make_pair(json{{"train", train}, {"test", test}}, solutions);
-  };
-  for (const auto& [subset, first] : {std::make_pair(std::string("training"), 0), std::make_pair(std::string("evaluation"), 10)}) {
-    json challenges = json::object(), solutions = json::object();
-    for (int t = 0; t < 3; ++t) {
-      const std::string id = subset.substr(0, 1) + std::to_string(first + t) + "abcdef0";
-      auto [c, s] = task(first + t);
-      challenges[id] = c;
-      solutions[id] = s;
-    }
-    std::ofstream(prefix + "_" + subset + "_challenges.json") << challenges.dump();
-    std::ofstream(prefix + "_" + subset + "_solutions.json") << solutions.dump();
-  }
-}
-
 TEST_F(TrmHost, ArcBuildTrainEvalSolve) {
   const std::string prefix = dir_ + "/fx", data = dir_ + "/arc", run = dir_ + "/run";
-  write_arc_fixture(prefix);
-  const HostResult b = host("--algorithm trm --command build-data --device cpu --run-dir " + dir_ + "/build" +
-                            " --set build.kind=arc --set build.arc_prefix=" + prefix +
-                            " --set build.num_aug=3 --set data.dir=" + data);
-  ASSERT_EQ(b.rc, 0) << b.output;
-  for (const char* f : {"identifiers.json", "test_puzzles.json", "train/dataset.json", "test/all__inputs.npy"})
-    EXPECT_TRUE(fs::exists(data + "/" + f)) << f;
-  EXPECT_EQ(read_json_file(data + "/test_puzzles.json").size(), 3u) << "the evaluation subset's tasks";
-
+  build_and_train_arc(dir_, data, run);
+  if (HasFatalFailure()) return;
   const std::string common = " --device cpu --no-calibrate --run-dir " + run;
-  const HostResult t = host("--algorithm trm" + common + " --set data.dir=" + data +
-                            " --set model.hidden=32 --set model.num_heads=2 --set model.h_cycles=1 --set model.l_cycles=1"
-                            " --set model.halt_max_steps=2 --set model.puzzle_emb_ndim=32 --set optimizer=adam_atan2"
-                            " --set batch_size=8 --set train_steps=24 --set lr=0.003 --set lr_warmup_steps=2"
-                            " --set eval_every=12 --set checkpoint_every=12");
-  ASSERT_EQ(t.rc, 0) << t.output;
   const json s = read_json_file(run + "/summary.json");
   EXPECT_EQ(s["status"], "completed") << s.dump();
   EXPECT_TRUE(s["result"]["eval"].contains("pass@1")) << s.dump();
   EXPECT_TRUE(s["result"]["eval"].contains("pass@2")) << s.dump();
   EXPECT_TRUE(s["last_metrics"].contains("eval/pass@2")) << s.dump();
-  EXPECT_NE(t.output.find("ARC pass@1"), std::string::npos) << t.output;
 
   const HostResult e = host("--algorithm trm --command eval --resume" + common);
   ASSERT_EQ(e.rc, 0) << e.output;
