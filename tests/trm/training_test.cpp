@@ -210,6 +210,11 @@ TEST(TrmTraining, TextModelLearnsAndGenerates) {
   // A text model cannot solve puzzles, nor a puzzle model generate.
   EXPECT_EQ(run(gen, "solve", cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("generate"), std::string::npos) << error;
+  // Nor are there puzzle predictions to save.
+  json save = cfg;
+  save["eval_save_predictions"] = true;
+  EXPECT_EQ(run(gen, "eval", save, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("'eval_save_predictions'"), std::string::npos) << error;
 }
 
 TEST(TrmTraining, BadInputsAreClearErrors) {
