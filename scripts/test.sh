@@ -81,14 +81,15 @@ suite() {  # build folder, tests to leave out (a ctest -E pattern, or ""), build
   bash scripts/build.sh "$@" && ctest --test-dir "$build" --output-on-failure -j2 --timeout 600 ${skip:+-E "$skip"}
 }
 
-# Stage 2 makes .venv/, which holds PyTorch's real torchrun: the Debian build's torchrun tests,
-# which skip in stage 1 for want of it, run again after stage 2's own suite.
+# Stage 2 makes .venv/, which holds PyTorch's real torchrun and the TRM reference's ARC
+# evaluator's packages: the Debian build's tests of both, which skip in stage 1 for want of
+# them, run again after stage 2's own suite (the TRM tests are not among stage 2's areas).
 pypi_stage() {
   local status=0
   suite build-pypi "$pypi_skip" --torch pypi -DMLH_TEST_AREAS="$pypi_areas" || status=$?
   if [[ -x build/bin/host && -x .venv/bin/torchrun ]]; then
-    echo "== torchrun against the Debian build"
-    ctest --test-dir build --output-on-failure --timeout 600 -R '^TorchrunTest\.' || status=1
+    echo "== torchrun and the TRM reference's ARC evaluator against the Debian build"
+    ctest --test-dir build --output-on-failure --timeout 600 -R '^(TorchrunTest|ArcReferenceEvaluator)\.' || status=1
   fi
   return $status
 }

@@ -261,14 +261,23 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       throw CliError("--allocator '" + allocator + "' is not one of auto, glibc, glibc-tuned, jemalloc, tcmalloc");
     o.allocator = allocator;
   }
-  if (vm.count("max-steps")) {
+  // MLH_MAX_STEPS stands in for --max-steps on runs of an algorithm (the docs test runs every
+  // documented training command short with it); elsewhere it is ignored.
+  std::string max_steps_from = "--max-steps";
+  if (!vm.count("max-steps") && vm.count("algorithm"))
+    if (const char* env = std::getenv("MLH_MAX_STEPS"); env && *env) {
+      max_steps = env;
+      max_steps_from = "MLH_MAX_STEPS";
+    }
+  if (vm.count("max-steps") || max_steps_from == "MLH_MAX_STEPS") {
     char* end = nullptr;
     errno = 0;
     const long long n = std::strtoll(max_steps.c_str(), &end, 10);
     if (max_steps.empty() || *end != '\0' || errno != 0 || n < 1 || n > INT32_MAX)
-      throw CliError("--max-steps must be a whole number from 1 to " + std::to_string(INT32_MAX) + ", got '" +
+      throw CliError(max_steps_from + " must be a whole number from 1 to " + std::to_string(INT32_MAX) + ", got '" +
                      max_steps + "'");
     o.max_steps = n;
+    o.max_steps_from = max_steps_from;
   }
   if (vm.count("init-from")) {
     const std::string path = vm["init-from"].as<std::string>();

@@ -63,6 +63,7 @@ struct CliOptions {
   bool no_calibrate = false;                 // --no-calibrate
   int calibration_seconds = 60;              // --calibration-seconds
   std::optional<int64_t> max_steps;          // --max-steps N: end the run after N optimizer steps
+  std::string max_steps_from = "--max-steps";  // or "MLH_MAX_STEPS", which stands in for it
   std::optional<std::string> init_from;      // --init-from PATH: the model's first weights (absolute)
   std::vector<std::string> freeze;           // --freeze NAME[,NAME...]: parameters not trained
 

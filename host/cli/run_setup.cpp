@@ -43,6 +43,7 @@ PlanOverrides overrides(const CliOptions& options) {
   if (options.allocator && *options.allocator != "auto") o.allocator = options.allocator;
   o.threads = options.threads;
   o.max_steps = options.max_steps;
+  o.max_steps_from = options.max_steps_from;
   if (options.init_from) o.init_from = nlohmann::json{{"path", *options.init_from}, {"freeze", options.freeze}};
   return o;
 }

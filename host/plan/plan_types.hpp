@@ -60,6 +60,7 @@ struct PlanOverrides {
   std::optional<std::string> allocator;  // --allocator
   std::optional<int64_t> threads;        // --threads N: the worker's intra-op threads
   std::optional<int64_t> max_steps;      // --max-steps N
+  std::string max_steps_from = "--max-steps";  // or "MLH_MAX_STEPS", which stands in for it
   std::optional<nlohmann::json> init_from;  // --init-from PATH --freeze ...: {"path", "freeze": [names]}
 };
 

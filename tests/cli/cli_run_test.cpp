@@ -682,6 +682,19 @@ TEST_F(RunTest, MaxStepsEndsTrainingEarlyAsANormalEnd) {
   const Result eval = train({"--resume", "--command", "eval", "--max-steps", "7"});
   ASSERT_EQ(eval.exit_code, 0) << eval.describe();
   EXPECT_TRUE(contains(eval.out + eval.err, "7 (no effect: eval does not train)")) << eval.describe();
+
+  // MLH_MAX_STEPS stands in for the option on a run of an algorithm, and says so; it is ignored
+  // where no algorithm runs, and a bad value is refused naming the variable.
+  const Result from_env = run_toyreg({"--print-plan"}, {{{"MLH_MAX_STEPS", "5"}}});
+  ASSERT_EQ(from_env.exit_code, 0) << from_env.describe();
+  EXPECT_TRUE(contains(from_env.out, "max steps                5")) << from_env.describe();
+  EXPECT_TRUE(contains(from_env.out, "environment MLH_MAX_STEPS")) << from_env.describe();
+  const Result option_wins = run_toyreg({"--print-plan", "--max-steps", "7"}, {{{"MLH_MAX_STEPS", "5"}}});
+  EXPECT_TRUE(contains(option_wins.out, "max steps                7")) << option_wins.describe();
+  EXPECT_EQ(host({"--probe"}, {{{"MLH_MAX_STEPS", "5"}}}).exit_code, 0);
+  const Result bad = run_toyreg({"--print-plan"}, {{{"MLH_MAX_STEPS", "soon"}}});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_TRUE(contains(bad.err, "MLH_MAX_STEPS must be a whole number")) << bad.describe();
 }
 
 // A safetensors file by hand (the format's bytes: u64 header size, JSON header, data), so
