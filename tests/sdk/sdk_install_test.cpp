@@ -370,6 +370,49 @@ TEST_F(InstalledSdk, MlpFitLearnsAndAStoppedRunResumes) {
   EXPECT_EQ(after["result"]["slope"], reference["slope"]) << reference.dump(2);
 }
 
+// Every C++ snippet of the installed plugin guide compiles against the installed package, each
+// as a file of its own: its #include lines, then its code in a namespace of its own after
+// plugin_guide_prelude.hpp (the SDK's headers and the reader's own model and data, declared).
+TEST_F(InstalledSdk, ThePluginGuidesSnippetsCompileAgainstThePrefix) {
+  std::ifstream guide_file(kPrefix / "share/doc/mlhost/docs/plugin-guide.md");
+  const std::string guide((std::istreambuf_iterator<char>(guide_file)), std::istreambuf_iterator<char>());
+  const fs::path project = kWork / "guide-snippets";
+  fs::create_directories(project);
+  fs::copy_file(MLH_SDK_TEST_GUIDE_PRELUDE, project / "plugin_guide_prelude.hpp", fs::copy_options::overwrite_existing);
+  std::string sources;
+  int snippets = 0;
+  for (size_t at = guide.find("```cpp\n"), end = 0; at != std::string::npos; at = guide.find("```cpp\n", end)) {
+    const size_t begin = at + 7;
+    end = guide.find("\n```", begin);
+    ASSERT_NE(end, std::string::npos) << "an unclosed cpp block at offset " << at;
+    ASSERT_LT(snippets, 100) << "more C++ blocks than a guide has: the extraction does not advance";
+    std::stringstream code(guide.substr(begin, end - begin + 1));
+    std::string includes, body;
+    for (std::string line; std::getline(code, line);) (line.rfind("#include", 0) == 0 ? includes : body) += line + "\n";
+    const std::string name = "snippet" + std::to_string(++snippets) + ".cpp";
+    const size_t line = static_cast<size_t>(std::count(guide.begin(), guide.begin() + static_cast<std::ptrdiff_t>(at), '\n')) + 1;
+    std::ofstream(project / name) << "// docs/plugin-guide.md:" << line << "\n#include \"plugin_guide_prelude.hpp\"\n"
+                                  << includes << "namespace guide_snippet_" << snippets << " {\n#line " << line + 1
+                                  << " \"plugin-guide.md\"\n" << body << "}\n";
+    sources += " " + name;
+  }
+  EXPECT_GE(snippets, 9) << "the guide's C++ snippets";
+  std::ofstream(project / "CMakeLists.txt")
+      << "cmake_minimum_required(VERSION 3.18)\nproject(guide_snippets LANGUAGES CXX)\n"
+         "find_package(mlhost REQUIRED COMPONENTS runtime)\n"
+         "add_library(guide_snippets OBJECT" << sources << ")\n"
+         "target_link_libraries(guide_snippets PRIVATE mlhost::runtime)\n"
+         "target_compile_definitions(guide_snippets PRIVATE MLH_PLUGIN_NAME=\"guide\" MLH_PLUGIN_VERSION=\"1.0.0\")\n"
+         "target_precompile_headers(guide_snippets PRIVATE plugin_guide_prelude.hpp)\n";
+  Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote(project.string()) + " -B " +
+                quote((project / "build").string()) + " -G " + quote(MLH_SDK_TEST_GENERATOR) +
+                " -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) + " -DCMAKE_PREFIX_PATH=" + quote(kPrefix.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --build " + quote((project / "build").string()));
+  EXPECT_EQ(r.exit_code, 0) << "a snippet of docs/plugin-guide.md does not compile against the installed SDK:\n"
+                            << r.output;
+}
+
 TEST_F(InstalledSdk, PackageRefusesAnotherMajorVersion) {
   const fs::path project = kWork / "wrong-major";
   fs::create_directories(project);
