@@ -460,10 +460,11 @@ bool torch_version_at_least(const std::string& version, int major, int minor) {
 
 // How long the run trains: the algorithm's config, unless --max-steps ends it sooner.
 void Decisions::max_steps() {
-  if (req_.overrides.max_steps)
-    plan_.set(PlanField::kMaxSteps, *req_.overrides.max_steps, from(SourceKind::kCommandLine, req_.overrides.max_steps_from == "MLH_MAX_STEPS" ? "environment MLH_MAX_STEPS"
-                                                                                               : "command line --max-steps"));
-  else
+  if (req_.overrides.max_steps) {
+    const bool from_env = req_.overrides.max_steps_from == "MLH_MAX_STEPS";
+    plan_.set(PlanField::kMaxSteps, *req_.overrides.max_steps,
+              from(SourceKind::kCommandLine, from_env ? "environment MLH_MAX_STEPS" : "command line --max-steps"));
+  } else
     plan_.set(PlanField::kMaxSteps, nullptr, from(SourceKind::kDefault, "default: the algorithm's config"));
 }
 
