@@ -58,9 +58,12 @@ class ProtonetHost : public HostTempDirTest {
 
 // Device choice by measurement with real plugins and workers: the cpu plugin (every core), the
 // cpuset example on core 0 alone, and the fake discrete GPU (which the class rule ranks first)
-// with its threads on core 0 too. ProtoNet's step is compute-bound: the device with every
-// core is measured fastest and chosen. The next run takes the figures from the cache; a GPU
-// whose worker fails (an XPU torch device this LibTorch cannot run) is ranked last, saying why.
+// with its threads on core 0 too. The choice must follow the figures: the fastest measured,
+// unless the class rule's first (the fake GPU) is within the margin of it. Which device is
+// fastest depends on what else runs beside the test (idle, the cpu plugin's two cores win), so
+// the test checks the choice against the measured figures, never the figures themselves. The
+// next run takes the figures from the cache; a GPU whose worker fails (an XPU torch device this
+// LibTorch cannot run) is ranked last, saying why.
 TEST_F(ProtonetHost, ARunTimesItsStepOnEachDeviceAndTakesTheFastest) {
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "one core: every device here is the same core";
   // The cpu plugin is in the protonet plugin's folder.
@@ -80,27 +83,43 @@ TEST_F(ProtonetHost, ARunTimesItsStepOnEachDeviceAndTakesTheFastest) {
     return by_id;
   };
 
+  // The device the figures call for: the fastest measured, unless the fake GPU, first by
+  // class, is within the 3% margin of it.
+  auto implied_choice = [](const json& devices) {
+    std::string fastest;
+    double best = 0, gpu = 0;
+    for (const json& d : devices) {
+      const double t = d.value("throughput", 0.0);
+      if (t > best) best = t, fastest = d["device"].get<std::string>();
+      if (d["device"] == "fakegpu:0") gpu = t;
+    }
+    return best < gpu * 1.03 ? std::string("fakegpu:0") : fastest;
+  };
+
   const Result first = host_with(measuring, run + " --run-dir " + dir_ + "/first");
   ASSERT_EQ(first.rc, 0) << first.output;
   EXPECT_NE(first.output.find("timing protonet's training step on each of 3 devices"), std::string::npos) << first.output;
   const json plan = read_json(dir_ + "/first/plan.json");
-  EXPECT_EQ(plan["device"], "cpu:0") << plan["device_choice"].dump(2);
   EXPECT_EQ(plan["device_choice"]["rule"], "measured");
   ASSERT_EQ(plan["device_choice"]["devices"].size(), 3u);
   for (const json& d : plan["device_choice"]["devices"]) EXPECT_GT(d.value("throughput", 0.0), 0) << d.dump();
+  const std::string chosen = implied_choice(plan["device_choice"]["devices"]);
+  EXPECT_EQ(plan["device"], chosen) << plan["device_choice"].dump(2);
   json ranked = reasons(dir_ + "/first");
-  EXPECT_EQ(ranked["cpu:0"]["rank"], 1);
-  EXPECT_EQ(ranked["cpu:0"]["reason"].get<std::string>().rfind("fastest measured: ", 0), 0u) << ranked.dump(2);
-  for (const char* slower : {"cpuset:0", "fakegpu:0"})
-    EXPECT_EQ(ranked[slower]["reason"].get<std::string>().rfind("slower: ", 0), 0u) << ranked.dump(2);
-  EXPECT_NE(first.output.find("device: cpu:0 ("), std::string::npos) << first.output;
+  EXPECT_EQ(ranked[chosen]["rank"], 1);
+  const std::string why = ranked[chosen]["reason"];
+  EXPECT_TRUE(why.rfind("fastest measured: ", 0) == 0 || why.rfind("first by device class, and measured within", 0) == 0)
+      << ranked.dump(2);
+  for (const char* other : {"cpu:0", "cpuset:0", "fakegpu:0"})
+    if (other != chosen) EXPECT_EQ(ranked[other]["reason"].get<std::string>().rfind("slower: ", 0), 0u) << ranked.dump(2);
+  EXPECT_NE(first.output.find("device: " + chosen + " ("), std::string::npos) << first.output;
 
   // The plan of the same run reads the figures from the cache, measuring nothing.
   const Result plan_again = host_with(measuring, run + " --print-plan");
   ASSERT_EQ(plan_again.rc, 0) << plan_again.output;
   EXPECT_EQ(plan_again.output.find("timing protonet's training step"), std::string::npos) << plan_again.output;
-  EXPECT_NE(plan_again.output.find("Plan for cpu:0"), std::string::npos) << plan_again.output;
-  EXPECT_NE(plan_again.output.find("device choice            cpu:0 by measured speed (cpu:0 "), std::string::npos)
+  EXPECT_NE(plan_again.output.find("Plan for " + chosen), std::string::npos) << plan_again.output;
+  EXPECT_NE(plan_again.output.find("device choice            " + chosen + " by measured speed ("), std::string::npos)
       << plan_again.output;
 
   // A second run: the cpu's and cpuset's figures from the cache, the fake GPU (now another
@@ -121,7 +140,7 @@ TEST_F(ProtonetHost, ARunTimesItsStepOnEachDeviceAndTakesTheFastest) {
     EXPECT_EQ(now["throughput"], before["throughput"]) << id;
   }
   ranked = reasons(dir_ + "/failing");
-  EXPECT_EQ(ranked["cpu:0"]["rank"], 1) << ranked.dump(2);
+  EXPECT_EQ(ranked[implied_choice(choice["devices"])]["rank"], 1) << ranked.dump(2);  // the faster CPU device
   EXPECT_EQ(ranked["fakegpu:0"]["rank"], 3) << ranked.dump(2);
   EXPECT_NE(ranked["fakegpu:0"]["reason"].get<std::string>().find("not measured: "), std::string::npos) << ranked.dump(2);
   EXPECT_NE(ranked["fakegpu:0"]["reason"].get<std::string>().find("XPU"), std::string::npos) << ranked.dump(2);
