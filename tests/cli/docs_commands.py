@@ -11,8 +11,8 @@ snippets that load trained weights into PyTorch), unless the line before its fen
 (a GPU, SLURM, data we do not have, an installation, the test suite itself). The blocks of
 one page run in order, in one temporary folder of the page's own (so that an eval finds the
 run its page trained), with `build` linked to BUILD_DIR, `bench` to the source's and `.venv`
-to the source's (or MLH_TORCH_VENV, as for scripts/torch-venv.sh). They run short: MLH_MAX_STEPS ends every training run early (the host reads it as
---max-steps), MLH_NO_CALIBRATE skips calibration, and the calibration cache and hardware
+to the source's (or MLH_TORCH_VENV, as for scripts/torch-venv.sh). They run short:
+MLH_MAX_STEPS ends every training run early (the host reads it as --max-steps), MLH_NO_CALIBRATE skips calibration, and the calibration cache and hardware
 settings are the test's own. A block fails on the first command that exits non-zero
 (bash -e -o pipefail); the test fails when a block does, naming the page and line, with the
 end of its output.
@@ -54,8 +54,7 @@ def blocks(page):
                 found.append((i + 1, language.group(1), reason, "\n".join(lines[i + 1:j]) + "\n"))
             i = j + 1
         else:
-            following = next((l for l in lines[i + 1:] if l.strip()), "")
-            if MARKER.match(lines[i]) and not FENCE.match(following):
+            if MARKER.match(lines[i]) and not FENCE.match(next((l for l in lines[i + 1:] if l.strip()), "")):
                 raise ValueError(f"{page}:{i + 1}: a 'not run' marker with no block after it")
             i += 1
     return found
