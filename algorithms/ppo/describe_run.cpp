@@ -57,6 +57,7 @@ std::string describe_run(const mlh::RunContext& ctx) {
     d.uses("channels_last", "the network's convolution weights in NHWC (its inputs follow)");
     d.uses("cudnn_benchmark", "cuDNN picks the convolution algorithms by timing them");
   }
+  d.no_effect("cuda_graphs", "PPO's update is not captured as a graph");
   const std::string preset = plan.preset.value_or("");
   if (preset == "full" || preset == "reduced")
     d.uses_if(spec.kind == "resnet" && command != "eval" && command != "play", "preset",

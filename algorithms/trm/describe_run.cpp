@@ -83,6 +83,7 @@ std::string describe_run(const mlh::RunContext& ctx) {
             command + " does not train");
   d.no_effect("channels_last", "TRM has no convolutions");
   d.no_effect("cudnn_benchmark", "TRM has no convolutions");
+  d.no_effect("cuda_graphs", "TRM's step is not captured: its halting decides on the host which rows get a new example");
   return d.json();
 }
 

@@ -59,6 +59,9 @@ std::optional<std::string> device_no_effect(PlanField field, const json& plan, c
     case PlanField::kCudnnBenchmark:
       if (!backend.cudnn) return "cuDNN runs on CUDA GPUs only";
       break;
+    case PlanField::kCudaGraphs:
+      if (!backend.graphs) return "CUDA graphs run on CUDA GPUs only";
+      break;
     case PlanField::kTf32Matmul:
       if (!backend.tf32) return "TF32 is a mode of CUDA GPUs (compute capability 8.0 or newer)";
       if (!(d.fast_precisions & MLH_PRECISION_TF32)) return id + " has no TF32 (it needs compute capability 8.0)";

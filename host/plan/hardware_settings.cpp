@@ -83,6 +83,7 @@ const std::map<std::string, Check>& value_checks() {
       {"tf32_matmul", one_of({"auto", "true", "false"})},
       {"deterministic", one_of({"auto", "true", "false"})},
       {"channels_last", one_of({"auto", "true", "false"})},
+      {"cuda_graphs", one_of({"auto", "true", "false"})},
       {"allocator", one_of({"auto", "glibc", "glibc-tuned", "jemalloc", "tcmalloc"})},
       // glibc ignores an mmap threshold above 32 MiB (half its largest heap).
       {"malloc_mmap_threshold",

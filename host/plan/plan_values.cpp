@@ -387,6 +387,11 @@ void Decisions::backend_switches() {
   from_settings_or(PlanField::kTf32Matmul, "tf32_matmul", parse_bool, tf32,
                    from(SourceKind::kDefault, tf32 ? "default: the device has TF32" : "default: no TF32 here"));
   from_settings_or(PlanField::kDeterministic, "deterministic", parse_bool, false, from(SourceKind::kDefault, "default"));
+  // A small step (a ProtoNet episode) is bound by launching its kernels; a replayed graph
+  // launches them at once. The algorithm says whether its step can be captured.
+  from_settings_or(PlanField::kCudaGraphs, "cuda_graphs", parse_bool, backend_.graphs,
+                   from(SourceKind::kDefault, backend_.graphs ? "default: on for CUDA where the algorithm captures its step"
+                                                              : "default: off (CUDA graphs are CUDA's)"));
   // cuDNN's fastest convolutions (tensor cores, reduced precision) read NHWC; the CPU's
   // convolutions gain little from it and pay conversions.
   from_settings_or(PlanField::kChannelsLast, "channels_last", parse_bool, backend_.cudnn,

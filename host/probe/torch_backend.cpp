@@ -7,16 +7,16 @@ namespace {
 using Needs = TorchBackend::Needs;
 using MemoryCap = TorchBackend::MemoryCap;
 
-// {type, accelerator, needs, memory_cap, pinned_copies, device_cache, cudnn, tf32, distributed}
+// {type, accelerator, needs, memory_cap, pinned_copies, device_cache, cudnn, tf32, graphs, distributed}
 constexpr TorchBackend kBackends[] = {
-    {"cpu", false, Needs::kNone, MemoryCap::kTensorMemory, false, false, false, false, "gloo"},
-    {"cuda", true, Needs::kCuda, MemoryCap::kCachingAllocator, true, true, true, true, "nccl"},
-    {"mps", true, Needs::kMacos, MemoryCap::kWatermark, false, true, false, false, nullptr},
+    {"cpu", false, Needs::kNone, MemoryCap::kTensorMemory, false, false, false, false, false, "gloo"},
+    {"cuda", true, Needs::kCuda, MemoryCap::kCachingAllocator, true, true, true, true, true, "nccl"},
+    {"mps", true, Needs::kMacos, MemoryCap::kWatermark, false, true, false, false, false, nullptr},
 };
 
 // A backend the table does not know: nothing of the host's applies to it but what every
 // device gets, and it is not assumed to carry distributed tensors.
-constexpr TorchBackend kUnknown = {"", true, Needs::kNone, MemoryCap::kNone, false, false, false, false, nullptr};
+constexpr TorchBackend kUnknown = {"", true, Needs::kNone, MemoryCap::kNone, false, false, false, false, false, nullptr};
 
 }  // namespace
 

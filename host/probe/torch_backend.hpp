@@ -29,6 +29,7 @@ struct TorchBackend {
   bool device_cache;       // keeps a cache of device memory that empty_cache_steps releases
   bool cudnn;              // has cuDNN (cudnn_benchmark)
   bool tf32;               // has a TF32 mode (tf32_matmul, where the device reports TF32)
+  bool graphs;             // captures a step's kernels once and replays them (cuda_graphs)
   const char* distributed; // the c10d backend that carries its tensors, nullptr: none
 };
 

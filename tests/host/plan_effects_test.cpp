@@ -252,6 +252,7 @@ json active_plan(const Device& d) {
   plan["dataloader_workers"] = 2;
   plan["prefetch_factor"] = 2;
   plan["channels_last"] = true;
+  plan["cuda_graphs"] = true;
   plan["omp_proc_bind"] = "close";
   plan["omp_wait_policy"] = "passive";
   plan["cudnn_benchmark"] = true;

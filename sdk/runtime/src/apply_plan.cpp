@@ -99,6 +99,7 @@ RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
   plan.tf32_matmul = reader.boolean(name(F::kTf32Matmul)).value_or(false);
   plan.deterministic = reader.boolean(name(F::kDeterministic)).value_or(false);
   plan.channels_last = reader.boolean(name(F::kChannelsLast)).value_or(false);
+  plan.cuda_graphs = reader.boolean(name(F::kCudaGraphs)).value_or(false);
   plan.max_steps = reader.positive_integer(name(F::kMaxSteps));
   plan.seed = parse_seed(reader);
   plan.init_from = parse_init_from(reader);

@@ -304,6 +304,7 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     d.no_effect("prefetch_factor", "toyreg makes its data once, up front");
     d.no_effect("channels_last", "toyreg has no convolutions");
     d.no_effect("cudnn_benchmark", "toyreg has no convolutions");
+    d.no_effect("cuda_graphs", "toyreg's step is not captured");
     return d.json();
   }
 

@@ -40,6 +40,7 @@ struct RuntimePlan {
   bool tf32_matmul = false;
   bool deterministic = false;
   bool channels_last = false;  // convolutional models in NHWC layout (to_channels_last below)
+  bool cuda_graphs = false;    // capture the training step once and replay it (step_graph.hpp)
   std::optional<uint64_t> seed;
   std::optional<int64_t> max_steps;  // --max-steps: TrainingSession::step_limit and after_step end the loop there
   // --init-from PATH [--freeze NAME,...]: the model's first weights (TrainingSession::init_weights).
