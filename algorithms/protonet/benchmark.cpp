@@ -55,6 +55,7 @@ std::vector<Episode> training_episodes(const ImageSet& set, const EpisodeShape& 
 void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources&) {
   const ImageSet set = synthetic_set(64, 20);
   Trainer l(cfg, 1, plan);
+  l.log = [&ctx](const std::string& line) { ctx.info(line); };
   l.net->train();
   std::vector<mlh::rt::BenchmarkResult> results;
   json notes = json::array(), extra = json::object();
@@ -81,6 +82,25 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
                     fmt(100.0 * conv_gflops / matmul_gflops, 0) + "% of the 1024x1024 fp32 matmul's " +
                     fmt(matmul_gflops, 1) + " GFLOP/s (" + std::to_string(at::get_num_threads()) + " threads)");
     ctx.info(notes.back().get<std::string>());
+  }
+  // The same episodes without CUDA graphs, where the plan's episodes replay one: what the
+  // graph saves in kernel launches.
+  if (l.graph.on() && l.graph.replays() > 0) {
+    mlh::rt::RuntimePlan eager_plan = plan;
+    eager_plan.cuda_graphs = false;
+    for (const EpisodeShape& shape : {EpisodeShape{5, 5, 15}, EpisodeShape{60, 5, 5}}) {
+      const std::vector<Episode> episodes = training_episodes(set, shape, 4, cfg.seed);
+      Trainer eager(cfg, 1, eager_plan);
+      eager.net->train();
+      size_t next = 0;
+      const std::string name = "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) +
+                               "shot_" + std::to_string(shape.query) + "query_28x28_without_cuda_graphs";
+      results.push_back(mlh::rt::run_benchmark(name, [&] { eager.train_step(episodes[next++ % episodes.size()]); }, options));
+      ctx.info(name + ": " + fmt(results.back().throughput, 2) + " episodes/s (median " +
+               fmt(results.back().median_ms, 2) + " ms)");
+    }
+  } else if (plan.cuda_graphs && !l.graph.why_off().empty()) {
+    notes.push_back("CUDA graphs off: " + l.graph.why_off());
   }
   // The convolution paths the training episode could take, each against the same matmul rate
   // (TARGETS: 60%): the plan's own, channels-last toggled, oneDNN (mkldnn) switched off

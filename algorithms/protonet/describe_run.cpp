@@ -46,6 +46,10 @@ std::string describe_run(const mlh::RunContext& ctx) {
   d.uses_if(command == "train", "init_from", "the encoder's first weights", command + " does not train");
   d.uses("channels_last", "Conv-4's weights and its input images in NHWC layout");
   d.uses("cudnn_benchmark", "cuDNN picks Conv-4's convolution algorithms by timing them");
+  d.uses_if(trains, "cuda_graphs",
+            "each training episode (forward, backward, Adam) replayed as one captured graph; fp16's loss scaling, "
+            "several ranks and micro-batches run eagerly",
+            not_training);
   return d.json();
 }
 

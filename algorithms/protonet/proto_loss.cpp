@@ -34,7 +34,7 @@ ProtoLoss proto_loss(const at::Tensor& support, const at::Tensor& query, const a
   const at::Tensor logits = proto_logits(query, prototypes(support, way), distance, cosine_scale);
   r.log_probs = at::log_softmax(logits, 1);
   r.loss = at::nll_loss(r.log_probs, targets);
-  r.accuracy = r.log_probs.argmax(1).eq(targets).to(at::kFloat).mean().item<double>();
+  r.accuracy = r.log_probs.argmax(1).eq(targets).to(at::kFloat).mean();
   return r;
 }
 

@@ -22,7 +22,9 @@ at::Tensor proto_logits(const at::Tensor& query, const at::Tensor& protos, Dista
 struct ProtoLoss {
   at::Tensor loss;           // scalar, differentiable
   at::Tensor log_probs;      // M x N
-  double accuracy = 0;       // share of queries whose nearest prototype is their class
+  // The share of queries whose nearest prototype is their class: a scalar float tensor on the
+  // loss's device, read when needed (reading it waits for the step; a captured step cannot).
+  at::Tensor accuracy;
 };
 
 // targets: M int64 class indices in [0, N).

@@ -58,6 +58,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   Trainer l(cfg, train_set.channels, plan, &dist);
   session.init_weights(*l.net, reference_weight_name);  // --init-from (every rank reads the same file)
   l.micro = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
+  l.log = [&ctx](const std::string& line) { ctx.info(line); };
   // The validation episodes are the same every epoch, from their own generator.
   std::mt19937_64 val_rng(cfg.seed + 1);
   const std::vector<EpisodeIndices> val_episodes =
@@ -119,7 +120,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       l.set_lr(progress.episode);
       const ProtoLoss r = l.train_step(*e);
       loss_sum += r.loss.item<double>();
-      acc_sum += r.accuracy;
+      acc_sum += r.accuracy.item<double>();
       ++done;
       ++progress.episode_in_epoch;
       ++progress.episode;
@@ -193,6 +194,9 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                           {"val_episode", shape_json(val_shape)},
                           {"checkpoint", loaded ? loaded->path : ""},
                           {"weights", weights},
+                          {"cuda_graph", {{"captures", l.graph.captures()},
+                                          {"replays", l.graph.replays()},
+                                          {"off", l.graph.why_off()}}},
                           {"oom_backoffs", l.micro.backoffs()},
                           {"query_micro_batch", l.micro.micro_batch(static_cast<int64_t>(shape.way) * shape.query)}});
 }

@@ -10,6 +10,7 @@
 //  - gradient checkpointing lowers the peak memory of a TRM training step;
 //  - a checkpoint trained on the GPU evaluates on the CPU;
 //  - NCCL initializes for a single-rank group;
+//  - ProtoNet's training episode replayed as a CUDA graph trains as the eager step;
 //  - the plan's GPU settings take effect in the worker (pinned copies, cache release,
 //    cuDNN benchmarking, TF32, channels-last, data workers, the CPU side's OpenMP binding).
 #include <gtest/gtest.h>
@@ -169,6 +170,36 @@ TEST_F(Gpu, PlanFieldsTakeEffectOnCuda) {
   EXPECT_GT(ppo["pinned_memory"]["pinned_copies"].get<int64_t>(), 0) << ppo.dump(2);
   EXPECT_EQ(ppo.value("cudnn_benchmark", json()), true) << ppo.dump(2);
   EXPECT_FALSE(read_json_file(dir_ + "/ppo/plan.json")["no_effect"].contains("cudnn_benchmark"));
+}
+
+// ProtoNet's training episode as a replayed CUDA graph (the plan's cuda_graphs, on by default
+// on CUDA) trains as the eager step does: the same seed and episodes, deterministic cuDNN,
+// the same losses and validation accuracy within rounding, the learning rate halved twice
+// inside the replays; the graphed run replayed nearly every episode, the eager one none.
+TEST_F(Gpu, ProtonetEpisodeGraphTrainsAsTheEagerStep) {
+  REQUIRE_GPU();
+  const char* mnist = std::getenv("MLH_FASHION_MNIST_DIR");
+  const std::string m = mnist ? mnist : "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(m + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no Fashion-MNIST in " << m;
+  json runs[2];
+  for (int graphs = 0; graphs < 2; ++graphs) {
+    const std::string run = dir_ + (graphs ? "/graphs" : "/eager");
+    std::ofstream(run + ".ini") << "deterministic = true\ncuda_graphs = " << (graphs ? "true" : "false") << "\n";
+    runs[graphs] = train(run, "--algorithm protonet --device cuda --precision fp32 --set seed=5 --hardware-config " + run +
+                                  ".ini --run-dir " + run + " --set data.root=" + m +
+                                  "/train-images-idx3-ubyte.gz --set data.labels=" + m +
+                                  "/train-labels-idx1-ubyte.gz --set epochs=2 --set episodes_per_epoch=30"
+                                  " --set val_episodes=20 --set lr_halve_every=20");
+  }
+  json eager = runs[0]["result"], graphed = runs[1]["result"];
+  EXPECT_EQ(eager["cuda_graph"]["replays"], 0) << eager.dump(2);
+  EXPECT_GE(graphed["cuda_graph"]["replays"].get<int64_t>(), 60 - 4) << graphed.dump(2);
+  EXPECT_EQ(graphed["cuda_graph"]["off"], "") << graphed.dump(2);
+  const double a = eager["train_loss"].get<double>(), b = graphed["train_loss"].get<double>();
+  EXPECT_NEAR(b, a, 1e-3 * (1 + std::abs(a))) << "train loss, eager " << a << " and graphed " << b;
+  EXPECT_NEAR(graphed["best_val_acc"].get<double>(), eager["best_val_acc"].get<double>(), 0.01);
+  std::printf("protonet 60 episodes: train loss eager %.6f, graphed %.6f; %lld replays\n", a, b,
+              static_cast<long long>(graphed["cuda_graph"]["replays"].get<int64_t>()));
 }
 
 TEST_F(Gpu, MemoryFractionCapsTheAllocator) {

@@ -158,14 +158,14 @@ TEST(ProtonetLoss, HandComputedTwoWayOneShot) {
   // Squared distances: q0 -> 1 and 5; q1 -> 2.25 and 0.25.
   const double expected = (std::log1p(std::exp(-4.0)) + std::log1p(std::exp(-2.0))) / 2;
   EXPECT_NEAR(r.loss.item<double>(), expected, 1e-6);
-  EXPECT_DOUBLE_EQ(r.accuracy, 1.0);
+  EXPECT_DOUBLE_EQ(r.accuracy.item<double>(), 1.0);
   EXPECT_NEAR(r.log_probs[0][0].item<double>(), -std::log1p(std::exp(-4.0)), 1e-6);
   EXPECT_NEAR(r.log_probs[1][0].item<double>(), -2.0 - std::log1p(std::exp(-2.0)), 1e-6);
 
   // A wrong label: q1 called class 0.
   const auto wrong = protonet::proto_loss(support, query, at::tensor({0, 0}, at::kLong), 2,
                                           protonet::Distance::kEuclidean);
-  EXPECT_DOUBLE_EQ(wrong.accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(wrong.accuracy.item<double>(), 0.5);
   EXPECT_NEAR(wrong.loss.item<double>(), (std::log1p(std::exp(-4.0)) + 2.0 + std::log1p(std::exp(-2.0))) / 2, 1e-6);
 }
 
