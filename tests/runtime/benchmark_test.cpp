@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <fstream>
+#include <filesystem>
 
 #include <chrono>
 #include <cmath>
@@ -109,3 +112,29 @@ TEST(Benchmark, JsonHasEveryField) {
 }
 
 }  // namespace
+
+// MLH_PROFILE_DIR: after the timing, a few iterations under LibTorch's profiler, written as a
+// Chrome trace named after the benchmark, with the body's operators in it.
+TEST(Benchmark, ProfileDirGetsATraceOfTheBodysOperators) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("mlh-profile-" + std::to_string(::getpid()))).string();
+  ::setenv("MLH_PROFILE_DIR", dir.c_str(), 1);
+  ::setenv("MLH_PROFILE_STEPS", "2", 1);
+  const at::Tensor a = at::randn({64, 64});
+  int calls = 0;
+  mlh::rt::BenchmarkOptions o;
+  o.warmup_iterations = 0;
+  o.min_iterations = 3;
+  o.min_seconds = 0;
+  mlh::rt::run_benchmark("matmul_64", [&] { ++calls; (void)at::mm(a, a); }, o);
+  ::unsetenv("MLH_PROFILE_DIR");
+  ::unsetenv("MLH_PROFILE_STEPS");
+  EXPECT_EQ(calls, 3 + 2) << "the timed iterations, then the profiled ones";
+  std::ifstream in(dir + "/matmul_64.trace.json");
+  ASSERT_TRUE(in) << dir + "/matmul_64.trace.json";
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int mm = 0;
+  for (const auto& event : trace.is_array() ? trace : trace.value("traceEvents", nlohmann::json::array()))
+    if (event.value("name", "") == "aten::mm") ++mm;
+  EXPECT_EQ(mm, 2) << trace.dump().substr(0, 2000);
+  std::filesystem::remove_all(dir);
+}

@@ -5,6 +5,10 @@
 #include <numeric>
 #include <stdexcept>
 
+#include <cstdlib>
+#include <filesystem>
+
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/cuda.h>
 
 #include <mlh/runtime/benchmark.hpp>
@@ -24,6 +28,24 @@ double percentile(const std::vector<double>& sorted, double p) {
   const size_t below = static_cast<size_t>(std::floor(rank));
   const size_t above = std::min(below + 1, sorted.size() - 1);
   return sorted[below] + (rank - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+}
+
+// MLH_PROFILE_DIR=DIR: a few more iterations (MLH_PROFILE_STEPS, 3) under LibTorch's
+// profiler, its operators' times as a Chrome trace in DIR/<benchmark>.trace.json
+// (bench/profile_summary.py totals them). The profiler times operators on the host: on a GPU,
+// run with CUDA_LAUNCH_BLOCKING=1 so that each operator's time includes its kernels.
+void profile_if_asked(const std::string& name, const std::function<void()>& body, at::Device device) {
+  const char* dir = std::getenv("MLH_PROFILE_DIR");
+  if (!dir || !*dir) return;
+  const char* steps_text = std::getenv("MLH_PROFILE_STEPS");
+  const int steps = steps_text && std::atoi(steps_text) > 0 ? std::atoi(steps_text) : 3;
+  std::filesystem::create_directories(dir);
+  const std::string path = std::string(dir) + "/" + name + ".trace.json";
+  torch::autograd::profiler::RecordProfile profile(path);
+  for (int i = 0; i < steps; ++i) {
+    body();
+    synchronize(device);
+  }
 }
 
 }  // namespace
@@ -64,6 +86,7 @@ BenchmarkResult run_benchmark(const std::string& name, const std::function<void(
   }
   BenchmarkResult result = summarize_times(name, std::move(times_ms), options);
   result.peak_memory_bytes = memory_stats(options.device).peak;
+  profile_if_asked(name, body, options.device);
   return result;
 }
 
