@@ -1,0 +1,475 @@
+"""The Python references of mlhost's three algorithms, timed in PyTorch on one device.
+
+Each measurement prints one JSON line:
+
+  {"workload": "trm", "variant": "eager", "precision": "fp32", "items_per_s": ..., "unit": "samples",
+   "median_ms": ..., "iterations": ..., "benchmark": "train_default_h512_H3_L6_fp32", ...}
+
+"benchmark" names the row of `host --algorithm A --benchmark --json` it stands beside
+(bench/peer_bench.sh matches them). A measurement that fails prints a line with "error" in
+place of the figures, and the script goes on with the next one. Timing: warm-up steps, then
+steps until --seconds have passed (at least --min-iterations), the median step time; on CUDA
+each step ends with torch.cuda.synchronize() before the clock is read.
+
+Workloads (--workload, default all):
+
+  trm       the TRM reference's training step (SamsungSAILMontreal/TinyRecursiveModels, vendored in
+            bench/reference/trm): TinyRecursiveReasoningModel_ACTV1 inside its ACTLossHead
+            (stablemax cross-entropy + 0.5 x q-halt BCE), on Sudoku-shaped random batches (sequence
+            81, vocabulary 11, no puzzle embedding: the shape algorithms/trm/benchmark.cpp times), at
+            the benchmark's two sizes: small_h128_H2_L2 (hidden 128, 4 heads, H_cycles 2, L_cycles 2)
+            and default_h512_H3_L6 (hidden 512, 8 heads, H 3, L 6), both with 2 L-layers, expansion
+            4, RoPE, halt_max_steps 16, exploration 0.1. One step = one ACT step as pretrain.py's
+            train_batch runs it: the carry made on the first step and kept after, forward with the
+            loss head, backward of loss / batch, optimizer step, zero_grad.
+            DEVIATION: the reference optimizes with AdamATan2 (a CUDA extension, adam-atan2, not on
+            PyPI for every platform); here torch.optim.AdamW with the reference's lr 1e-4, weight
+            decay 0.1 and betas (0.9, 0.95), mlhost's defaults too. Precision bf16 is the
+            reference's forward_dtype="bfloat16" (fp32 weights cast in each layer); fp32 is
+            forward_dtype="float32". Variants: eager, and compiled: torch.compile of the loss head
+            (with the model inside it), as pretrain.py does.
+  protonet  the ProtoNet reference's training episode (bench/protonet_reference.py: Conv-4, squared
+            Euclidean distances to the prototypes, NLL, Adam lr 1e-3), 5-way 5-shot 15-query and
+            60-way 5-shot 5-query on 28x28 one-channel images; bf16 by autocast. Variants: eager;
+            compiled (torch.compile of the loss); on CUDA cuda_graph: the whole step (forward,
+            backward, Adam with capturable=True) captured once with torch.cuda.graph and replayed,
+            each episode's images copied into the static inputs first.
+  ppo       CleanRL's ppo.py on CartPole-v1 with mlhost's PPO defaults (algorithms/ppo/config.hpp):
+            4 envs x 128 steps, 4 epochs of 4 minibatches, the 64-64 tanh actor and critic with
+            orthogonal init, Adam lr 2.5e-4 eps 1e-5 with linear annealing, GAE (0.99, 0.95), the
+            clipped policy and value losses, entropy 0.01, value 0.5, gradient norm 0.5, advantage
+            normalization. The environments: CartPole-v1 vectorized in numpy (gymnasium's dynamics,
+            rewards, termination and 500-step truncation, reset into the next observation as
+            gymnasium 0.29's SyncVectorEnv does), the agent in torch on --device. One iteration =
+            collect + update, in env steps/s, with torch's threads and with one (the host's
+            cartpole_iteration_<N>threads and _1thread rows). fp32 only: the host keeps PPO in fp32.
+
+  python bench/peers.py [--workload trm|protonet|ppo|all] [--device cpu|cuda]
+                        [--precision fp32,bf16] [--variant eager,compiled,cuda_graph]
+                        [--batch N] [--trm-size small,default] [--seconds S] [--tiny]
+
+--tiny: small sizes (TRM small at batch 4, ProtoNet 5-way 5-shot 15-query only, PPO as always)
+for a test; a second of steps, eager only unless --variant says otherwise.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # protonet_reference
+sys.path.insert(0, os.path.join(HERE, "reference", "trm"))  # the TRM reference's "models" package
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+# ------------------------------------------------------------------------------------------- timing
+
+class Timer:
+    """Runs step() for warm-up, then until `seconds` have passed; the median step time."""
+
+    def __init__(self, device, seconds, warmup, min_iterations):
+        self.device, self.seconds, self.warmup, self.min_iterations = device, seconds, warmup, min_iterations
+
+    def sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def run(self, step):
+        for i in range(self.warmup):
+            step(i)
+        self.sync()
+        times, start = [], time.perf_counter()
+        while len(times) < self.min_iterations or time.perf_counter() - start < self.seconds:
+            t = time.perf_counter()
+            step(len(times))
+            self.sync()
+            times.append(time.perf_counter() - t)
+        return statistics.median(times), len(times)
+
+
+def emit(record):
+    print(json.dumps(record), flush=True)
+
+
+def measure(args, base, items, unit, make_step, warmup=1):
+    """Builds the step (make_step() -> step(i)), times it and prints its JSON line; on any error
+    prints the line with "error" instead."""
+    record = dict(base, device=args.device, torch=torch.__version__, threads=torch.get_num_threads())
+    try:
+        step = make_step()
+        median, n = Timer(torch.device(args.device), args.seconds, warmup, args.min_iterations).run(step)
+        record.update(items_per_s=items / median, unit=unit, median_ms=1000 * median, iterations=n)
+    except Exception as e:  # noqa: BLE001  (a failed variant is a row with its reason)
+        record.update(error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
+    emit(record)
+    if args.device == "cuda":
+        torch.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------------------------------------- TRM
+
+TRM_SIZES = {  # algorithms/trm/benchmark.cpp's sizes: hidden, heads, H_cycles, L_cycles
+    "small": ("small_h128_H2_L2", 128, 4, 2, 2),
+    "default": ("default_h512_H3_L6", 512, 8, 3, 6),
+}
+
+
+def trm_step(args, size, precision, variant, batch_size):
+    from models.losses import ACTLossHead
+    from models.recursive_reasoning.trm import TinyRecursiveReasoningModel_ACTV1
+
+    _, hidden, heads, h_cycles, l_cycles = TRM_SIZES[size]
+    device = torch.device(args.device)
+    seq_len, vocab = 81, 11
+    # The same keys as tests/trm_model/python/reference_trm.py's config, at the benchmark's shape.
+    config = dict(batch_size=batch_size, seq_len=seq_len, puzzle_emb_ndim=0, num_puzzle_identifiers=1,
+                  vocab_size=vocab, H_cycles=h_cycles, L_cycles=l_cycles, H_layers=0, L_layers=2,
+                  hidden_size=hidden, expansion=4, num_heads=heads, pos_encodings="rope", halt_max_steps=16,
+                  halt_exploration_prob=0.1, forward_dtype={"fp32": "float32", "bf16": "bfloat16",
+                                                            "fp16": "float16"}[precision],
+                  mlp_t=False, puzzle_emb_len=0, no_ACT_continue=True)
+    torch.manual_seed(0)
+    with torch.device(device):  # as pretrain.py builds it
+        model = TinyRecursiveReasoningModel_ACTV1(config)
+        head = ACTLossHead(model, loss_type="stablemax_cross_entropy")
+    head.train()
+    optimizer = torch.optim.AdamW(head.parameters(), lr=1e-4, weight_decay=0.1, betas=(0.9, 0.95))
+    loss_head = torch.compile(head) if variant == "compiled" else head
+    g = torch.Generator().manual_seed(0)
+    batch = {"inputs": torch.randint(1, vocab, (batch_size, seq_len), dtype=torch.int32, generator=g),
+             "labels": torch.randint(2, vocab, (batch_size, seq_len), dtype=torch.int32, generator=g),
+             "puzzle_identifiers": torch.zeros(batch_size, dtype=torch.int32)}
+    batch = {k: v.to(device) for k, v in batch.items()}
+    state = {"carry": None}
+
+    def step(_):
+        if state["carry"] is None:
+            with torch.device(device):
+                state["carry"] = head.initial_carry(batch)
+        state["carry"], loss, _, _, _ = loss_head(carry=state["carry"], batch=batch, return_keys=[])
+        ((1 / batch_size) * loss).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    return step
+
+
+def run_trm(args):
+    sizes = args.trm_size or (["small"] if args.tiny else ["small", "default"])
+    batch = args.batch or (4 if args.tiny else 32)
+    for size in sizes:
+        name = TRM_SIZES[size][0]
+        for precision in args.precision:
+            for variant in args.variant:
+                if variant == "cuda_graph":
+                    continue
+                base = dict(workload="trm", variant=variant, precision=precision,
+                            benchmark=f"train_{name}_{precision}", batch=batch)
+                # The compiled step compiles during its first steps: more warm-up.
+                measure(args, base, batch, "samples", lambda: trm_step(args, size, precision, variant, batch),
+                        warmup=3 if variant == "compiled" else 1)
+
+
+# ----------------------------------------------------------------------------------------- ProtoNet
+
+def protonet_step(args, way, shot, query, precision, variant):
+    import protonet_reference as ref
+
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    net = ref.encoder().to(device)
+    dtype = DTYPES[precision]
+    graph = variant == "cuda_graph"
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3, capturable=graph)
+    episodes = [(torch.rand(way, shot, 1, 28, 28).to(device), torch.rand(way, query, 1, 28, 28).to(device))
+                for _ in range(4)]
+    loss_fn = torch.compile(ref.episode_loss) if variant == "compiled" else ref.episode_loss
+
+    def train(xs, xq):
+        # torch.device(...): the reference's episode_loss makes its targets with torch.arange.
+        with torch.device(device), torch.autocast(device.type, dtype=dtype, enabled=precision != "fp32",
+                                                  cache_enabled=not graph):
+            loss = loss_fn(net, xs, xq)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if not graph:
+        def step(i):
+            xs, xq = episodes[i % len(episodes)]
+            optimizer.zero_grad()
+            train(xs, xq)
+        return step
+
+    if not torch.cuda.is_available() or device.type != "cuda":
+        raise RuntimeError("cuda_graph needs --device cuda")
+    static_xs, static_xq = episodes[0][0].clone(), episodes[0][1].clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph's docs ask
+        for _ in range(3):
+            optimizer.zero_grad(set_to_none=True)
+            train(static_xs, static_xq)
+    torch.cuda.current_stream().wait_stream(side)
+    graph_ = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph_):
+        train(static_xs, static_xq)
+
+    def step(i):
+        xs, xq = episodes[i % len(episodes)]
+        static_xs.copy_(xs)
+        static_xq.copy_(xq)
+        graph_.replay()
+
+    return step
+
+
+def run_protonet(args):
+    shapes = [(5, 5, 15)] if args.tiny else [(5, 5, 15), (60, 5, 5)]
+    for way, shot, query in shapes:
+        for precision in args.precision:
+            for variant in args.variant:
+                if variant == "cuda_graph" and args.device != "cuda":
+                    continue
+                base = dict(workload="protonet", variant=variant, precision=precision,
+                            benchmark=f"train_episode_{way}way_{shot}shot_{query}query_28x28")
+                measure(args, base, 1, "episodes",
+                        lambda: protonet_step(args, way, shot, query, precision, variant),
+                        warmup=3 if variant == "compiled" else 2)
+
+
+# ---------------------------------------------------------------------------------------------- PPO
+
+class CartPoleVec:
+    """N CartPole-v1 environments stepped together in numpy: gymnasium's CartPoleEnv (Euler
+    integration, force 10, pole half-length 0.5, tau 0.02; done past 2.4 m or 12 degrees; reward 1
+    each step) under TimeLimit(500), reset into the returned observation on the same step as
+    gymnasium 0.29's SyncVectorEnv (CleanRL's) does."""
+
+    gravity, masscart, masspole, length, force_mag, tau = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02
+    total_mass = masspole + masscart
+    polemass_length = masspole * length
+    theta_threshold = 12 * 2 * math.pi / 360
+    x_threshold = 2.4
+    max_episode_steps = 500
+
+    def __init__(self, n, seed):
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+        self.state = self.rng.uniform(-0.05, 0.05, size=(n, 4))
+        self.elapsed = np.zeros(n, dtype=np.int64)
+
+    def reset(self):
+        return self.state.astype(np.float32)
+
+    def step(self, action):
+        x, x_dot, theta, theta_dot = self.state.T
+        force = np.where(action == 1, self.force_mag, -self.force_mag)
+        costheta, sintheta = np.cos(theta), np.sin(theta)
+        temp = (force + self.polemass_length * theta_dot ** 2 * sintheta) / self.total_mass
+        thetaacc = (self.gravity * sintheta - costheta * temp) / (
+            self.length * (4.0 / 3.0 - self.masspole * costheta ** 2 / self.total_mass))
+        xacc = temp - self.polemass_length * thetaacc * costheta / self.total_mass
+        x = x + self.tau * x_dot
+        x_dot = x_dot + self.tau * xacc
+        theta = theta + self.tau * theta_dot
+        theta_dot = theta_dot + self.tau * thetaacc
+        self.state = np.stack([x, x_dot, theta, theta_dot], axis=1)
+        self.elapsed += 1
+        terminated = (x < -self.x_threshold) | (x > self.x_threshold) | (theta < -self.theta_threshold) | (
+            theta > self.theta_threshold)
+        truncated = (self.elapsed >= self.max_episode_steps) & ~terminated
+        reward = np.ones(self.n, dtype=np.float32)
+        done = terminated | truncated
+        if done.any():
+            self.state[done] = self.rng.uniform(-0.05, 0.05, size=(int(done.sum()), 4))
+            self.elapsed[done] = 0
+        return self.state.astype(np.float32), reward, terminated, truncated
+
+
+def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    """CleanRL ppo.py's Agent."""
+
+    def __init__(self, obs_dim=4, actions=2):
+        super().__init__()
+        self.critic = nn.Sequential(layer_init(nn.Linear(obs_dim, 64)), nn.Tanh(), layer_init(nn.Linear(64, 64)),
+                                    nn.Tanh(), layer_init(nn.Linear(64, 1), std=1.0))
+        self.actor = nn.Sequential(layer_init(nn.Linear(obs_dim, 64)), nn.Tanh(), layer_init(nn.Linear(64, 64)),
+                                   nn.Tanh(), layer_init(nn.Linear(64, actions), std=0.01))
+
+    def get_value(self, x):
+        return self.critic(x)
+
+    def get_action_and_value(self, x, action=None):
+        probs = torch.distributions.Categorical(logits=self.actor(x))
+        if action is None:
+            action = probs.sample()
+        return action, probs.log_prob(action), probs.entropy(), self.critic(x)
+
+
+def ppo_iteration_fn(args):
+    """CleanRL ppo.py's loop body (collect, GAE, update) with mlhost's defaults; returns
+    (iterate(i), env steps per iteration)."""
+    num_envs, num_steps, num_minibatches, update_epochs = 4, 128, 4, 4
+    lr, gamma, gae_lambda, clip_coef, ent_coef, vf_coef, max_grad_norm = 2.5e-4, 0.99, 0.95, 0.2, 0.01, 0.5, 0.5
+    num_iterations = 1 << 20  # the annealed LR stays positive, as the host benchmark's
+    batch_size = num_envs * num_steps
+    minibatch_size = batch_size // num_minibatches
+    device = torch.device(args.device)
+    np.random.seed(1)
+    torch.manual_seed(1)
+    envs = CartPoleVec(num_envs, seed=1)
+    agent = Agent().to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
+    obs = torch.zeros((num_steps, num_envs, 4)).to(device)
+    actions = torch.zeros((num_steps, num_envs)).to(device)
+    logprobs = torch.zeros((num_steps, num_envs)).to(device)
+    rewards = torch.zeros((num_steps, num_envs)).to(device)
+    dones = torch.zeros((num_steps, num_envs)).to(device)
+    values = torch.zeros((num_steps, num_envs)).to(device)
+    state = {"next_obs": torch.Tensor(envs.reset()).to(device), "next_done": torch.zeros(num_envs).to(device)}
+
+    def iterate(i):
+        iteration = i + 1
+        frac = 1.0 - (iteration - 1.0) / num_iterations
+        optimizer.param_groups[0]["lr"] = frac * lr
+        next_obs, next_done = state["next_obs"], state["next_done"]
+        for step in range(num_steps):
+            obs[step] = next_obs
+            dones[step] = next_done
+            with torch.no_grad():
+                action, logprob, _, value = agent.get_action_and_value(next_obs)
+                values[step] = value.flatten()
+            actions[step] = action
+            logprobs[step] = logprob
+            next_obs, reward, terminations, truncations = envs.step(action.cpu().numpy())
+            next_done = np.logical_or(terminations, truncations)
+            rewards[step] = torch.tensor(reward).to(device).view(-1)
+            next_obs, next_done = torch.Tensor(next_obs).to(device), torch.Tensor(next_done).to(device)
+        state["next_obs"], state["next_done"] = next_obs, next_done
+        with torch.no_grad():
+            next_value = agent.get_value(next_obs).reshape(1, -1)
+            advantages = torch.zeros_like(rewards).to(device)
+            lastgaelam = 0
+            for t in reversed(range(num_steps)):
+                if t == num_steps - 1:
+                    nextnonterminal = 1.0 - next_done
+                    nextvalues = next_value
+                else:
+                    nextnonterminal = 1.0 - dones[t + 1]
+                    nextvalues = values[t + 1]
+                delta = rewards[t] + gamma * nextvalues * nextnonterminal - values[t]
+                advantages[t] = lastgaelam = delta + gamma * gae_lambda * nextnonterminal * lastgaelam
+            returns = advantages + values
+        b_obs = obs.reshape((-1, 4))
+        b_logprobs = logprobs.reshape(-1)
+        b_actions = actions.reshape(-1)
+        b_advantages = advantages.reshape(-1)
+        b_returns = returns.reshape(-1)
+        b_values = values.reshape(-1)
+        b_inds = np.arange(batch_size)
+        clipfracs = []
+        for _ in range(update_epochs):
+            np.random.shuffle(b_inds)
+            for start in range(0, batch_size, minibatch_size):
+                mb_inds = b_inds[start:start + minibatch_size]
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds],
+                                                                              b_actions.long()[mb_inds])
+                logratio = newlogprob - b_logprobs[mb_inds]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    old_approx_kl = (-logratio).mean()  # noqa: F841  (CleanRL logs it)
+                    approx_kl = ((ratio - 1) - logratio).mean()  # noqa: F841
+                    clipfracs += [((ratio - 1.0).abs() > clip_coef).float().mean().item()]
+                mb_advantages = b_advantages[mb_inds]
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+                pg_loss1 = -mb_advantages * ratio
+                pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
+                pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+                newvalue = newvalue.view(-1)
+                v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -clip_coef, clip_coef)
+                v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+                entropy_loss = entropy.mean()
+                loss = pg_loss - ent_coef * entropy_loss + v_loss * vf_coef
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
+                optimizer.step()
+        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+        var_y = np.var(y_true)
+        _ = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y  # explained variance, logged
+
+    return iterate, batch_size
+
+
+def run_ppo(args):
+    if "fp32" not in args.precision or "eager" not in args.variant:
+        return  # CleanRL's ppo.py runs eagerly in fp32
+    # With torch's threads and with one, as the host's cartpole_iteration_<N>threads and
+    # cartpole_iteration_1thread rows: the tiny ops of a 64-wide MLP can run slower on more.
+    default_threads = torch.get_num_threads()
+    for threads in dict.fromkeys([default_threads, 1]):
+        torch.set_num_threads(threads)
+        name = f"cartpole_iteration_{threads}thread" + ("s" if threads > 1 else "")
+        base = dict(workload="ppo", variant="eager", precision="fp32", benchmark=name)
+        measure(args, base, 512, "env_steps", lambda: ppo_iteration_fn(args)[0])
+    torch.set_num_threads(default_threads)
+
+
+# --------------------------------------------------------------------------------------------- main
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--workload", default="all", help="trm, protonet, ppo or all (comma-separated)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16")
+    p.add_argument("--variant", default=None,
+                   help="comma-separated: eager, compiled, cuda_graph (default: all that apply; --tiny: eager)")
+    p.add_argument("--batch", type=int, default=0, help="TRM batch (default 32; --tiny 4)")
+    p.add_argument("--trm-size", default=None, help="comma-separated: small, default (default both; --tiny small)")
+    p.add_argument("--seconds", type=float, default=None, help="timed seconds per measurement (default 3; --tiny 1)")
+    p.add_argument("--min-iterations", type=int, default=None, help="at least this many timed steps (5; --tiny 2)")
+    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: torch's)")
+    p.add_argument("--tiny", action="store_true", help="small sizes for a test")
+    args = p.parse_args(argv)
+    args.precision = [s for s in args.precision.split(",") if s]
+    args.variant = ([s for s in args.variant.split(",") if s] if args.variant else
+                    ["eager"] if args.tiny else ["eager", "compiled"] + (["cuda_graph"] if args.device == "cuda" else []))
+    args.trm_size = [s for s in args.trm_size.split(",") if s] if args.trm_size else None
+    args.seconds = args.seconds if args.seconds is not None else (1.0 if args.tiny else 3.0)
+    args.min_iterations = args.min_iterations or (2 if args.tiny else 5)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        emit({"workload": args.workload, "error": "--device cuda: torch.cuda.is_available() is false"})
+        return 1
+    for precision in args.precision:
+        if precision not in ("fp32", "bf16"):
+            emit({"workload": args.workload, "precision": precision, "error": "the peers measure fp32 and bf16"})
+    args.precision = [s for s in args.precision if s in ("fp32", "bf16")]
+    workloads = ["trm", "protonet", "ppo"] if args.workload == "all" else args.workload.split(",")
+    for w in workloads:
+        {"trm": run_trm, "protonet": run_protonet, "ppo": run_ppo}[w](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
