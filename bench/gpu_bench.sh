@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The GPU benchmark table docs/benchmarks.md records: every algorithm's benchmark command in fp32,
-# fp16 and bf16, each without and with gradient checkpointing, on one device, printed as a
-# Markdown table (throughput and the CUDA peak memory of each benchmark), then TRM's model
-# FLOPs utilization per model size and precision and its training step's peak memory
-# without and with checkpointing.
+# fp16 and bf16, each under several settings of the plan, on one device, printed as a Markdown
+# table (throughput and the CUDA peak memory of each benchmark), then TRM's model FLOPs
+# utilization per model size and precision and its training step's peak memory without and
+# with checkpointing.
 #   bench/gpu_bench.sh [BUILD_DIR]        (default build-gpu, as scripts/gpu.sh builds)
 # Environment: DEVICE (cuda), ALGORITHMS ("protonet ppo trm"), PRECISIONS ("fp32 fp16 bf16"),
-# CHECKPOINTING ("false true": the plan's gradient_checkpointing in each run), RUN_TIMEOUT (seconds for one benchmark run, 150). Runs skip the calibration
-# (MLH_NO_CALIBRATE): the table compares precisions and checkpointing under one plan, and a
-# calibration in each of the 18 runs would only add time. Each run's time goes to stderr.
+# SETTINGS (the plan settings of each run, ';' between runs, each a hardware settings line
+# key=value or "default": "default;gradient_checkpointing=true"), RUN_TIMEOUT (seconds for one
+# benchmark run, 150). Runs skip the calibration (MLH_NO_CALIBRATE): the table compares
+# precisions and settings under one plan, and a calibration in each run would only add time.
+# Each run's time goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-gpu}
@@ -16,23 +18,21 @@ host=$build/bin/host
 device=${DEVICE:-cuda}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-for ckpt in false true; do
-  printf 'gradient_checkpointing = %s\n' "$ckpt" >"$out/ckpt-$ckpt.ini"
-done
+IFS=';' read -r -a settings <<<"${SETTINGS:-default;gradient_checkpointing=true}"
 # One benchmark run's rows (and TRM's MFU and peak-memory lines), printed as soon as it ends,
 # so that a run cut short by a time limit still leaves the rows it finished.
 rows() {
   python3 - "$1" "$2" <<'PY'
 import json, os, sys
 path, run = sys.argv[1], sys.argv[2]
-algorithm, precision, ckpt = os.path.basename(path)[:-5].rsplit("-", 2)
+algorithm, precision, setting = os.path.basename(path)[:-5].split("-", 2)
 try:
     report = json.load(open(path))
 except ValueError:
     sys.exit(0)
 for b in report.get("benchmarks", []):
     peak = b.get("peak_memory_bytes")
-    print(f"| {algorithm} | {precision} | {ckpt} | {b['name']} | {b['throughput']:.1f} {b['unit']}/s | "
+    print(f"| {algorithm} | {precision} | {setting} | {b['name']} | {b['throughput']:.1f} {b['unit']}/s | "
           f"{'-' if peak is None else round(peak / 2**20)} |")
 try:
     result = json.load(open(os.path.join(run, "summary.json"))).get("result") or {}
@@ -47,18 +47,19 @@ if "peak_bytes_plain" in result:
           f"{result['peak_bytes_checkpointed'] / 2**20:.0f} MiB with checkpointing")
 PY
 }
-echo "| algorithm | precision | checkpointing | benchmark | throughput | peak MiB |"
+echo "| algorithm | precision | settings | benchmark | throughput | peak MiB |"
 echo "|---|---|---|---|---|---|"
 for algorithm in ${ALGORITHMS:-protonet ppo trm}; do
   for precision in ${PRECISIONS:-fp32 fp16 bf16}; do
-    for ckpt in ${CHECKPOINTING:-false true}; do
-      run=$out/$algorithm-$precision-$ckpt
+    for setting in "${settings[@]}"; do
+      [[ $setting == default ]] && : >"$out/$setting.ini" || printf '%s\n' "${setting/=/ = }" >"$out/$setting.ini"
+      run=$out/$algorithm-$precision-$setting
       start=$SECONDS
       if MLH_NO_CALIBRATE=1 timeout "${RUN_TIMEOUT:-150}" "$host" --log-level warn --algorithm "$algorithm" --benchmark --json --device "$device" \
-           --precision "$precision" --hardware-config "$out/ckpt-$ckpt.ini" --run-dir "$run" >"$run.json" 2>"$run.err"; then
-        echo "$algorithm $precision checkpointing=$ckpt: $((SECONDS - start)) s" >&2
+           --precision "$precision" --hardware-config "$out/$setting.ini" --run-dir "$run" >"$run.json" 2>"$run.err"; then
+        echo "$algorithm $precision $setting: $((SECONDS - start)) s" >&2
       else
-        echo "$algorithm $precision checkpointing=$ckpt: failed after $((SECONDS - start)) s ($(tail -1 "$run.err"))" >&2
+        echo "$algorithm $precision $setting: failed after $((SECONDS - start)) s ($(tail -1 "$run.err"))" >&2
       fi
       rows "$run.json" "$run"
     done
