@@ -57,7 +57,10 @@ std::string describe_run(const mlh::RunContext& ctx) {
     d.uses("channels_last", "the network's convolution weights in NHWC (its inputs follow)");
     d.uses("cudnn_benchmark", "cuDNN picks the convolution algorithms by timing them");
   }
-  d.no_effect("cuda_graphs", "PPO's update is not captured as a graph");
+  d.uses_if(trains, "cuda_graphs",
+            "each update minibatch (forward, loss, backward, clipping, Adam) replayed as one captured graph; fp16 "
+            "and several ranks run eagerly",
+            not_training);
   const std::string preset = plan.preset.value_or("");
   if (preset == "full" || preset == "reduced")
     d.uses_if(spec.kind == "resnet" && command != "eval" && command != "play", "preset",

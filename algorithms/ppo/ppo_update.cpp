@@ -210,56 +210,125 @@ double PpoUpdater::lr() {
   return static_cast<torch::optim::AdamOptions&>(optimizer_->param_groups()[0].options()).lr();
 }
 
+at::Tensor PpoUpdater::minibatch_step(const Batch& mb, bool in_graph) {
+  PolicyOutput out;
+  {
+    std::optional<mlh::rt::AutocastScope> autocast;
+    if (options_.autocast) autocast.emplace(options_.precision, device_);
+    out = net_->forward(mb.obs);
+  }
+  at::Tensor logits = out.logits.to(at::kFloat);
+  if (mb.masks.defined()) logits = mask_logits(logits, mb.masks);
+  const LossTerms t =
+      ppo_loss(logits, out.value, mb.actions, mb.logprobs, mb.advantages, mb.returns, mb.values, options_.loss);
+  flat_->grad().zero_();
+  scaler_.scale(t.loss).backward();
+  if (dist_) dist_->all_reduce_mean(flat_->grad());
+  if (scaler_.enabled()) scaler_.unscale_(*optimizer_);
+  at::Tensor norm;
+  {
+    at::NoGradGuard no_grad;
+    norm = flat_->grad().norm();
+    flat_->grad().mul_((options_.max_grad_norm / (norm + 1e-6)).clamp_max(1.0));
+  }
+  if (in_graph) {
+    graph_adam_->step();
+  } else {
+    scaler_.step(*optimizer_);
+    scaler_.update();
+  }
+  return at::stack({t.approx_kl, t.old_approx_kl, t.pg_loss, t.v_loss, t.entropy, t.clipfrac, norm}).to(at::kFloat);
+}
+
+void PpoUpdater::use_graph(std::unique_ptr<mlh::rt::GraphRecorder> recorder,
+                           std::function<void(const std::string&)> log, const std::string& why_no_recorder) {
+  const bool wanted = recorder != nullptr;
+  graph_ = mlh::rt::StepGraph(std::move(recorder), std::move(log));
+  graph_adam_.reset();
+  if (!wanted) {
+    if (!why_no_recorder.empty()) graph_.turn_off(why_no_recorder);
+    return;
+  }
+  if (fast_) graph_.turn_off("the MLP's plain-C++ update runs on the CPU");
+  if (scaler_.enabled()) graph_.turn_off("fp16's loss scaling checks the gradients for overflow on the host");
+}
+
+// The graph reads the minibatch from static tensors, copied in before each replay, and
+// leaves its statistics in the capture's tensor; Adam's count and learning rate (annealed
+// every iteration) live on the device, so one capture serves the whole run.
+at::Tensor PpoUpdater::graphed_minibatch(const Batch& mb) {
+  if (dist_ && dist_->world_size() > 1) graph_.turn_off("the ranks average their gradients between backward and the step");
+  if (!graph_.on()) return minibatch_step(mb, false);
+  const auto fields = [](Batch& b) {
+    return std::vector<at::Tensor*>{&b.obs, &b.actions, &b.logprobs, &b.advantages, &b.returns, &b.values, &b.masks};
+  };
+  Batch source = mb;
+  const std::vector<at::Tensor*> from = fields(source), to = fields(graph_batch_);
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (!from[i]->defined()) {
+      *to[i] = at::Tensor();
+      continue;
+    }
+    if (!to[i]->defined() || to[i]->sizes() != from[i]->sizes()) *to[i] = at::empty_like(*from[i]);
+    to[i]->copy_(*from[i]);
+  }
+  if (!graph_adam_) graph_adam_.emplace(*optimizer_);
+  graph_adam_->load_lr();
+  bool eager = false;
+  at::Tensor stats;
+  graph_.step(
+      "minibatch of " + std::to_string(mb.obs.size(0)) + (mb.masks.defined() ? ", masked" : ""),
+      [&] { graph_stats_ = minibatch_step(graph_batch_, true); },
+      [&] {
+        eager = true;
+        stats = minibatch_step(mb, false);
+      });
+  if (eager) return stats;
+  graph_adam_->count_host_step();
+  return graph_stats_.clone();  // the next replay overwrites the graph's own
+}
+
 UpdateStats PpoUpdater::update(const Batch& b, std::mt19937_64& rng) {
   if (fast_ && !b.masks.defined()) return update_fast(b, rng);
   UpdateStats s;
   const int64_t n = b.obs.size(0);
   const int64_t mb = n / options_.num_minibatches;
   perm_.resize(static_cast<size_t>(n));
-  MinibatchMeans means;
-  at::Tensor obs, actions, logprobs, adv, returns, values, masks;  // the batch in this epoch's order
+  Batch epoch;  // the batch in this epoch's order
   auto shuffle = [&] {
     const at::Tensor idx = at::from_blob(perm_.data(), {n}, at::kLong).to(device_);
-    obs = b.obs.index_select(0, idx);
-    actions = b.actions.index_select(0, idx);
-    logprobs = b.logprobs.index_select(0, idx);
-    adv = b.advantages.index_select(0, idx);
-    returns = b.returns.index_select(0, idx);
-    values = b.values.index_select(0, idx);
-    masks = b.masks.defined() ? b.masks.index_select(0, idx) : at::Tensor();
+    epoch.obs = b.obs.index_select(0, idx);
+    epoch.actions = b.actions.index_select(0, idx);
+    epoch.logprobs = b.logprobs.index_select(0, idx);
+    epoch.advantages = b.advantages.index_select(0, idx);
+    epoch.returns = b.returns.index_select(0, idx);
+    epoch.values = b.values.index_select(0, idx);
+    epoch.masks = b.masks.defined() ? b.masks.index_select(0, idx) : at::Tensor();
   };
+  // The minibatches' statistics add up on the device: the host reads them once, after the
+  // epochs, and reads a minibatch's KL only where target_kl needs it.
+  at::Tensor sums;
   run_epochs(options_, dist_, perm_, rng, s, shuffle, [&](int64_t m) {
     const int64_t start = m * mb;
-    PolicyOutput out;
-    {
-      std::optional<mlh::rt::AutocastScope> autocast;
-      if (options_.autocast) autocast.emplace(options_.precision, device_);
-      out = net_->forward(obs.narrow(0, start, mb));
-    }
-    at::Tensor logits = out.logits.to(at::kFloat);
-    if (masks.defined()) logits = mask_logits(logits, masks.narrow(0, start, mb));
-    const LossTerms t = ppo_loss(logits, out.value, actions.narrow(0, start, mb), logprobs.narrow(0, start, mb),
-                                 adv.narrow(0, start, mb), returns.narrow(0, start, mb),
-                                 values.narrow(0, start, mb), options_.loss);
-    flat_->grad().zero_();
-    scaler_.scale(t.loss).backward();
-    if (dist_) dist_->all_reduce_mean(flat_->grad());
-    if (scaler_.enabled()) scaler_.unscale_(*optimizer_);
-    at::Tensor norm;
-    {
-      at::NoGradGuard no_grad;
-      norm = flat_->grad().norm();
-      flat_->grad().mul_((options_.max_grad_norm / (norm + 1e-6)).clamp_max(1.0));
-    }
-    scaler_.step(*optimizer_);
-    scaler_.update();
-    const double approx_kl = t.approx_kl.item<double>();
-    means.add(approx_kl, t.old_approx_kl.item<double>(), t.pg_loss.item<double>(), t.v_loss.item<double>(),
-              t.entropy.item<double>(), t.clipfrac.item<double>(), norm.item<double>());
-    return approx_kl;
+    Batch slice;
+    slice.obs = epoch.obs.narrow(0, start, mb);
+    slice.actions = epoch.actions.narrow(0, start, mb);
+    slice.logprobs = epoch.logprobs.narrow(0, start, mb);
+    slice.advantages = epoch.advantages.narrow(0, start, mb);
+    slice.returns = epoch.returns.narrow(0, start, mb);
+    slice.values = epoch.values.narrow(0, start, mb);
+    if (epoch.masks.defined()) slice.masks = epoch.masks.narrow(0, start, mb);
+    const at::Tensor stats = graphed_minibatch(slice);
+    sums = sums.defined() ? sums + stats : stats;
+    return options_.target_kl ? stats[0].item<double>() : 0.0;
   });
   flat_->mark_changed();
-  means.write(s);
+  if (sums.defined()) {
+    const at::Tensor means = (sums / static_cast<double>(s.minibatches)).to(at::kCPU, at::kDouble);
+    const double* v = means.data_ptr<double>();
+    s.approx_kl = v[0], s.old_approx_kl = v[1], s.pg_loss = v[2], s.v_loss = v[3], s.entropy = v[4];
+    s.clipfrac = v[5], s.grad_norm = v[6];
+  }
   return s;
 }
 

@@ -10,13 +10,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <optional>
 #include <random>
 
 #include <ATen/Tensor.h>
 #include <mlh/runtime/grad_scaler.hpp>
+#include <mlh/runtime/graph_safe_adam.hpp>
 #include <mlh/runtime/precision.hpp>
+#include <mlh/runtime/step_graph.hpp>
 #include <torch/optim/adam.h>
 
 #include "networks/networks.hpp"
@@ -108,10 +112,20 @@ class PpoUpdater {
   void set_lr(double lr);
   double lr();
   // Distributed: the flat gradient is averaged over the ranks before every step, and the
-  // early stop on target_kl uses the ranks' mean KL so that all stop at the same epoch.
+  // early stop on target_kl uses the ranks' mean KL so that all stop at the same epoch
+  // (several ranks run the minibatches eagerly).
   void share_with(mlh::rt::Distributed& dist) { dist_ = &dist; }
   // Runs the epochs over `batch`; `rng` shuffles.
   UpdateStats update(const Batch& batch, std::mt19937_64& rng);
+
+  // Each minibatch's step (forward, loss, backward, clipping, Adam) as a replayed graph from
+  // the recorder's capture on (the plan's cuda_graphs: cuda_graph_recorder; tests: a CPU
+  // recorder). fp16's loss scaling and several ranks keep the eager step; `log` hears the
+  // capture and why the graph is off. A null recorder: off, for `why_no_recorder`.
+  void use_graph(std::unique_ptr<mlh::rt::GraphRecorder> recorder, std::function<void(const std::string&)> log,
+                 const std::string& why_no_recorder = "");
+  const mlh::rt::StepGraph& graph() const { return graph_; }
+  void graph_log(std::function<void(const std::string&)> log) { graph_.set_log(std::move(log)); }
 
   torch::optim::Adam& optimizer() { return *optimizer_; }
   mlh::rt::GradScaler& scaler() { return scaler_; }
@@ -129,7 +143,18 @@ class PpoUpdater {
   std::vector<int64_t> perm_;
   std::vector<float> mb_obs_, mb_logprobs_, mb_adv_, mb_returns_, mb_values_;
   std::vector<int64_t> mb_actions_;
+  // The graph's minibatch (copied in before each replay), its statistics, its Adam.
+  mlh::rt::StepGraph graph_{nullptr, nullptr};
+  Batch graph_batch_;
+  at::Tensor graph_stats_;
+  std::optional<mlh::rt::GraphSafeAdam> graph_adam_;
   UpdateStats update_fast(const Batch& batch, std::mt19937_64& rng);
+  // One minibatch's step; its statistics [approx_kl, old_approx_kl, pg_loss, v_loss, entropy,
+  // clipfrac, grad_norm] as one tensor on the device. in_graph: Adam with its state on the
+  // device, no loss scaling or all-reduce (the graph's body).
+  at::Tensor minibatch_step(const Batch& mb, bool in_graph);
+  // The step of `mb` as a replay where the graph is on, else eagerly.
+  at::Tensor graphed_minibatch(const Batch& mb);
 };
 
 }  // namespace ppo

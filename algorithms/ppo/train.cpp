@@ -38,6 +38,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   dist.broadcast({t.updater().parameters().flat()});
   t.updater().parameters().mark_changed();
   t.updater().share_with(dist);
+  t.updater().graph_log([&ctx](const std::string& line) { ctx.info(line); });
   mlh::rt::TrainingState saved = t.state();
   session.resume(saved, [&](const mlh::rt::LoadedCheckpoint&) {
     t.restore(saved, /*own_streams=*/dist.is_main());
@@ -137,6 +138,8 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     if (task.metrics)
       for (const auto& [name, value] : task.metrics()) summary[name] = value;
   }
+  const mlh::rt::StepGraph& graph = t.updater().graph();
+  summary["cuda_graph"] = {{"captures", graph.captures()}, {"replays", graph.replays()}, {"off", graph.why_off()}};
   session.finish(t.net(), summary);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
+#include "fake_graph_recorder.hpp"
 #include "gae.hpp"
 #include "mlp_fast.hpp"
 #include "ppo_update.hpp"
@@ -311,3 +313,49 @@ TEST(PpoConfig, ErrorsNameTheField) {
 }
 
 }  // namespace
+
+// The update's minibatches through the step graph, with a recorder that runs on the CPU
+// (fake_graph_recorder.hpp): each minibatch copied into the graph's static tensors, Adam with
+// its count and annealed learning rate on the device, one capture for the run; the network
+// ends where the eager update's does, with the same statistics. On a GPU the same code
+// captures CUDA graphs (the plan's cuda_graphs).
+TEST(PpoUpdate, MinibatchesThroughTheStepGraphUpdateAsTheEagerStep) {
+  ppo::NetworkSpec spec;
+  spec.observation_shape = {4};
+  torch::manual_seed(11);
+  auto eager_net = ppo::make_network(spec);
+  torch::manual_seed(11);
+  auto graphed_net = ppo::make_network(spec);
+  ppo::UpdateOptions o;
+  o.num_minibatches = 2;
+  o.update_epochs = 3;
+  ppo::PpoUpdater eager(eager_net, 1e-2, o, at::kCPU, /*use_fast=*/false);
+  ppo::PpoUpdater graphed(graphed_net, 1e-2, o, at::kCPU, /*use_fast=*/false);
+  std::vector<std::string> log;
+  graphed.use_graph(std::make_unique<FakeGraphRecorder>(), [&](const std::string& line) { log.push_back(line); });
+  std::mt19937_64 eager_rng(3), graphed_rng(3);
+  for (int iteration = 1; iteration <= 3; ++iteration) {
+    ppo::Batch b;
+    b.obs = at::randn({16, 4});
+    b.actions = at::randint(0, 2, {16}, at::kLong);
+    b.logprobs = at::full({16}, std::log(0.5f));
+    b.advantages = at::randn({16});
+    b.returns = at::randn({16});
+    b.values = at::zeros({16});
+    const double lr = ppo::annealed_lr(1e-2, iteration, 3);
+    eager.set_lr(lr);
+    graphed.set_lr(lr);
+    const ppo::UpdateStats a = eager.update(b, eager_rng), g = graphed.update(b, graphed_rng);
+    EXPECT_EQ(g.minibatches, a.minibatches);
+    for (auto [x, y, name] : {std::tuple{a.pg_loss, g.pg_loss, "pg_loss"}, {a.v_loss, g.v_loss, "v_loss"},
+                              {a.entropy, g.entropy, "entropy"}, {a.approx_kl, g.approx_kl, "approx_kl"},
+                              {a.grad_norm, g.grad_norm, "grad_norm"}, {a.clipfrac, g.clipfrac, "clipfrac"}})
+      EXPECT_NEAR(y, x, 1e-5 * (1 + std::abs(x))) << name << " in update " << iteration;
+  }
+  EXPECT_TRUE(at::allclose(graphed.parameters().flat(), eager.parameters().flat(), 1e-5, 1e-7))
+      << (graphed.parameters().flat() - eager.parameters().flat()).abs().max().item<double>();
+  EXPECT_EQ(graphed.graph().captures(), 1) << "the annealed rate is read from the device: one capture";
+  EXPECT_EQ(graphed.graph().replays(), 3 * 3 * 2 - 3);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("captured (minibatch of 8)"), std::string::npos) << log[0];
+}

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <c10/core/Device.h>
 
@@ -54,6 +55,8 @@ class StepGraph {
   // where the graph is off. A key other than the last one's drops the graph and warms up
   // again. True where the step ran as a replay.
   bool step(const std::string& key, const std::function<void()>& body, const std::function<void()>& eager);
+
+  void set_log(std::function<void(const std::string&)> log) { log_ = std::move(log); }
 
   bool on() const { return recorder_ != nullptr; }
   const std::string& why_off() const { return why_off_; }
