@@ -169,6 +169,18 @@ TEST(PpoMasking, MaskedActionsGetNoProbability) {
   EXPECT_EQ(ppo::greedy_action(l, nullptr, 4), 0);
 }
 
+// A random CartPole-shaped rollout of `n` transitions (4 observations, 2 actions).
+ppo::Batch cartpole_batch(int64_t n) {
+  ppo::Batch b;
+  b.obs = at::randn({n, 4});
+  b.actions = at::randint(0, 2, {n}, at::kLong);
+  b.logprobs = at::full({n}, std::log(0.5f));
+  b.advantages = at::randn({n});
+  b.returns = at::randn({n});
+  b.values = at::zeros({n});
+  return b;
+}
+
 TEST(PpoUpdate, FlatParametersKeepTheModuleWorking) {
   // The module's parameters become views of one buffer; backward fills the flat gradient.
   ppo::NetworkSpec spec;
@@ -206,13 +218,7 @@ TEST(PpoUpdate, InferMatchesForwardThroughUpdates) {
     EXPECT_TRUE(at::allclose(out.value, at::from_blob(values.data(), {8}), 1e-4, 1e-5));
   };
   check();
-  ppo::Batch b;
-  b.obs = at::randn({16, 4});
-  b.actions = at::randint(0, 2, {16}, at::kLong);
-  b.logprobs = at::full({16}, std::log(0.5f));
-  b.advantages = at::randn({16});
-  b.returns = at::randn({16});
-  b.values = at::zeros({16});
+  const ppo::Batch b = cartpole_batch(16);
   std::mt19937_64 rng(1);
   const at::Tensor before = net->forward(b.obs).value.detach().clone();
   updater.update(b, rng);
@@ -335,13 +341,7 @@ TEST(PpoUpdate, MinibatchesThroughTheStepGraphUpdateAsTheEagerStep) {
   graphed.use_graph(std::make_unique<FakeGraphRecorder>(), [&](const std::string& line) { log.push_back(line); });
   std::mt19937_64 eager_rng(3), graphed_rng(3);
   for (int iteration = 1; iteration <= 3; ++iteration) {
-    ppo::Batch b;
-    b.obs = at::randn({16, 4});
-    b.actions = at::randint(0, 2, {16}, at::kLong);
-    b.logprobs = at::full({16}, std::log(0.5f));
-    b.advantages = at::randn({16});
-    b.returns = at::randn({16});
-    b.values = at::zeros({16});
+    const ppo::Batch b = cartpole_batch(16);
     const double lr = ppo::annealed_lr(1e-2, iteration, 3);
     eager.set_lr(lr);
     graphed.set_lr(lr);
