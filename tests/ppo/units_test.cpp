@@ -326,6 +326,8 @@ TEST(PpoConfig, ErrorsNameTheField) {
 // ends where the eager update's does, with the same statistics. On a GPU the same code
 // captures CUDA graphs (the plan's cuda_graphs).
 TEST(PpoUpdate, MinibatchesThroughTheStepGraphUpdateAsTheEagerStep) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);  // the same reduction order in both updates
   ppo::NetworkSpec spec;
   spec.observation_shape = {4};
   torch::manual_seed(11);
@@ -358,4 +360,5 @@ TEST(PpoUpdate, MinibatchesThroughTheStepGraphUpdateAsTheEagerStep) {
   EXPECT_EQ(graphed.graph().replays(), 3 * 3 * 2 - 3);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_NE(log[0].find("captured (minibatch of 8)"), std::string::npos) << log[0];
+  at::set_num_threads(threads);
 }
