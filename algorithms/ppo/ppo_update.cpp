@@ -240,15 +240,10 @@ at::Tensor PpoUpdater::minibatch_step(const Batch& mb, bool in_graph) {
   return at::stack({t.approx_kl, t.old_approx_kl, t.pg_loss, t.v_loss, t.entropy, t.clipfrac, norm}).to(at::kFloat);
 }
 
-void PpoUpdater::use_graph(std::unique_ptr<mlh::rt::GraphRecorder> recorder,
-                           std::function<void(const std::string&)> log, const std::string& why_no_recorder) {
-  const bool wanted = recorder != nullptr;
-  graph_ = mlh::rt::StepGraph(std::move(recorder), std::move(log));
+void PpoUpdater::use_graph(mlh::rt::StepGraph graph) {
+  graph_ = std::move(graph);
   graph_adam_.reset();
-  if (!wanted) {
-    if (!why_no_recorder.empty()) graph_.turn_off(why_no_recorder);
-    return;
-  }
+  if (!graph_.on()) return;
   if (fast_) graph_.turn_off("the MLP's plain-C++ update runs on the CPU");
   if (scaler_.enabled()) graph_.turn_off("fp16's loss scaling checks the gradients for overflow on the host");
 }

@@ -119,11 +119,9 @@ class PpoUpdater {
   UpdateStats update(const Batch& batch, std::mt19937_64& rng);
 
   // Each minibatch's step (forward, loss, backward, clipping, Adam) as a replayed graph from
-  // the recorder's capture on (the plan's cuda_graphs: cuda_graph_recorder; tests: a CPU
-  // recorder). fp16's loss scaling and several ranks keep the eager step; `log` hears the
-  // capture and why the graph is off. A null recorder: off, for `why_no_recorder`.
-  void use_graph(std::unique_ptr<mlh::rt::GraphRecorder> recorder, std::function<void(const std::string&)> log,
-                 const std::string& why_no_recorder = "");
+  // the graph's capture on (the plan's: plan_step_graph; tests: a CPU recorder's). fp16's
+  // loss scaling, several ranks and the CPU MLP's plain-C++ update keep the eager step.
+  void use_graph(mlh::rt::StepGraph graph);
   const mlh::rt::StepGraph& graph() const { return graph_; }
   void graph_log(std::function<void(const std::string&)> log) { graph_.set_log(std::move(log)); }
 

@@ -100,11 +100,7 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task
   u.precision = plan.precision;
   u.autocast = autocast_;
   updater_ = std::make_unique<PpoUpdater>(net_, cfg.lr, u, plan.device, fast_update);
-  if (plan.cuda_graphs) {
-    std::string why_not;
-    std::unique_ptr<mlh::rt::GraphRecorder> recorder = mlh::rt::cuda_graph_recorder(plan.device, &why_not);
-    updater_->use_graph(std::move(recorder), nullptr, why_not);
-  }
+  updater_->use_graph(mlh::rt::plan_step_graph(plan.cuda_graphs, plan.device, nullptr));
 
   const size_t tn = static_cast<size_t>(T_ * N_);
   obs_.assign(tn * obs_size_, 0.f);

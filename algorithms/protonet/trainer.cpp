@@ -23,13 +23,9 @@ Trainer::Trainer(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& 
       scaler(65536.0, 2.0, 0.5, 2000, p.precision == mlh::rt::Precision::kFp16),
       distance(parse_distance(c.distance)),
       channels_last(plan.channels_last),
-      graph(nullptr, nullptr) {
-  if (plan.cuda_graphs) {
-    std::string why_not;
-    graph = mlh::rt::StepGraph(mlh::rt::cuda_graph_recorder(plan.device, &why_not),
-                               [this](const std::string& line) { if (log) log(line); });
-    if (!graph.on()) graph.turn_off(why_not);
-  }
+      graph(mlh::rt::plan_step_graph(p.cuda_graphs, p.device, [this](const std::string& line) {
+        if (log) log(line);
+      })) {
   net->to(plan.device);
   // cuDNN's fastest convolutions (tensor cores) want NHWC; on the CPU it rarely helps.
   if (channels_last) mlh::rt::to_channels_last(*net);

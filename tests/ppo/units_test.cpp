@@ -340,7 +340,8 @@ TEST(PpoUpdate, MinibatchesThroughTheStepGraphUpdateAsTheEagerStep) {
   ppo::PpoUpdater eager(eager_net, 1e-2, o, at::kCPU, /*use_fast=*/false);
   ppo::PpoUpdater graphed(graphed_net, 1e-2, o, at::kCPU, /*use_fast=*/false);
   std::vector<std::string> log;
-  graphed.use_graph(std::make_unique<FakeGraphRecorder>(), [&](const std::string& line) { log.push_back(line); });
+  graphed.use_graph(
+      mlh::rt::StepGraph(std::make_unique<FakeGraphRecorder>(), [&](const std::string& line) { log.push_back(line); }));
   std::mt19937_64 eager_rng(3), graphed_rng(3);
   for (int iteration = 1; iteration <= 3; ++iteration) {
     const ppo::Batch b = cartpole_batch(16);

@@ -70,6 +70,14 @@ std::unique_ptr<GraphRecorder> cuda_graph_recorder(c10::Device device, std::stri
 #endif
 }
 
+StepGraph plan_step_graph(bool cuda_graphs, c10::Device device, std::function<void(const std::string&)> log) {
+  if (!cuda_graphs) return StepGraph(nullptr, std::move(log));
+  std::string why_not;
+  StepGraph graph(cuda_graph_recorder(device, &why_not), std::move(log));
+  if (!graph.on()) graph.turn_off(why_not);
+  return graph;
+}
+
 StepGraph::StepGraph(std::unique_ptr<GraphRecorder> recorder, std::function<void(const std::string&)> log,
                      int warmup_steps)
     : recorder_(std::move(recorder)), log_(std::move(log)), warmup_steps_(warmup_steps < 1 ? 1 : warmup_steps) {}

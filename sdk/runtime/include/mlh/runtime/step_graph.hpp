@@ -5,7 +5,7 @@
 // tensors before each replay) and every value the host computed while it was captured
 // (shapes, the learning rate: the step's `key`; a new key captures again).
 //
-//   mlh::rt::StepGraph graph(mlh::rt::cuda_graph_recorder(device, &why_not), log);
+//   mlh::rt::StepGraph graph = mlh::rt::plan_step_graph(plan.cuda_graphs, plan.device, log);
 //   static_images.copy_(episode.images);                  // each step, before the graph
 //   graph.step(key, [&] { /* forward, backward, GraphSafeAdam::step() */ },
 //              [&] { /* the same step the usual way */ });
@@ -41,6 +41,11 @@ class GraphRecorder {
 // nullptr with the reason in `why_not` where this LibTorch has no CUDA or the device is not
 // a CUDA device.
 std::unique_ptr<GraphRecorder> cuda_graph_recorder(c10::Device device, std::string* why_not);
+
+class StepGraph;
+// The step graph a run's plan asks for: CUDA graphs where `cuda_graphs` (the plan's field)
+// is on and `device` can capture; off otherwise, with the reason where the plan asked.
+StepGraph plan_step_graph(bool cuda_graphs, c10::Device device, std::function<void(const std::string&)> log);
 
 class StepGraph {
  public:
