@@ -7,7 +7,7 @@
 #     -r   rounds (default 3)          -a   algorithms (default "protonet ppo trm")
 #   LABEL=COMMAND: a name for the table and the host command with its extra options.
 # Examples:
-#   bench/compare.sh "1.13=build/bin/host --no-calibrate" "2.x=build-pypi/bin/host --no-calibrate"
+#   bench/compare.sh "2.x=build/bin/host --no-calibrate" "1.13=build-debian/bin/host --no-calibrate"
 #   bench/compare.sh -a protonet "glibc=build/bin/host --no-calibrate --allocator glibc" \
 #                                "jemalloc=build/bin/host --no-calibrate --allocator jemalloc"
 set -euo pipefail

@@ -5,8 +5,8 @@
 # own benchmark with its default plan. Each in fp32 and bf16, rounds alternating so that all
 # see the same machine load; medians and ratios to the reference's fp32.
 #   bench/protonet_reference.sh [-r ROUNDS] [-s SECONDS] [-p "fp32 bf16"] [HOST...]
-#     HOST: host binaries to compare (default: build-pypi/bin/host (LibTorch 2.x, the reference's)
-#           where built, and build/bin/host (Debian's 1.13))
+#     HOST: host binaries to compare (default: build/bin/host (LibTorch 2.x, the reference's)
+#           and build-debian/bin/host (Debian's 1.13), those built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3 seconds=3 precisions="fp32 bf16"
@@ -21,10 +21,10 @@ done
 shift $((OPTIND - 1))
 hosts=("$@")
 if ((${#hosts[@]} == 0)); then
-  for h in build-pypi/bin/host build/bin/host; do [[ -x $h ]] && hosts+=("$h"); done
+  for h in build/bin/host build-debian/bin/host; do [[ -x $h ]] && hosts+=("$h"); done
 fi
 ((${#hosts[@]})) || { echo "protonet_reference.sh: no host built (bash scripts/build.sh)" >&2; exit 2; }
-torch_root=$(bash scripts/torch-venv.sh)
+torch_root=$(bash scripts/torch-venv.sh --full)  # the reference imports torch
 python=${MLH_TORCH_VENV:-.venv}/bin/python
 threads=$(nproc)
 jemalloc=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1 || true)

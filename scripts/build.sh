@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Configures and builds (Release) against one LibTorch, each into its own folder.
-#   bash scripts/build.sh [--torch debian|pypi|DIR] [--target T]... [extra cmake arguments]
+#   bash scripts/build.sh [--torch pypi|debian|DIR] [--cuda] [--target T]... [extra cmake arguments]
 #
-#   --torch debian   Debian's LibTorch 1.13, CPU-only (the default): build/
-#   --torch pypi     the CUDA LibTorch inside PyPI's torch wheel pinned in
-#                    scripts/torch-pypi.txt, installed into .venv/ by scripts/torch-venv.sh,
-#                    with the CUDA toolkit's nvcc for its CMake files: build-pypi/
+#   --torch pypi     (the default) the LibTorch inside PyPI's torch wheel pinned in
+#                    scripts/torch-pypi.txt, installed into .venv/ by scripts/torch-venv.sh: build/.
+#                    Its CUDA half is compiled in where the wheel's CUDA libraries are installed
+#                    (a GPU machine, --cuda, or the test command) and a CUDA compiler (nvcc) is
+#                    found; otherwise the build uses LibTorch's CPU half alone and needs neither
+#                    (sdk/cmake/MlhostTorch.cmake, MLH_TORCH_CUDA)
+#   --torch debian   Debian's LibTorch 1.13, CPU-only (bash scripts/setup.sh --torch debian
+#                    installs it): build-debian/
 #   --torch DIR      any other LibTorch, by its root (DIR/share/cmake/Torch or
 #                    DIR/lib/.../cmake/Torch): a libtorch zip, or an installed PyTorch's
 #                    site-packages/torch (scripts/gpu.sh): build-torch/
+#   --cuda           compile LibTorch's CUDA paths (installs the wheel's CUDA libraries with
+#                    --torch pypi; needs the CUDA toolkit's nvcc)
 #   --target T       build only T (repeatable; default: everything, tests included)
 #
 # BUILD_DIR overrides the folder; MLH_PREFIX_PATH adds CMake prefixes after LibTorch's (the
@@ -16,13 +22,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-torch=debian
+torch=pypi
+cuda=0
 targets=()
 cmake_args=()
 while (($#)); do
   case $1 in
-    --torch) [[ $# -ge 2 ]] || { echo "build.sh: --torch needs debian, pypi or a folder" >&2; exit 2; }
+    --torch) [[ $# -ge 2 ]] || { echo "build.sh: --torch needs pypi, debian or a folder" >&2; exit 2; }
              torch=$2; shift 2 ;;
+    --cuda) cuda=1; shift ;;
     --target) [[ $# -ge 2 ]] || { echo "build.sh: --target needs a target name" >&2; exit 2; }
               targets+=(--target "$2"); shift 2 ;;
     *) cmake_args+=("$1"); shift ;;
@@ -30,17 +38,22 @@ while (($#)); do
 done
 
 case $torch in
-  debian)
-    build=${BUILD_DIR:-build} ;;
   pypi)
-    build=${BUILD_DIR:-build-pypi}
-    torch_root=$(bash scripts/torch-venv.sh) ;;
+    build=${BUILD_DIR:-build}
+    torch_root=$(bash scripts/torch-venv.sh $( ((cuda)) && echo --full)) ;;
+  debian)
+    build=${BUILD_DIR:-build-debian}
+    compgen -G "/usr/lib/*/cmake/Torch/TorchConfig.cmake" >/dev/null || {
+      echo "build.sh: Debian's LibTorch is not installed: bash scripts/setup.sh --torch debian" >&2
+      exit 2
+    }
+    ((!cuda)) || { echo "build.sh: Debian's LibTorch has no CUDA: --cuda needs --torch pypi or a CUDA LibTorch" >&2; exit 2; } ;;
   *)
     build=${BUILD_DIR:-build-torch}
     compgen -G "$torch/share/cmake/Torch/TorchConfig.cmake" >/dev/null ||
       compgen -G "$torch/lib/*cmake/Torch/TorchConfig.cmake" >/dev/null ||
       compgen -G "$torch/lib/*/cmake/Torch/TorchConfig.cmake" >/dev/null || {
-      echo "build.sh: --torch '$torch': no LibTorch there (no share/cmake/Torch or lib/.../cmake/Torch); want debian, pypi or a LibTorch root" >&2
+      echo "build.sh: --torch '$torch': no LibTorch there (no share/cmake/Torch or lib/.../cmake/Torch); want pypi, debian or a LibTorch root" >&2
       exit 2
     }
     torch_root=$(cd "$torch" && pwd) ;;
@@ -53,14 +66,18 @@ if [[ $torch != debian ]]; then
   # find_library, which would otherwise take Debian's /usr/lib/.../libc10.so where that is
   # installed too.
   args+=(-DCMAKE_PREFIX_PATH="$torch_root${MLH_PREFIX_PATH:+;$MLH_PREFIX_PATH}")
-  # A CUDA LibTorch's CMake files enable the CUDA language: they need nvcc.
-  if [[ -e $torch_root/lib/libtorch_cuda.so ]]; then
-    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  # A CUDA LibTorch's own CMake files enable the CUDA language: with its CUDA half they need
+  # nvcc. Without --cuda, CMake decides (AUTO) and falls back to the CPU half.
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if ((cuda)); then
     [[ -x $nvcc ]] || {
-      echo "build.sh: this LibTorch is a CUDA build, and its CMake files need the CUDA toolkit's nvcc: not on PATH nor in /usr/local/cuda/bin" >&2
+      echo "build.sh: --cuda compiles LibTorch's CUDA paths, which needs the CUDA toolkit's nvcc: not on PATH nor in /usr/local/cuda/bin" >&2
       exit 2
     }
-    args+=(-DCMAKE_CUDA_COMPILER="$nvcc")
+    args+=(-DMLH_TORCH_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
+  else
+    args+=(-DMLH_TORCH_CUDA=AUTO)
+    [[ -x $nvcc ]] && args+=(-DCMAKE_CUDA_COMPILER="$nvcc")
   fi
 fi
 if command -v ccache >/dev/null; then
@@ -74,4 +91,5 @@ cmake -S . -B "$build" "${args[@]}" "${cmake_args[@]}" >"$build/configure.log" 2
   cat "$build/configure.log" >&2
   exit 1
 }
+grep -E '^-- mlhost: LibTorch' "$build/configure.log" || true
 cmake --build "$build" "${targets[@]}"

@@ -9,6 +9,7 @@
 # Environment: FUZZ_MAX_TIME (seconds per target, a guard; default 300), FUZZ_JOBS (build jobs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/setup.sh --fuzz
 runs=${1:-50000}
 shift || true
 max_time=${FUZZ_MAX_TIME:-300}

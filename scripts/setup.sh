@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs every Debian package mlhost needs to build and test, only those missing.
+# Installs the Debian packages mlhost needs to build and test, only those missing.
 # Safe to run again: with everything present it installs nothing and takes a moment.
-#   bash scripts/setup.sh [--torch pypi]   (--torch pypi: also what the LibTorch 2.x build
-#                                          needs of Debian; the wheel itself comes from PyPI)
+#   bash scripts/setup.sh                  the default build (LibTorch 2.x from PyPI's wheel,
+#                                          which scripts/torch-venv.sh installs into .venv/)
+#   bash scripts/setup.sh --torch debian   also Debian's LibTorch 1.13 (CPU, apt only)
+#   bash scripts/setup.sh --torch all      both LibTorch builds (the test command)
+#   bash scripts/setup.sh --fuzz           also clang for the libFuzzer targets (scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config ccache               # toolchain (ccache: fast rebuilds)
-  libtorch-dev libgloo-dev                              # LibTorch 1.13 (CPU) with c10d/Gloo
-  libopenblas0-openmp                                   # fast BLAS (the default reference BLAS is ~10x slower)
+  python3-venv                                          # the virtual environment of the torch wheel (scripts/torch-venv.sh)
   libjemalloc2                                          # the training worker's allocator (the plan's default)
   libboost-dev libboost-filesystem-dev libboost-program-options-dev   # Boost.DLL, filesystem, program_options
   libspdlog-dev nlohmann-json3-dev                      # logging, JSON
@@ -16,16 +18,26 @@ packages=(
   libgtest-dev libgmock-dev                             # tests
   libstb-dev zlib1g-dev                                 # PNG/JPEG decoding, gzip'd IDX files
   dataset-fashion-mnist                                 # the demo data (IDX files)
-  clang libclang-rt-14-dev                              # libFuzzer targets (scripts/fuzz.sh; not run by CI)
 )
+debian_torch=(
+  libtorch-dev libgloo-dev                              # LibTorch 1.13 (CPU) with c10d/Gloo
+  libopenblas0-openmp                                   # fast BLAS for it (the default reference BLAS is ~10x slower)
+)
+fuzz=(clang libclang-rt-14-dev)                         # libFuzzer targets (scripts/fuzz.sh; not run by CI)
 
-case ${1:-} in
-  "") ;;
-  --torch) [[ ${2:-} == pypi || ${2:-} == debian ]] || { echo "setup: --torch takes pypi or debian" >&2; exit 2; }
-           # A virtual environment for the torch wheel (scripts/torch-venv.sh) where python3 is Debian's.
-           [[ $2 == pypi ]] && packages+=(python3-venv) ;;
-  *) echo "setup: unknown argument '$1' (usage: setup.sh [--torch pypi])" >&2; exit 2 ;;
-esac
+usage="usage: setup.sh [--torch pypi|debian|all] [--fuzz]"
+while (($#)); do
+  case $1 in
+    --torch) case ${2:-} in
+               pypi) ;;
+               debian|all) packages+=("${debian_torch[@]}") ;;
+               *) echo "setup: --torch takes pypi, debian or all ($usage)" >&2; exit 2 ;;
+             esac
+             shift 2 ;;
+    --fuzz) packages+=("${fuzz[@]}"); shift ;;
+    *) echo "setup: unknown argument '$1' ($usage)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs the whole test suite (what CI runs, via .ci/run), in three stages:
-#   1. Debian's LibTorch 1.13 (CPU): everything built into build/, the whole suite.
-#   2. PyPI's LibTorch 2.x (a CUDA build; without a GPU the GPU-only tests skip, saying why):
-#      everything built into build-pypi/ (every plugin and the runtime against 2.x and CUDA's
-#      headers), and the tests of the layers that call LibTorch's version-sensitive APIs: the
-#      runtime (autocast, checkpoints across versions, c10d, the gradient scaler, memory), the
-#      PPO and TRM networks, the cuda plugin and the GPU tests, the SDK built out of tree
-#      (chargpt and mlp-fit trained on 2.x) and the host end to end with toyreg (distributed,
-#      calibration, memory), and TRM's data (no LibTorch, but its comparison with the reference's
-#      ARC builder needs .venv/'s numpy, made in this stage). The algorithms' training tests and
-#      the other LibTorch-free areas ran in stage 1.
-#   3. The LibTorch-free part again under AddressSanitizer + UndefinedBehaviorSanitizer
+#   1. pypi: the default build, against PyPI's LibTorch 2.x (with its CUDA half where the CUDA
+#      toolkit's nvcc is found; without a GPU the GPU-only tests skip, saying why): everything
+#      built into build/, the whole suite. Its .venv/ holds the torch wheel with its CUDA
+#      libraries and the Python packages the suite compares with (torchrun, MLflow,
+#      TensorBoard, the references' packages).
+#   2. debian: Debian's LibTorch 1.13 (CPU), everything built into build-debian/ (every plugin
+#      and the runtime against 1.13), and the tests of the layers that call LibTorch's
+#      version-sensitive APIs: the runtime (autocast, checkpoints across versions, c10d, the
+#      gradient scaler, memory), the PPO and TRM networks, ProtoNet's fused CPU block and its
+#      training, the SDK built out of tree against 1.13 (chargpt and mlp-fit trained on it) and
+#      the host end to end with toyreg (distributed, torchrun, restarts, calibration, memory).
+#   3. sanitize: the LibTorch-free part again under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (build-asan/, scripts/sanitize.sh).
 # Every stage runs even when an earlier one fails; the exit status is non-zero if any failed.
-# MLH_TEST_STAGES selects stages (e.g. "debian pypi"); default all three.
+# MLH_TEST_STAGES selects stages (e.g. "pypi debian"); default all three.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-stages=${MLH_TEST_STAGES:-debian pypi sanitize}
+stages=${MLH_TEST_STAGES:-pypi debian sanitize}
 
-bash scripts/setup.sh --torch pypi || exit 1
+bash scripts/setup.sh --torch all || exit 1
 
 # ctest -j2 runs two test programs at once on CI's two cores, and a LibTorch worker's OpenMP
 # threads spin while they wait for work (the default policy): two training tests side by side
@@ -28,14 +29,12 @@ bash scripts/setup.sh --torch pypi || exit 1
 # wins in its worker.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
-# The test folders of stage 2 (above), and the tests it leaves out though they are built: the
-# soak test kills and resumes the host's runs for two minutes, whatever LibTorch does.
-# trm_data needs no LibTorch, but its comparison with the TRM reference's ARC builder needs
-# .venv/'s numpy, which exists from this stage on (in stage 1 it skips); tracking holds the
-# MLflow tracking tests, which need .venv/'s mlflow server (host_mlflow_tests, label mlflow).
-pypi_areas="abi;plugins;algorithm_plugins;ppo_networks;trm_model;trm_data;cuda;runtime;tracking;cli;sdk;gpu"
-pypi_skip='^SoakTest\.'
-
+# Stage 2's test folders (above); the rest of the suite does not depend on which LibTorch the
+# plugins link, and ran in stage 1. Of the cli folder (the host end to end), the tests whose
+# workers run the runtime's version-sensitive parts: distributed training over c10d (our
+# launcher and torchrun), restarts from checkpoints, calibration and memory.
+debian_areas="plugins;algorithm_plugins;runtime;ppo_networks;trm_model;protonet;cli;sdk"
+debian_cli='^(DistributedTest|TorchrunTest|RestartTest|CalibrationTest|MemoryTest)\.'
 
 # Free space in GiB on the checkout's file system.
 free_gib() { df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }'; }
@@ -81,28 +80,32 @@ suite() {  # build folder, tests to leave out (a ctest -E pattern, or ""), build
   bash scripts/build.sh "$@" && ctest --test-dir "$build" --output-on-failure -j2 --timeout 600 ${skip:+-E "$skip"}
 }
 
-# Stage 2 makes .venv/, which holds PyTorch's real torchrun and the TRM reference's ARC
-# evaluator's packages: the Debian build's tests of both, which skip in stage 1 for want of
-# them, run again after stage 2's own suite (the TRM tests are not among stage 2's areas).
+# Stage 1 makes .venv/ whole (the torch wheel's CUDA libraries, which Python's torch needs, and
+# scripts/py-peers.txt) before it builds: torchrun, MLflow, TensorBoard and the references run
+# from there, in this stage and in the Debian one.
 pypi_stage() {
+  bash scripts/torch-venv.sh --peers >/dev/null || return 1
+  suite build ""
+}
+debian_stage() {
   local status=0
-  suite build-pypi "$pypi_skip" --torch pypi -DMLH_TEST_AREAS="$pypi_areas" || status=$?
-  if [[ -x build/bin/host && -x .venv/bin/torchrun ]]; then
-    echo "== torchrun and the TRM reference's ARC evaluator against the Debian build"
-    ctest --test-dir build --output-on-failure --timeout 600 -R '^(TorchrunTest|ArcReferenceEvaluator)\.' || status=1
-  fi
+  bash scripts/build.sh --torch debian -DMLH_TEST_AREAS="$debian_areas" || return 1
+  # The folders' own tests, then the cli folder's chosen ones (the Python-facing checks,
+  # DocsCommands and the peers' table, ran against the default build).
+  ctest --test-dir build-debian --output-on-failure -j2 --timeout 600 -LE cli || status=1
+  ctest --test-dir build-debian --output-on-failure -j2 --timeout 600 -L cli -R "$debian_cli" || status=1
   return $status
 }
 
 for stage in $stages; do
   case $stage in
-    debian) make_room 4 build-pypi
-            run_stage debian suite build "" ;;
-    pypi) make_room 12 build
+    pypi) make_room 12 build-debian
           run_stage pypi pypi_stage ;;
-    sanitize) make_room 4 build build-pypi
+    debian) make_room 4 build
+            run_stage debian debian_stage ;;
+    sanitize) make_room 4 build build-debian
               run_stage sanitize bash scripts/sanitize.sh ;;
-    *) echo "test.sh: unknown stage '$stage' in MLH_TEST_STAGES (debian, pypi, sanitize)" >&2; exit 2 ;;
+    *) echo "test.sh: unknown stage '$stage' in MLH_TEST_STAGES (pypi, debian, sanitize)" >&2; exit 2 ;;
   esac
 done
 

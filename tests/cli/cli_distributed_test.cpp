@@ -175,7 +175,7 @@ class TorchrunTest : public DistributedTest {
     torchrun_ = named && *named ? named : MLH_CLI_TORCHRUN;
     if (::access(torchrun_.c_str(), X_OK) != 0)
       GTEST_SKIP() << "no torchrun at " << torchrun_
-                   << " (bash scripts/torch-venv.sh installs PyTorch's into .venv/; MLH_TORCHRUN names another)";
+                   << " (bash scripts/torch-venv.sh --peers installs PyTorch's into .venv/; MLH_TORCHRUN names another)";
     const Result listed = host({"--plugin-dir", toyreg_, "--list-plugins", "--json"});
     for (const json& p : stdout_json(listed).value("plugins", json::array()))
       if (p.value("name", "") == "toyreg") torch_major_ = std::stoi(p["build"]["torch"]["version"].get<std::string>());

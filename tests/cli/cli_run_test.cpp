@@ -89,7 +89,7 @@ TEST_F(RunTest, DescribePrintsCommandsAndSchema) {
 // status) beside its scalars, so TensorBoard's HParams dashboard lists them in one table.
 TEST_F(RunTest, TensorBoardHparamsCompareRuns) {
   const fs::path python = MLH_CLI_VENV_PYTHON;
-  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh makes .venv/)";
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh --peers makes .venv/)";
   const fs::path a = tmp() / "lr-0.1", b = tmp() / "lr-0.05";
   ASSERT_EQ(run_toyreg({"--run-dir", a.string(), "--set", "steps=20", "--set", "lr=0.1"}).exit_code, 0);
   ASSERT_EQ(run_toyreg({"--run-dir", b.string(), "--set", "steps=20", "--set", "lr=0.05"}).exit_code, 0);
@@ -118,7 +118,7 @@ TEST_F(RunTest, TensorBoardHparamsCompareRuns) {
 // A run that fails still ends its hparams session, as a failure.
 TEST_F(RunTest, AFailedRunEndsItsHparamsSessionAsAFailure) {
   const fs::path python = MLH_CLI_VENV_PYTHON;
-  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh makes .venv/)";
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh --peers makes .venv/)";
   const Result t = train({"--set", "steps=20", "--set", "fail_at_step=5"});
   ASSERT_NE(t.exit_code, 0) << t.describe();
   const Result r = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", run_dir_.string()}, slow());
@@ -131,7 +131,7 @@ TEST_F(RunTest, AFailedRunEndsItsHparamsSessionAsAFailure) {
 // earlier launch's end is not kept beside it for TensorBoard to read first).
 TEST_F(RunTest, AResumedRunEndsItsHparamsSessionAsItsLastLaunchDid) {
   const fs::path python = MLH_CLI_VENV_PYTHON;
-  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh makes .venv/)";
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh --peers makes .venv/)";
   const std::vector<std::string> faulty{"--set", "steps=20", "--set", "fail_at_step=5", "--set", "fault_once=true",
                                         "--set", "checkpoint_every=2"};
   ASSERT_NE(train(faulty).exit_code, 0);

@@ -71,7 +71,7 @@ TEST_F(TrackingTest, ATrackerThatIsDownCostsTheRunNothingAndSyncTrackingSendsItL
   EXPECT_TRUE(contains(still.err, "cannot be reached")) << still.describe();
 
   if (!fs::exists(mlflow_program()))
-    GTEST_SKIP() << "no mlflow at " << mlflow_program() << " (scripts/torch-venv.sh; MLH_TEST_MLFLOW names another)";
+    GTEST_SKIP() << "no mlflow at " << mlflow_program() << " (bash scripts/torch-venv.sh --peers; MLH_TEST_MLFLOW names another)";
   mlflow_test::Server server(mlflow_program(), tmp() / "server", port);
   ASSERT_EQ(server.wait_ready(), "");
   const Result sync = host({"--sync-tracking", run_dir.string()}, tracking_env(uri));

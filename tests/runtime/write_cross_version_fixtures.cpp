@@ -2,8 +2,8 @@
 //   training-state-torch-<major>.<minor>.ckpt    a CheckpointManager file
 //   weights-torch-<major>.<minor>.safetensors    export_module_weights()
 // Run once per LibTorch build when the checkpoint format or a LibTorch version changes:
-//   build/bin/mlhost-write-cross-version-fixtures tests/runtime/fixtures
-//   build-pypi/bin/mlhost-write-cross-version-fixtures tests/runtime/fixtures
+//   build/bin/mlhost-write-cross-version-fixtures tests/runtime/fixtures          (LibTorch 2.x)
+//   build-debian/bin/mlhost-write-cross-version-fixtures tests/runtime/fixtures   (1.13)
 #include <torch/version.h>
 
 #include <unistd.h>

@@ -143,7 +143,7 @@ class MlflowTrackingTest : public ::testing::Test {
   void SetUp() override {
     if (!fs::exists(mlflow_program()))
       GTEST_SKIP() << "no mlflow at " << mlflow_program()
-                   << " (bash scripts/torch-venv.sh installs it into .venv/; MLH_TEST_MLFLOW names another)";
+                   << " (bash scripts/torch-venv.sh --peers installs it into .venv/; MLH_TEST_MLFLOW names another)";
   }
   TempDir tmp_{"mlhost-mlflow-"};
 };

@@ -36,7 +36,7 @@ class ArcReferenceEvaluator : public HostTempDirTest {
     HostTempDirTest::SetUp();
     const char* venv = std::getenv("MLH_TORCH_VENV");
     python_ = (venv && *venv ? std::string(venv) : std::string(TRM_SOURCE_DIR "/.venv")) + "/bin/python";
-    if (!fs::exists(python_)) GTEST_SKIP() << "no Python at " << python_ << " (bash scripts/torch-venv.sh makes .venv/)";
+    if (!fs::exists(python_)) GTEST_SKIP() << "no Python at " << python_ << " (bash scripts/torch-venv.sh --peers makes .venv/)";
     const HostResult usage = run_command(python_ + " " + evaluator_ + " 2>&1");
     if (usage.rc == 77) GTEST_SKIP() << usage.output;
   }

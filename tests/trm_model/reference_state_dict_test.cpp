@@ -42,7 +42,7 @@ double max_abs_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).a
 
 TEST(TrmReference, StateDictFromTheReferenceGivesItsLogits) {
   const fs::path python = MLH_TRM_VENV_PYTHON;
-  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh makes .venv/)";
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh --peers makes .venv/)";
   ScratchDir dir;
   const std::string command = python.string() + " " + MLH_TRM_PYTHON_DIR "/reference_trm.py " +
                               dir.path.string() + " > " + (dir.path / "log.txt").string() + " 2>&1";
