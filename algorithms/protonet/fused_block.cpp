@@ -4,16 +4,21 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <ATen/Parallel.h>
+#include <mlh/runtime/cpu_kernel_support.hpp>
 #include <torch/autograd.h>
 
 namespace protonet {
 
 namespace {
 
+using mlh::rt::cpu::bf16;
+using mlh::rt::cpu::load;
+using mlh::rt::cpu::round_to;
+using mlh::rt::cpu::store;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
@@ -39,27 +44,29 @@ int64_t winner_offset(const Shape& s, int64_t i, int64_t j, uint8_t k) {
 // Eight running sums in double, so the compiler can keep them in vector registers (a single
 // accumulator is a dependency chain it may not reorder) and a plane's mean keeps the digits
 // that a large mean against a small spread needs.
-double plane_sum(const float* p, int64_t n) {
+template <class T>
+MLH_CPU_INLINE double plane_sum(const T* p, int64_t n) {
   double acc[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += p[i + k];
+    for (int k = 0; k < 8; ++k) acc[k] += load(p, i + k);
   double sum = 0;
-  for (; i < n; ++i) sum += p[i];
+  for (; i < n; ++i) sum += load(p, i);
   for (double a : acc) sum += a;
   return sum;
 }
 
-double plane_squared_deviation(const float* p, int64_t n, double mean) {
+template <class T>
+MLH_CPU_INLINE double plane_squared_deviation(const T* p, int64_t n, double mean) {
   double acc[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     for (int k = 0; k < 8; ++k) {
-      const double d = p[i + k] - mean;
+      const double d = load(p, i + k) - mean;
       acc[k] += d * d;
     }
   double sum = 0;
-  for (; i < n; ++i) sum += (p[i] - mean) * (p[i] - mean);
+  for (; i < n; ++i) sum += (load(p, i) - mean) * (load(p, i) - mean);
   for (double a : acc) sum += a;
   return sum;
 }
@@ -67,11 +74,12 @@ double plane_squared_deviation(const float* p, int64_t n, double mean) {
 // Mean and biased variance of channel c over all images. Each plane (a few KB, in L1) gets
 // its own mean and squared deviation; the planes combine pairwise (Chan et al.), so a large
 // mean does not cancel the variance away as sum(x^2) - sum(x)^2 would.
-void channel_moments(const float* x, const Shape& s, int64_t c, double& mean, double& variance) {
+template <class T>
+MLH_CPU_INLINE void channel_moments(const T* x, const Shape& s, int64_t c, double& mean, double& variance) {
   double count = 0, m = 0, m2 = 0;
   const double size = static_cast<double>(s.plane());
   for (int64_t n = 0; n < s.n; ++n) {
-    const float* p = x + s.at(n, c, s.plane());
+    const T* p = x + s.at(n, c, s.plane());
     const double plane_mean = plane_sum(p, s.plane()) / size;
     const double squared = plane_squared_deviation(p, s.plane(), plane_mean);
     const double delta = plane_mean - m, total = count + size;
@@ -85,28 +93,26 @@ void channel_moments(const float* x, const Shape& s, int64_t c, double& mean, do
 
 // out = max over each 2x2 window of relu((x - mean) * scale + shift), and which input won.
 // Ties go to the first in the window's row-major order, as in ATen's max_pool2d; the values
-// compared are the fp32 batch-norm outputs ATen would compare. The mean comes off in double
-// before the scale: folded into the shift it would cancel digits away where the mean is large
-// against the spread. The window's choice is made with selects, not branches: on real
-// activations which input wins is a coin toss the branch predictor loses. (A NaN or infinite
-// input makes the channel's statistics NaN, and the caller then fills the channel with NaN,
-// as ATen's ops would: the comparisons here never see one.)
-void normalize_relu_pool(const float* x, float* out, uint8_t* winners, const Shape& s, int64_t c, double mean,
-                         double scale, double shift, std::vector<float>& rows) {
-  rows.resize(static_cast<size_t>(2 * s.w));
-  float* top = rows.data();
-  float* bottom = top + s.w;
+// compared are the batch-norm outputs ATen would compare (rounded to bf16 for bf16 tensors).
+// The mean comes off in double before the scale: folded into the shift it would cancel digits
+// away where the mean is large against the spread. The window's choice is made with selects,
+// not branches: on real activations which input wins is a coin toss the branch predictor
+// loses. (A NaN or infinite input makes the channel's statistics NaN, and the caller then
+// fills the channel with NaN, as ATen's ops would: the comparisons here never see one.)
+template <class T>
+MLH_CPU_INLINE void normalize_relu_pool(const T* x, T* out, uint8_t* winners, const Shape& s, int64_t c, double mean,
+                                        double scale, double shift, float* top, float* bottom) {
   const int64_t used = 2 * s.wo();  // a last odd column is never pooled
   for (int64_t n = 0; n < s.n; ++n) {
-    const float* p = x + s.at(n, c, s.plane());
-    float* o = out + s.at(n, c, s.pooled());
+    const T* p = x + s.at(n, c, s.plane());
+    T* o = out + s.at(n, c, s.pooled());
     uint8_t* won = winners + s.at(n, c, s.pooled());
     for (int64_t i = 0; i < s.ho(); ++i) {
-      const float* in_top = p + 2 * i * s.w;
-      const float* in_bottom = in_top + s.w;
+      const T* in_top = p + 2 * i * s.w;
+      const T* in_bottom = in_top + s.w;
       for (int64_t j = 0; j < used; ++j) {
-        top[j] = static_cast<float>((in_top[j] - mean) * scale + shift);
-        bottom[j] = static_cast<float>((in_bottom[j] - mean) * scale + shift);
+        top[j] = round_to<T>(static_cast<float>((load(in_top, j) - mean) * scale + shift));
+        bottom[j] = round_to<T>(static_cast<float>((load(in_bottom, j) - mean) * scale + shift));
       }
       for (int64_t j = 0; j < s.wo(); ++j) {
         const float v[4] = {top[2 * j], top[2 * j + 1], bottom[2 * j], bottom[2 * j + 1]};
@@ -118,7 +124,7 @@ void normalize_relu_pool(const float* x, float* out, uint8_t* winners, const Sha
           k = take ? q : k;
         }
         const bool cut = !(best > 0.0f);  // ReLU: 0, and no gradient
-        o[i * s.wo() + j] = cut ? 0.0f : best;
+        store(o, i * s.wo() + j, cut ? 0.0f : best);
         won[i * s.wo() + j] = cut ? kCut : k;
       }
     }
@@ -138,20 +144,21 @@ struct ChannelGradients {
 // The gradient reaching the batch norm's output is the pooled gradient at each window's
 // winner and 0 elsewhere, so batch norm's two reductions, sum(g) (the bias gradient) and
 // sum(g * x_hat) (the weight gradient), need only the winners.
-ChannelGradients winner_sums(const float* x, const float* grad, const uint8_t* winners, const Shape& s, int64_t c,
-                             double mean, double invstd) {
+template <class T>
+MLH_CPU_INLINE ChannelGradients winner_sums(const T* x, const T* grad, const uint8_t* winners, const Shape& s,
+                                            int64_t c, double mean, double invstd) {
   ChannelGradients sums;
   for (int64_t n = 0; n < s.n; ++n) {
-    const float* p = x + s.at(n, c, s.plane());
-    const float* g = grad + s.at(n, c, s.pooled());
+    const T* p = x + s.at(n, c, s.plane());
+    const T* g = grad + s.at(n, c, s.pooled());
     const uint8_t* won = winners + s.at(n, c, s.pooled());
     for (int64_t i = 0; i < s.ho(); ++i)
       for (int64_t j = 0; j < s.wo(); ++j) {
         const uint8_t k = won[i * s.wo() + j];
         if (k == kCut) continue;
-        const double gv = g[i * s.wo() + j];
+        const double gv = load(g, i * s.wo() + j);
         sums.bias += gv;
-        sums.weight += gv * (p[winner_offset(s, i, j, k)] - mean) * invstd;
+        sums.weight += gv * (load(p, winner_offset(s, i, j, k)) - mean) * invstd;
       }
   }
   return sums;
@@ -159,40 +166,85 @@ ChannelGradients winner_sums(const float* x, const float* grad, const uint8_t* w
 
 // Batch norm's input gradient, gamma * invstd * (g - sum(g) / M - x_hat * sum(g x_hat) / M)
 // over the channel's M inputs: an affine function of x - mean everywhere, plus
-// gamma * invstd * g at the winners.
-void input_gradient(const float* x, const float* grad, const uint8_t* winners, float* dx, const Shape& s, int64_t c,
-                    double mean, double invstd, double gamma, const ChannelGradients& sums) {
+// gamma * invstd * g at the winners. For bf16, a plane is made in float and rounded once.
+template <class T>
+MLH_CPU_INLINE void input_gradient(const T* x, const T* grad, const uint8_t* winners, T* dx, const Shape& s,
+                                   int64_t c, double mean, double invstd, double gamma, const ChannelGradients& sums,
+                                   float* plane) {
   const double count = static_cast<double>(s.n * s.plane());
   const double slope = -gamma * invstd * invstd * sums.weight / count;
   const double offset = -gamma * invstd * sums.bias / count;
   const float winner_scale = static_cast<float>(gamma * invstd);
   for (int64_t n = 0; n < s.n; ++n) {
-    const float* p = x + s.at(n, c, s.plane());
-    float* d = dx + s.at(n, c, s.plane());
-    for (int64_t i = 0; i < s.plane(); ++i) d[i] = static_cast<float>(slope * (p[i] - mean) + offset);
-    const float* g = grad + s.at(n, c, s.pooled());
+    const T* p = x + s.at(n, c, s.plane());
+    T* d = dx + s.at(n, c, s.plane());
+    float* f = std::is_same_v<T, float> ? reinterpret_cast<float*>(d) : plane;
+    for (int64_t i = 0; i < s.plane(); ++i) f[i] = static_cast<float>(slope * (load(p, i) - mean) + offset);
+    const T* g = grad + s.at(n, c, s.pooled());
     const uint8_t* won = winners + s.at(n, c, s.pooled());
     for (int64_t i = 0; i < s.ho(); ++i)
       for (int64_t j = 0; j < s.wo(); ++j) {
         const uint8_t k = won[i * s.wo() + j];
-        if (k != kCut) d[winner_offset(s, i, j, k)] += winner_scale * g[i * s.wo() + j];
+        if (k != kCut) f[winner_offset(s, i, j, k)] += winner_scale * load(g, i * s.wo() + j);
       }
+    if constexpr (!std::is_same_v<T, float>)
+      for (int64_t i = 0; i < s.plane(); ++i) store(d, i, f[i]);
   }
 }
 
-// Runs body(begin, end) over [0, n) split among the plan's intra-op threads (the calling
-// thread takes the first share). Not at::parallel_for: its OpenMP loop is a header template
-// that runs serially in code built without -fopenmp, and building the plugin with it would
-// bring a second OpenMP runtime beside the one LibTorch ships (the PyPI wheel's own).
-template <class Body>
-void parallel_over(int64_t n, const Body& body) {
-  const int64_t threads = std::max<int64_t>(std::min<int64_t>(at::get_num_threads(), n), 1);
-  const int64_t share = (n + threads - 1) / threads;
-  std::vector<std::thread> helpers;
-  for (int64_t t = 1; t < threads; ++t)
-    helpers.emplace_back([&body, t, share, n] { body(std::min(n, t * share), std::min(n, (t + 1) * share)); });
-  body(0, std::min(n, share));
-  for (std::thread& h : helpers) h.join();
+// The forward over channels [begin, end): statistics, then the pooled output and winners.
+template <class T>
+MLH_CPU_INLINE void forward_channels(const T* x, T* out, uint8_t* winners, double* mean, double* variance,
+                                     double* invstd, const double* gamma, const double* beta, const Shape& s, double eps,
+                                     int64_t begin, int64_t end, float* rows) {
+  for (int64_t c = begin; c < end; ++c) {
+    channel_moments(x, s, c, mean[c], variance[c]);
+    invstd[c] = 1.0 / std::sqrt(variance[c] + eps);
+    if (!std::isfinite(mean[c]) || !std::isfinite(variance[c])) {  // a NaN or infinity in the channel
+      T nan;
+      store(&nan, 0, std::numeric_limits<float>::quiet_NaN());
+      fill_pooled_channel(out, s, c, nan);
+      fill_pooled_channel(winners, s, c, kCut);
+      continue;
+    }
+    normalize_relu_pool(x, out, winners, s, c, mean[c], gamma[c] * invstd[c], beta[c], rows, rows + s.w);
+  }
+}
+
+// The backward over channels [begin, end): the weight and bias gradients, and the input's.
+template <class T>
+MLH_CPU_INLINE void backward_channels(const T* x, const T* grad, const uint8_t* winners, T* dx, double* dweight,
+                                      double* dbias, const double* mean, const double* invstd, const double* gamma,
+                                      const Shape& s, int64_t begin, int64_t end, float* plane) {
+  for (int64_t c = begin; c < end; ++c) {
+    const ChannelGradients sums = winner_sums(x, grad, winners, s, c, mean[c], invstd[c]);
+    dweight[c] = sums.weight;
+    dbias[c] = sums.bias;
+    if (dx) input_gradient(x, grad, winners, dx, s, c, mean[c], invstd[c], gamma[c], sums, plane);
+  }
+}
+
+MLH_CPU_CLONES void forward_channels_f32(const float* x, float* out, uint8_t* winners, double* mean, double* variance,
+                                         double* invstd, const double* gamma, const double* beta, const Shape& s,
+                                         double eps, int64_t begin, int64_t end, float* rows) {
+  forward_channels(x, out, winners, mean, variance, invstd, gamma, beta, s, eps, begin, end, rows);
+}
+MLH_CPU_CLONES void forward_channels_bf16(const bf16* x, bf16* out, uint8_t* winners, double* mean, double* variance,
+                                          double* invstd, const double* gamma, const double* beta, const Shape& s,
+                                          double eps, int64_t begin, int64_t end, float* rows) {
+  forward_channels(x, out, winners, mean, variance, invstd, gamma, beta, s, eps, begin, end, rows);
+}
+MLH_CPU_CLONES void backward_channels_f32(const float* x, const float* grad, const uint8_t* winners, float* dx,
+                                          double* dweight, double* dbias, const double* mean, const double* invstd,
+                                          const double* gamma, const Shape& s, int64_t begin, int64_t end,
+                                          float* plane) {
+  backward_channels(x, grad, winners, dx, dweight, dbias, mean, invstd, gamma, s, begin, end, plane);
+}
+MLH_CPU_CLONES void backward_channels_bf16(const bf16* x, const bf16* grad, const uint8_t* winners, bf16* dx,
+                                           double* dweight, double* dbias, const double* mean, const double* invstd,
+                                           const double* gamma, const Shape& s, int64_t begin, int64_t end,
+                                           float* plane) {
+  backward_channels(x, grad, winners, dx, dweight, dbias, mean, invstd, gamma, s, begin, end, plane);
 }
 
 Shape shape_of(const at::Tensor& x) { return {x.size(0), x.size(1), x.size(2), x.size(3)}; }
@@ -216,24 +268,17 @@ struct BatchNormReluPool : public torch::autograd::Function<BatchNormReluPool> {
     at::Tensor mean = at::empty({s.c}, x.options().dtype(at::kDouble));
     at::Tensor variance = at::empty({s.c}, x.options().dtype(at::kDouble));
     at::Tensor invstd = at::empty({s.c}, x.options().dtype(at::kDouble));
-    const float* xp = x.data_ptr<float>();
-    double* mp = mean.data_ptr<double>();
-    double* vp = variance.data_ptr<double>();
-    double* ip = invstd.data_ptr<double>();
-    parallel_over(s.c, [&](int64_t begin, int64_t end) {
-      std::vector<float> rows;
-      for (int64_t c = begin; c < end; ++c) {
-        channel_moments(xp, s, c, mp[c], vp[c]);
-        ip[c] = 1.0 / std::sqrt(vp[c] + eps);
-        if (!std::isfinite(mp[c]) || !std::isfinite(vp[c])) {  // a NaN or infinity in the channel
-          fill_pooled_channel(out.data_ptr<float>(), s, c, std::numeric_limits<float>::quiet_NaN());
-          fill_pooled_channel(winners.data_ptr<uint8_t>(), s, c, kCut);
-          continue;
-        }
-        const double scale = gamma[static_cast<size_t>(c)] * ip[c];
-        normalize_relu_pool(xp, out.data_ptr<float>(), winners.data_ptr<uint8_t>(), s, c, mp[c], scale,
-                            beta[static_cast<size_t>(c)], rows);
-      }
+    const bool is_float = x.scalar_type() == at::kFloat;
+    at::parallel_for(0, s.c, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> rows(static_cast<size_t>(2 * s.w));
+      if (is_float)
+        forward_channels_f32(x.data_ptr<float>(), out.data_ptr<float>(), winners.data_ptr<uint8_t>(),
+                             mean.data_ptr<double>(), variance.data_ptr<double>(), invstd.data_ptr<double>(),
+                             gamma.data(), beta.data(), s, eps, begin, end, rows.data());
+      else
+        forward_channels_bf16(static_cast<const bf16*>(x.data_ptr()), static_cast<bf16*>(out.data_ptr()),
+                              winners.data_ptr<uint8_t>(), mean.data_ptr<double>(), variance.data_ptr<double>(),
+                              invstd.data_ptr<double>(), gamma.data(), beta.data(), s, eps, begin, end, rows.data());
     });
     if (running_mean.defined() && momentum != 0.0) {
       at::NoGradGuard no_grad;
@@ -261,25 +306,27 @@ struct BatchNormReluPool : public torch::autograd::Function<BatchNormReluPool> {
     const at::Tensor invstd = ctx->saved_data["invstd"].toTensor();
     const at::Tensor winners = ctx->saved_data["winners"].toTensor();
     const bool input_needs_grad = ctx->saved_data["input_needs_grad"].toBool();
-    const at::Tensor grad = grad_outputs[0].contiguous();
+    const at::Tensor grad = grad_outputs[0].to(x.scalar_type()).contiguous();
     const Shape s = shape_of(x);
     const std::vector<double> gamma = per_channel(weight, s.c, 1.0);
     at::Tensor dx = input_needs_grad ? at::empty_like(x) : at::Tensor();
     at::Tensor dweight = at::empty({s.c}, x.options().dtype(at::kDouble));
     at::Tensor dbias = at::empty({s.c}, x.options().dtype(at::kDouble));
-    const float* xp = x.data_ptr<float>();
-    const float* gp = grad.data_ptr<float>();
-    const uint8_t* wp = winners.data_ptr<uint8_t>();
+    const bool is_float = x.scalar_type() == at::kFloat;
+    double* dw = dweight.data_ptr<double>();
+    double* db = dbias.data_ptr<double>();
     const double* mp = mean.data_ptr<double>();
     const double* ip = invstd.data_ptr<double>();
-    parallel_over(s.c, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c) {
-        const ChannelGradients sums = winner_sums(xp, gp, wp, s, c, mp[c], ip[c]);
-        dweight.data_ptr<double>()[c] = sums.weight;
-        dbias.data_ptr<double>()[c] = sums.bias;
-        if (input_needs_grad)
-          input_gradient(xp, gp, wp, dx.data_ptr<float>(), s, c, mp[c], ip[c], gamma[static_cast<size_t>(c)], sums);
-      }
+    at::parallel_for(0, s.c, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> plane(is_float ? 0 : static_cast<size_t>(s.plane()));
+      if (is_float)
+        backward_channels_f32(x.data_ptr<float>(), grad.data_ptr<float>(), winners.data_ptr<uint8_t>(),
+                              input_needs_grad ? dx.data_ptr<float>() : nullptr, dw, db, mp, ip, gamma.data(), s, begin,
+                              end, plane.data());
+      else
+        backward_channels_bf16(static_cast<const bf16*>(x.data_ptr()), static_cast<const bf16*>(grad.data_ptr()),
+                               winners.data_ptr<uint8_t>(), input_needs_grad ? static_cast<bf16*>(dx.data_ptr()) : nullptr,
+                               dw, db, mp, ip, gamma.data(), s, begin, end, plane.data());
     });
     const bool affine = weight.defined();
     return {dx, affine ? dweight.to(weight.scalar_type()) : at::Tensor(),
@@ -291,7 +338,8 @@ struct BatchNormReluPool : public torch::autograd::Function<BatchNormReluPool> {
 }  // namespace
 
 bool fused_block_applies(const at::Tensor& x) {
-  return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() == 4 && x.size(0) >= 1 &&
+  return x.defined() && x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16) &&
+         x.dim() == 4 && x.size(0) >= 1 &&
          x.size(2) >= 2 && x.size(3) >= 2 && x.is_contiguous();
 }
 

@@ -126,3 +126,20 @@ macro(mlh_find_torch)
     message(STATUS "mlhost: LibTorch ${Torch_VERSION} (${_mlh_half}) from ${_mlh_torch_root}")
   endif()
 endmacro()
+
+# mlh_cpu_kernel_sources(<target> <source>...): compiles these sources of <target> as
+# hand-written CPU kernels beside LibTorch (mlh/runtime/cpu_kernel_support.hpp):
+#   -fopenmp            at::parallel_for is an inline OpenMP loop: compiled without it, it runs
+#                       on one thread. With it, the loop runs on LibTorch's own OpenMP threads
+#                       (the one libgomp.so.1 the process loads: the wheel's, found first in
+#                       the run path, or the system's that Debian's LibTorch uses).
+#   -fno-trapping-math  float comparisons may run unconditionally, so the loops vectorize.
+# They skip the target's precompiled LibTorch header, which was made without OpenMP (GCC
+# would refuse it), and the target links libgomp, not OpenMP's compile flags.
+function(mlh_cpu_kernel_sources target)
+  find_package(OpenMP REQUIRED COMPONENTS CXX)
+  get_target_property(_mlh_dir ${target} SOURCE_DIR)
+  set_source_files_properties(${ARGN} DIRECTORY ${_mlh_dir} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+  set_property(SOURCE ${ARGN} DIRECTORY ${_mlh_dir} APPEND PROPERTY COMPILE_OPTIONS ${OpenMP_CXX_FLAGS} -fno-trapping-math)
+  target_link_libraries(${target} PRIVATE ${OpenMP_CXX_LIBRARIES})
+endfunction()

@@ -1,9 +1,12 @@
 // The reference's layers: RMSNorm, SwiGLU's size rule, RoPE, the truncated-normal init,
 // attention's causal mask and the mlp_t block.
 #include <cmath>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <mlh/runtime/fused_ops.hpp>
 
 #include "model/layers.hpp"
 
@@ -12,12 +15,12 @@ namespace {
 TEST(TrmLayers, RmsNormHasUnitRootMeanSquareAndNoWeight) {
   at::manual_seed(0);
   const at::Tensor x = at::randn({3, 5, 16}) * 7.0 + 2.0;
-  const at::Tensor y = trm::rms_norm(x, 1e-5);
+  const at::Tensor y = mlh::rt::add_rms_norm(x, at::Tensor(), 1e-5);
   const at::Tensor expected = x / at::sqrt(x.square().mean(-1, true) + 1e-5);
   EXPECT_TRUE(at::allclose(y, expected, 1e-5, 1e-6));
   EXPECT_TRUE(at::allclose(y.square().mean(-1), at::ones({3, 5}), 1e-4, 1e-4));
   // bf16 in, bf16 out (computed in float32 inside).
-  EXPECT_EQ(trm::rms_norm(x.to(at::kBFloat16), 1e-5).scalar_type(), at::kBFloat16);
+  EXPECT_EQ(mlh::rt::add_rms_norm(x.to(at::kBFloat16), at::Tensor(), 1e-5).scalar_type(), at::kBFloat16);
 }
 
 TEST(TrmLayers, SwigluIntermediateRoundsUpToMultipleOf256) {
@@ -43,24 +46,33 @@ TEST(TrmLayers, SwigluComputesSiluGateTimesUp) {
   EXPECT_TRUE(at::allclose(mlp->forward(x), expected, 1e-5, 1e-6));
 }
 
+// q and k of one head at every position, rotated as the attention rotates them.
+std::pair<at::Tensor, at::Tensor> rotated(const at::Tensor& q, const at::Tensor& k, const trm::RotaryEmbedding& rope) {
+  const at::Tensor qkv = at::cat({q, k, at::zeros_like(q)}, -1);  // [1, S, 3 * 1 * D]
+  const auto parts = mlh::rt::split_heads_rotary(qkv, 1, rope->cos_cached, rope->sin_cached);
+  return {parts[0].squeeze(0).squeeze(0), parts[1].squeeze(0).squeeze(0)};  // [S, D]
+}
+
 TEST(TrmLayers, RopeIsIdentityAtPositionZeroAndRelative) {
   trm::RotaryEmbedding rope(8, 10, 10000.0);
   EXPECT_EQ(rope->cos_cached.sizes(), at::IntArrayRef({10, 8}));
   at::manual_seed(2);
-  const at::Tensor q = at::randn({1, 10, 1, 8}), k = at::randn({1, 10, 1, 8});
-  const at::Tensor rq = trm::apply_rotary(q, rope->cos_cached, rope->sin_cached);
-  const at::Tensor rk = trm::apply_rotary(k, rope->cos_cached, rope->sin_cached);
-  EXPECT_TRUE(at::equal(rq.select(1, 0), q.select(1, 0)));
-  EXPECT_FALSE(at::allclose(rq.select(1, 3), q.select(1, 3)));
+  const at::Tensor q = at::randn({1, 10, 8}), k = at::randn({1, 10, 8});
+  const auto [rq, rk] = rotated(q, k, rope);
+  EXPECT_TRUE(at::equal(rq[0], q[0][0]));
+  EXPECT_FALSE(at::allclose(rq[3], q[0][3]));
   // Same vectors at every position: <R_m q, R_n k> depends only on m - n.
-  const at::Tensor q1 = q.select(1, 0).unsqueeze(1).expand({1, 10, 1, 8}).contiguous();
-  const at::Tensor k1 = k.select(1, 0).unsqueeze(1).expand({1, 10, 1, 8}).contiguous();
-  const at::Tensor a = trm::apply_rotary(q1, rope->cos_cached, rope->sin_cached).squeeze(0).squeeze(1);
-  const at::Tensor b = trm::apply_rotary(k1, rope->cos_cached, rope->sin_cached).squeeze(0).squeeze(1);
+  const auto [a, b] = rotated(q.narrow(1, 0, 1).expand({1, 10, 8}).contiguous(),
+                              k.narrow(1, 0, 1).expand({1, 10, 8}).contiguous(), rope);
   EXPECT_NEAR(at::dot(a[5], b[2]).item<double>(), at::dot(a[4], b[1]).item<double>(), 1e-4);
   EXPECT_NEAR(at::dot(a[9], b[6]).item<double>(), at::dot(a[3], b[0]).item<double>(), 1e-4);
-  // rotate_half: [x1, x2] -> [-x2, x1].
-  EXPECT_TRUE(at::equal(trm::rotate_half(at::arange(4, at::kFloat)), at::tensor({-2.f, -3.f, 0.f, 1.f})));
+  // The half-rotation convention: the first half pairs with the second, [x1, x2] at angle t ->
+  // [x1 cos t - x2 sin t, x2 cos t + x1 sin t].
+  const at::Tensor x = at::arange(1, 9, at::kFloat).view({1, 1, 8});
+  const at::Tensor turned = rotated(x.expand({1, 10, 8}).contiguous(), x.expand({1, 10, 8}).contiguous(), rope).first[1];
+  const at::Tensor c = rope->cos_cached[1], sn = rope->sin_cached[1], x1 = x[0][0].narrow(0, 0, 4), x2 = x[0][0].narrow(0, 4, 4);
+  EXPECT_TRUE(at::allclose(turned, at::cat({x1 * c.narrow(0, 0, 4) - x2 * sn.narrow(0, 0, 4),
+                                            x2 * c.narrow(0, 4, 4) + x1 * sn.narrow(0, 4, 4)})));
 }
 
 TEST(TrmLayers, TruncNormalHasRequestedStdAndBounds) {

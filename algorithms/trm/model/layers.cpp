@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <mlh/runtime/compat.hpp>
+#include <mlh/runtime/fused_ops.hpp>
 
 namespace trm {
 
@@ -28,25 +29,9 @@ void trunc_normal_(at::Tensor& tensor, double std, double lower, double upper) {
   tensor.clamp_(lower * comp_std, upper * comp_std);
 }
 
-at::Tensor rms_norm(const at::Tensor& x, double eps) {
-  const at::Tensor x32 = x.to(at::kFloat);
-  const at::Tensor variance = x32.square().mean(-1, /*keepdim=*/true);
-  return (x32 * at::rsqrt(variance + eps)).to(x.scalar_type());
-}
-
 int64_t swiglu_intermediate(int64_t hidden, double expansion) {
   const auto inter = static_cast<int64_t>(std::nearbyint(expansion * static_cast<double>(hidden) * 2.0 / 3.0));
   return (inter + 255) / 256 * 256;
-}
-
-at::Tensor rotate_half(const at::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, x.size(-1) - half), x.narrow(-1, 0, half)}, -1);
-}
-
-at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  const at::Tensor xc = x.to(cos.scalar_type());
-  return (xc * cos.unsqueeze(-2) + rotate_half(xc) * sin.unsqueeze(-2)).to(x.scalar_type());
 }
 
 CastedLinearImpl::CastedLinearImpl(int64_t in_features, int64_t out_features, bool with_bias) {
@@ -70,15 +55,6 @@ at::Tensor CastedLinearImpl::forward(const at::Tensor& x) {
   return at::linear(x, weight.to(dtype), bias.defined() ? bias.to(dtype) : at::Tensor());
 }
 
-at::Tensor CastedLinearImpl::forward_outputs(const at::Tensor& x, int64_t first, int64_t count) {
-  auto dtype = x.scalar_type();
-  const auto device = x.device().type();
-  if (!at::GradMode::is_enabled() && mlh::rt::compat::autocast_enabled(device) && at::isFloatingType(dtype))
-    dtype = mlh::rt::compat::autocast_dtype(device);  // see forward()
-  return at::linear(x, weight.narrow(0, first, count).to(dtype),
-                    bias.defined() ? bias.narrow(0, first, count).to(dtype) : at::Tensor());
-}
-
 CastedEmbeddingImpl::CastedEmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, double init_std) {
   at::Tensor w = at::empty({num_embeddings, embedding_dim});
   trunc_normal_(w, init_std);
@@ -93,9 +69,7 @@ SwiGLUImpl::SwiGLUImpl(int64_t hidden, double expansion) : intermediate_(swiglu_
 }
 
 at::Tensor SwiGLUImpl::forward(const at::Tensor& x) {
-  const at::Tensor gate = gate_up_proj->forward_outputs(x, 0, intermediate_);
-  const at::Tensor up = gate_up_proj->forward_outputs(x, intermediate_, intermediate_);
-  return down_proj->forward(at::silu(gate) * up);
+  return down_proj->forward(mlh::rt::silu_mul(gate_up_proj->forward(x)));
 }
 
 RotaryEmbeddingImpl::RotaryEmbeddingImpl(int64_t dim, int64_t max_positions, double base) {
@@ -115,15 +89,7 @@ AttentionImpl::AttentionImpl(int64_t hidden, int64_t num_heads, bool causal)
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t b = x.size(0), s = x.size(1), h = num_heads_, d = head_dim_;
-  const at::Tensor qkv = qkv_proj->forward(x).view({b, s, 3 * h, d});
-  at::Tensor q = qkv.narrow(2, 0, h), k = qkv.narrow(2, h, h), v = qkv.narrow(2, 2 * h, h);
-  if (cos.defined()) {
-    q = apply_rotary(q, cos, sin);
-    k = apply_rotary(k, cos, sin);
-  }
-  q = q.transpose(1, 2);  // [B, heads, S, d]
-  k = k.transpose(1, 2);
-  v = v.transpose(1, 2);
+  const auto [q, k, v] = mlh::rt::split_heads_rotary(qkv_proj->forward(x), h, cos, sin);  // [B, heads, S, d]
   const at::Tensor attended = mlh::rt::compat::scaled_dot_product_attention(q, k, v, causal_);
   const at::Tensor out = attended.transpose(1, 2).reshape({b, s, h * d});
   return o_proj->forward(out);
@@ -141,11 +107,11 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, const at::Tensor& cos, const 
   at::Tensor h;
   if (mlp_t) {
     const at::Tensor t = x.transpose(1, 2);  // [B, hidden, S']
-    h = rms_norm(t + mlp_t->forward(t), eps_).transpose(1, 2);
+    h = mlh::rt::add_rms_norm(t, mlp_t->forward(t), eps_).transpose(1, 2);
   } else {
-    h = rms_norm(x + self_attn->forward(x, cos, sin), eps_);
+    h = mlh::rt::add_rms_norm(x, self_attn->forward(x, cos, sin), eps_);
   }
-  return rms_norm(h + mlp->forward(h), eps_);
+  return mlh::rt::add_rms_norm(h, mlp->forward(h), eps_);
 }
 
 ReasoningModuleImpl::ReasoningModuleImpl(const ModelConfig& config) {

@@ -27,25 +27,14 @@ namespace trm {
 // standard deviation is `std` (PyTorch's trunc_normal_ would give less). std 0 zeroes.
 void trunc_normal_(at::Tensor& tensor, double std, double lower = -2.0, double upper = 2.0);
 
-// x * rsqrt(mean(x^2, last dim) + eps), computed in float32 and cast back; no weight.
-at::Tensor rms_norm(const at::Tensor& x, double eps);
-
 // SwiGLU's intermediate size: round(expansion * hidden * 2/3) rounded up to a multiple of 256.
 int64_t swiglu_intermediate(int64_t hidden, double expansion);
-
-// [x1, x2] -> [-x2, x1] over the last dimension's halves.
-at::Tensor rotate_half(const at::Tensor& x);
-// x: [B, S, heads, head_dim]; cos, sin: [S, head_dim]. Computed in cos's dtype (float32) and
-// cast back to x's.
-at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
 // y = x W^T (+ b). Weight trunc-normal std 1/sqrt(in_features), bias 0.
 class CastedLinearImpl : public torch::nn::Module {
  public:
   CastedLinearImpl(int64_t in_features, int64_t out_features, bool bias = false);
   at::Tensor forward(const at::Tensor& x);
-  // Outputs [first, first + count) only: x W[first:first+count]^T (+ b[...]).
-  at::Tensor forward_outputs(const at::Tensor& x, int64_t first, int64_t count);
   at::Tensor weight, bias;  // bias undefined without one
 };
 TORCH_MODULE(CastedLinear);
@@ -60,8 +49,7 @@ class CastedEmbeddingImpl : public torch::nn::Module {
 TORCH_MODULE(CastedEmbedding);
 
 // down_proj(silu(gate) * up) with [gate, up] = gate_up_proj(x) (one fused weight, as the
-// reference's state_dict; applied as two matmuls so that backward needs no concatenation of
-// the two halves' gradients, which cost a fifth of a training step on the CPU).
+// reference's state_dict): one matmul, then the gate in one fused pass (mlh::rt::silu_mul).
 class SwiGLUImpl : public torch::nn::Module {
  public:
   SwiGLUImpl(int64_t hidden, double expansion);
@@ -83,8 +71,9 @@ class RotaryEmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RotaryEmbedding);
 
-// Multi-head self-attention: fused qkv_proj (no bias), RoPE on q and k when cos is defined,
-// softmax(q k^T / sqrt(head_dim)) in float32 (masked above the diagonal when causal), o_proj.
+// Multi-head self-attention: fused qkv_proj (no bias), split into heads with RoPE on q and k
+// when cos is defined (one fused pass, mlh::rt::split_heads_rotary), softmax(q k^T /
+// sqrt(head_dim)) (masked above the diagonal when causal), o_proj.
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(int64_t hidden, int64_t num_heads, bool causal);
@@ -97,7 +86,8 @@ class AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
-// Post-norm block: h = rms_norm(h + attn(h)); h = rms_norm(h + mlp(h)).
+// Post-norm block: h = rms_norm(h + attn(h)); h = rms_norm(h + mlp(h)), each norm with its
+// residual add in one fused pass (mlh::rt::add_rms_norm: in float32, no weight).
 // mlp_t variant, as the reference: on the transposed states [B, hidden, S'] (S' = seq_len +
 // prefix), t = rms_norm(t + mlp_t(t)) with the SwiGLU (and so the norm) over the sequence
 // axis, transposed back; then the same hidden-axis MLP step.

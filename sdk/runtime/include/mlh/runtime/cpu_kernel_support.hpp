@@ -1,0 +1,53 @@
+// What hand-written CPU kernels (the runtime's fused ops, an algorithm's own) share: float and
+// bfloat16 element access that GCC vectorizes, and compiling a kernel once per instruction set.
+//
+//   MLH_CPU_CLONES void my_kernel(const float* x, ...) { ... }
+//
+// compiles the function for AVX-512, AVX2 and baseline x86-64, the processor's best chosen
+// when the library loads (GCC's target_clones; elsewhere one plain version). Loops written
+// over mlh::rt::cpu::load/store in such a function vectorize for each. Compile such a source
+// file with -fno-trapping-math (set_source_files_properties(... COMPILE_OPTIONS
+// -fno-trapping-math)): without it GCC keeps float comparisons (clamps, maxima, NaN checks)
+// as branches and leaves the loop scalar for AVX2 and older; results do not change. (GCC's
+// optimize attribute would reset the file's other options in the function: not used.)
+// bfloat16 is kept as its 16 bits (uint16_t), converted as c10::BFloat16 converts (round to
+// nearest even, NaN kept a NaN).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MLH_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MLH_CPU_CLONES
+#endif
+#define MLH_CPU_INLINE inline __attribute__((always_inline))
+
+namespace mlh::rt::cpu {
+
+using bf16 = uint16_t;  // bfloat16's bits
+
+MLH_CPU_INLINE float load(const float* p, int64_t i) { return p[i]; }
+MLH_CPU_INLINE float load(const bf16* p, int64_t i) {
+  const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+MLH_CPU_INLINE void store(float* p, int64_t i, float v) { p[i] = v; }
+MLH_CPU_INLINE void store(bf16* p, int64_t i, float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const auto rounded = static_cast<bf16>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  p[i] = v != v ? static_cast<bf16>(0x7fc0) : rounded;
+}
+// v as the storage type T holds it (a no-op for float; bf16's rounding otherwise).
+template <class T>
+MLH_CPU_INLINE float round_to(float v) {
+  T stored;
+  store(&stored, 0, v);
+  return load(&stored, 0);
+}
+
+}  // namespace mlh::rt::cpu
