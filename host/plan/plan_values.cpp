@@ -392,11 +392,15 @@ void Decisions::backend_switches() {
   from_settings_or(PlanField::kCudaGraphs, "cuda_graphs", parse_bool, backend_.graphs,
                    from(SourceKind::kDefault, backend_.graphs ? "default: on for CUDA where the algorithm captures its step"
                                                               : "default: off (CUDA graphs are CUDA's)"));
-  // cuDNN's fastest convolutions (tensor cores, reduced precision) read NHWC; the CPU's
-  // convolutions gain little from it and pay conversions.
-  from_settings_or(PlanField::kChannelsLast, "channels_last", parse_bool, backend_.cudnn,
+  // cuDNN's fastest convolutions (tensor cores, reduced precision) read NHWC, and so do
+  // oneDNN's bf16 convolutions on a CPU (ProtoNet's bf16 episode 1.13x in NHWC on an AVX512-BF16
+  // EPYC); in fp32 the CPU's convolutions gain little from it and pay conversions (0.95x).
+  const bool cpu_bf16 = !backend_.accelerator && plan_.value(PlanField::kPrecision) == "bf16";
+  from_settings_or(PlanField::kChannelsLast, "channels_last", parse_bool, backend_.cudnn || cpu_bf16,
                    from(SourceKind::kDefault,
-                        backend_.cudnn ? "default: on for CUDA (cuDNN's tensor-core convolutions want NHWC)" : "default: off"));
+                        backend_.cudnn ? "default: on for CUDA (cuDNN's tensor-core convolutions want NHWC)"
+                        : cpu_bf16     ? "default: on for bf16 on a CPU (oneDNN's bf16 convolutions run NHWC)"
+                                       : "default: off"));
 }
 
 // The worker's allocator: the command line, the settings file, a calibration, else jemalloc.
