@@ -186,12 +186,18 @@ json precision_check_on_data(const Config& cfg, const mlh::rt::RuntimePlan& plan
   }
   const ImageSet& val_set = sets.val.size() ? sets.val : sets.train;
   const EpisodeSampler sampler(sets.train), val_sampler(val_set);
-  EpisodeShape shape = cfg.train, val_shape = cfg.test;
-  shape.way = std::min({shape.way, kCheckWay, sampler.eligible_classes(shape.shot + shape.query)});
-  val_shape.way = std::min(val_shape.way, val_sampler.eligible_classes(val_shape.shot + val_shape.query));
-  if (shape.way < 2 || val_shape.way < 2)
+  // The training's own episodes, fitted to the data as training fits them (silently: the run
+  // says so when it trains), at most kCheckWay-way.
+  EpisodeShape shape, val_shape;
+  try {
+    EpisodeShape asked = cfg.train;
+    asked.way = std::min(asked.way, kCheckWay);
+    shape = fit_episodes(class_sizes(sets.train), asked, train_shape_fields(), "training").shape;
+    val_shape = fit_episodes(class_sizes(val_set), cfg.test, test_shape_fields(), "validation").shape;
+  } catch (const std::exception& e) {
     return {{"precision", mlh::rt::to_string(reduced)}, {"passed", false},
-            {"reason", "too few classes with enough images for the check's episodes"}};
+            {"reason", std::string("the check's episodes cannot be made: ") + e.what()}};
+  }
   std::mt19937_64 rng(cfg.seed + 3);
   const std::vector<EpisodeIndices> train_episodes = sample_episodes(sampler, shape, kCheckMaxEpisodes, rng);
   const std::vector<EpisodeIndices> held_out = sample_episodes(val_sampler, val_shape, kCheckMaxHeldOut, rng);

@@ -69,9 +69,10 @@ const mlh::ConfigTable<Config>& config_table() {
           .host_field("preset", "string",
                       "a preset of this algorithm: full, reduced, or the reference protocols omniglot-1shot, "
                       "omniglot-5shot, miniimagenet-1shot, miniimagenet-5shot")
-          .field("train_way", MLH_MEMBER(train.way), 60, mlh::at_least(2).unit("classes"),
-                 "classes per training episode (capped at the classes available, except with data.splits, where "
-                 "too few classes is an error)")
+          .field("train_way", MLH_MEMBER(train.way), 5, mlh::at_least(2).unit("classes"),
+                 "classes per training episode (5: the default data's training classes; the reference presets train "
+                 "60-, 30- or 20-way; capped at the classes available, except with data.splits, where too few "
+                 "classes is an error)")
           .field("train_shot", MLH_MEMBER(train.shot), 5, mlh::at_least(1).unit("images per class"),
                  "support images per class in a training episode")
           .field("train_query", MLH_MEMBER(train.query), 5, mlh::at_least(1).unit("images per class"),
@@ -153,7 +154,7 @@ json build_presets() {
   const json miniimagenet = {{"format", "miniimagenet"}, {"root", "data/miniImagenet"}, {"test_root", ""},
                              {"splits", "ravi"}, {"height", 84}, {"width", 84}, {"channels", 3}, {"invert", false}};
   return {{"full", {{"width", 64}, {"$parameters", 111936}}},
-          {"reduced", {{"width", 64}, {"$parameters", 111936}, {"train_way", 20}, {"train_query", 5}, {"epochs", 20},
+          {"reduced", {{"width", 64}, {"$parameters", 111936}, {"train_query", 5}, {"epochs", 20},
                        {"episodes_per_epoch", 50}, {"val_episodes", 50}, {"patience", 5}, {"eval_episodes", 300}}},
           {"omniglot-1shot", reference_protocol(omniglot, 60, 1, 5, 1000, 111936)},
           {"omniglot-5shot", reference_protocol(omniglot, 60, 5, 5, 1000, 111936)},

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include <mlh/format.hpp>
 #include <mlh/runtime/device_transfer.hpp>
 
 #include "data/splits.hpp"
@@ -42,7 +43,7 @@ ImageSet load_checked(const DatasetLoader& load, const DatasetSpec& spec, const 
     if (set.size() == 0) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, what + " set is empty ('" + spec.root + "')");
     return set;
   } catch (const DataError& e) {
-    throw mlh::Error(MLH_ERR_IO, what + " data: " + e.what());
+    throw DataError(what + " data: " + e.what());
   }
 }
 
@@ -61,7 +62,7 @@ std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& 
   try {
     return data.list_classes(spec);
   } catch (const DataError& e) {
-    throw mlh::Error(MLH_ERR_IO, what + " data: " + e.what());
+    throw DataError(what + " data: " + e.what());
   }
 }
 
@@ -99,7 +100,9 @@ void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const Dat
   const DatasetSpec& spec = known_are_trained ? cfg.test_data : cfg.train_data;
   std::vector<std::string> listed;
   try {
-    listed = classes_of(data, spec, other);
+    // At training the test set is read whole, every file decoded, so that a file that does
+    // not read fails now and not at eval after the training (a cache makes eval's read free).
+    listed = known_are_trained ? present_classes(load_checked(data.load, spec, other)) : classes_of(data, spec, other);
   } catch (const mlh::Error& e) {
     // At training, test data that is there but wrong (a listed class it lacks, an unreadable
     // file) would fail eval after the whole training: the same error now. Test data not there
@@ -113,6 +116,11 @@ void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const Dat
   check_disjoint_classes(ctx, cfg, known_are_trained ? known : listed, known_are_trained ? listed : known, "test");
 }
 
+int64_t held_out_count(int64_t images, double fraction) {
+  if (images < 2) return 0;
+  return std::clamp<int64_t>(std::llround(fraction * static_cast<double>(images)), 1, images - 1);
+}
+
 std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed) {
   std::map<int32_t, std::vector<int64_t>> by_class;
   for (size_t i = 0; i < set.size(); ++i) by_class[set.labels[i]].push_back(static_cast<int64_t>(i));
@@ -120,9 +128,7 @@ std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uin
   std::vector<int64_t> train, val;
   for (auto& [label, images] : by_class) {
     for (size_t i = images.size(); i > 1; --i) std::swap(images[i - 1], images[uniform_index(rng, i)]);
-    size_t n_val = static_cast<size_t>(std::llround(fraction * static_cast<double>(images.size())));
-    if (images.size() >= 2) n_val = std::clamp<size_t>(n_val, 1, images.size() - 1);
-    else n_val = 0;
+    const auto n_val = static_cast<size_t>(held_out_count(static_cast<int64_t>(images.size()), fraction));
     val.insert(val.end(), images.begin(), images.begin() + n_val);
     train.insert(train.end(), images.begin() + n_val, images.end());
   }
@@ -131,31 +137,83 @@ std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uin
   return {subset(set, train), subset(set, val)};
 }
 
-TrainingSets load_training_sets(const Config& cfg, const DataSources& data) {
+double fitted_val_fraction(const std::vector<ClassSize>& classes, const Config& cfg, std::string* why) {
+  std::vector<int64_t> sizes;
+  for (const ClassSize& c : classes) sizes.push_back(c.images);
+  if (sizes.empty()) return cfg.val_fraction;
+  std::nth_element(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(sizes.size() / 2), sizes.end());
+  const int64_t typical = sizes[sizes.size() / 2];
+  const int64_t want = cfg.test.shot + 1, held = std::llround(cfg.val_fraction * static_cast<double>(typical));
+  // Only where training keeps room for a support set and a query image of its own.
+  if (held >= want || typical - want < cfg.train.shot + 1) return cfg.val_fraction;
+  const double fraction = std::ceil(100.0 * static_cast<double>(want) / static_cast<double>(typical)) / 100.0;
+  if (why)
+    *why = "validation: data.val_fraction " + mlh::fixed(cfg.val_fraction, 2) + " would hold out " + std::to_string(held) +
+           " of a class's " + std::to_string(typical) + " images, too few for a " + std::to_string(cfg.test.shot) +
+           "-shot validation episode with a query image: holding out " + mlh::fixed(fraction, 2) + " (" +
+           std::to_string(std::llround(fraction * static_cast<double>(typical))) + " images; set data.val_fraction=" +
+           mlh::fixed(fraction, 2) + " to ask for it)";
+  return fraction;
+}
+
+TrainingSets load_training_sets(const Config& cfg, const DataSources& data, const std::function<void(const std::string&)>& log) {
   TrainingSets sets;
   sets.train = load_checked(data.load, cfg.train_data, "training");
-  if (cfg.has_val_classes) sets.val = load_checked(data.load, cfg.val_data, "validation");
-  else if (cfg.validate) std::tie(sets.train, sets.val) = hold_out(sets.train, cfg.val_fraction, cfg.seed);
+  if (cfg.has_val_classes) {
+    sets.val = load_checked(data.load, cfg.val_data, "validation");
+  } else if (cfg.validate) {
+    std::string why;
+    const double fraction = fitted_val_fraction(class_sizes(sets.train), cfg, &why);
+    if (!why.empty() && log) log(why);
+    std::tie(sets.train, sets.val) = hold_out(sets.train, fraction, cfg.seed);
+  }
   return sets;
 }
 
-EpisodeShape fit_shape(const mlh::RunContext& ctx, EpisodeShape s, const EpisodeSampler& sampler,
-                       const std::string& what, const DatasetSpec& spec) {
-  const int classes = sampler.eligible_classes(s.shot + s.query);
-  if (!spec.splits.empty() && classes < s.way)
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                     what + " set: split '" + spec.split + "' of data.splits '" + spec.splits + "' has " +
-                         std::to_string(classes) + " classes with " + std::to_string(s.shot + s.query) +
-                         " images or more, fewer than the " + std::to_string(s.way) + "-way episodes need");
-  if (classes < 2)
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, what + " set: fewer than 2 classes have " +
-                                                   std::to_string(s.shot + s.query) + " images");
-  if (classes < s.way) {
-    ctx.warn(what + " episodes: " + std::to_string(s.way) + "-way asked, " + std::to_string(classes) +
-             " classes available: using " + std::to_string(classes) + "-way");
-    s.way = classes;
+const ShapeFields& train_shape_fields() {
+  static const ShapeFields f{"train_way", "train_shot", "train_query"};
+  return f;
+}
+
+const ShapeFields& test_shape_fields() {
+  static const ShapeFields f{"test_way", "test_shot", "test_query"};
+  return f;
+}
+
+std::vector<ClassSize> class_sizes(const ImageSet& set) {
+  std::vector<ClassSize> classes(set.class_names.size());
+  for (size_t i = 0; i < classes.size(); ++i) classes[i].name = set.class_names[i];
+  for (int32_t label : set.labels)
+    if (label >= 0 && static_cast<size_t>(label) < classes.size()) ++classes[static_cast<size_t>(label)].images;
+  classes.erase(std::remove_if(classes.begin(), classes.end(), [](const ClassSize& c) { return c.images == 0; }),
+                classes.end());
+  return classes;
+}
+
+EpisodeShape fit_shape(const mlh::RunContext& ctx, const EpisodeShape& asked, const ImageSet& set,
+                       const ShapeFields& fields, const std::string& what, const DatasetSpec& spec) {
+  const std::vector<ClassSize> classes = class_sizes(set);
+  if (!spec.splits.empty()) {
+    const int64_t per_class = asked.shot + asked.query;
+    const auto enough = std::count_if(classes.begin(), classes.end(), [&](const ClassSize& c) { return c.images >= per_class; });
+    if (enough < asked.way)
+      throw DataError(what + " set: split '" + spec.split + "' of data.splits '" + spec.splits + "' has " +
+                      std::to_string(enough) + " classes with " + std::to_string(per_class) +
+                      " images or more, fewer than the " + std::to_string(asked.way) + "-way episodes need");
   }
-  return s;
+  const EpisodeFit fit = fit_episodes(classes, asked, fields, what);
+  for (const std::string& change : fit.changes) ctx.info(change);
+  if (!fit.dropped.empty()) {
+    std::string names;
+    for (size_t i = 0; i < fit.dropped.size() && i < 10; ++i)
+      names += (i ? ", '" : "'") + fit.dropped[i].name + "' (" + std::to_string(fit.dropped[i].images) + ")";
+    if (fit.dropped.size() > 10) names += ", ... (" + std::to_string(fit.dropped.size() - 10) + " more)";
+    ctx.warn(what + " set: " + std::to_string(fit.dropped.size()) +
+             (fit.dropped.size() == 1 ? " class has" : " classes have") + " fewer than the " +
+             std::to_string(fit.shape.shot + fit.shape.query) + " images a " + shape_name(fit.shape) +
+             " episode needs and " + (fit.dropped.size() == 1 ? "is" : "are") + " left out: " + names);
+  }
+  return fit.shape;
 }
 
 std::vector<EpisodeIndices> sample_episodes(const EpisodeSampler& sampler, const EpisodeShape& shape, int64_t n,

@@ -16,6 +16,7 @@
 
 #include "config.hpp"
 #include "data/image_set.hpp"
+#include "episode_fit.hpp"
 #include "episode_sampler.hpp"
 
 namespace protonet {
@@ -40,7 +41,7 @@ struct DataSources {
 // "5-way 5-shot 15-query".
 std::string shape_name(const EpisodeShape& s);
 
-// `spec`'s images; a data error is an mlh::Error(MLH_ERR_IO), an empty set
+// `spec`'s images; a data error is a DataError naming the set and the file, an empty set
 // MLH_ERR_INVALID_ARGUMENT, both naming `what` set ("training", "test", ...).
 ImageSet load_checked(const DatasetLoader& load, const DatasetSpec& spec, const std::string& what);
 
@@ -48,7 +49,7 @@ ImageSet load_checked(const DatasetLoader& load, const DatasetSpec& spec, const 
 std::vector<std::string> present_classes(const ImageSet& set);
 
 // The classes of `spec`'s set (data.list_classes, else by loading it); a data error is an
-// mlh::Error(MLH_ERR_IO) naming `what` set.
+// DataError naming `what` set.
 std::vector<std::string> classes_of(const DataSources& data, const DatasetSpec& spec, const std::string& what);
 
 // A few-shot test on classes the model was trained on measures memory, not few-shot
@@ -61,15 +62,19 @@ size_t check_disjoint_classes(const mlh::RunContext& ctx, const Config& cfg, con
 
 // The test classes must not be training classes (check_disjoint_classes). One side's classes
 // are `known` (loaded by the command: training's before training, test's before eval); the
-// other side's are listed from the config. At training, test data that exists but cannot be
-// listed (a class it lacks, a broken file) is the error eval would give; test data whose root
+// other side's are listed from the config. At training the test data is read whole: test data
+// that exists but does not read (a class it lacks, a file that does not decode) is the error
+// eval would give; test data whose root
 // does not exist yet (it may come before eval) is warned about, and eval checks again. At
 // eval, training data that cannot be listed is warned about.
 void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const DataSources& data,
                         const std::vector<std::string>& known, bool known_are_trained);
 
-// Holds out `fraction` of each class's images (at least one where a class has two or more):
-// the training and the validation set, in the set's order.
+// How many of a class's `images` validation holds out: `fraction` of them, at least one and
+// all but one where the class has two or more, none otherwise.
+int64_t held_out_count(int64_t images, double fraction);
+// Holds out held_out_count() of each class's images: the training and the validation set, in
+// the set's order.
 std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed);
 
 // The training set and the validation set the config names: the validation classes' own set,
@@ -78,14 +83,27 @@ std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uin
 struct TrainingSets {
   ImageSet train, val;
 };
-TrainingSets load_training_sets(const Config& cfg, const DataSources& data);
+// The held-out share fitted to the data: where data.val_fraction of a typical (median) class
+// would leave validation too few images for a test_shot-shot episode with a query image, and
+// the class has room for that and a training episode, the share that gives it (`why` says so).
+double fitted_val_fraction(const std::vector<ClassSize>& classes, const Config& cfg, std::string* why);
+// `log` hears of a changed validation share.
+TrainingSets load_training_sets(const Config& cfg, const DataSources& data,
+                                const std::function<void(const std::string&)>& log = nullptr);
 
-// The episode shape capped at the classes `sampler` has enough images of (with a warning);
-// fewer than two such classes is an mlh::Error(MLH_ERR_INVALID_ARGUMENT). With split lists
-// (spec.splits given) the protocol is the user's: fewer classes than the way is that error,
-// naming the split and its lists.
-EpisodeShape fit_shape(const mlh::RunContext& ctx, EpisodeShape s, const EpisodeSampler& sampler,
-                       const std::string& what, const DatasetSpec& spec);
+// The classes `set` has images of, with how many each.
+std::vector<ClassSize> class_sizes(const ImageSet& set);
+
+// The episodes `set` can make, fitted to its classes and images (episode_fit.hpp): each change
+// logged once, the classes left out named in a warning; a set that makes no episode is a
+// DataError. With split lists (spec.splits given) the protocol is the user's: fewer classes
+// than the way is an error naming the split and its lists, not a smaller way.
+EpisodeShape fit_shape(const mlh::RunContext& ctx, const EpisodeShape& asked, const ImageSet& set,
+                       const ShapeFields& fields, const std::string& what, const DatasetSpec& spec);
+
+// The config fields of the training episodes' shape and of the validation and test ones'.
+const ShapeFields& train_shape_fields();
+const ShapeFields& test_shape_fields();
 
 // `n` episodes of `shape`, drawn in order from `rng`.
 std::vector<EpisodeIndices> sample_episodes(const EpisodeSampler& sampler, const EpisodeShape& shape, int64_t n,

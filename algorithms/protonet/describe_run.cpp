@@ -8,9 +8,30 @@
 
 #include "commands.hpp"
 #include "config.hpp"
+#include "data_sets.hpp"
 #include "model.hpp"
 
 namespace protonet {
+
+namespace {
+
+// The training episodes as the run will fit them to its data (episode_fit.hpp), where the file
+// lists (or an IDX labels file) tell without decoding an image; the config's own where they
+// cannot be read (the run then says why).
+EpisodeShape predicted_training_shape(const Config& cfg) {
+  try {
+    std::vector<ClassSize> classes = dataset_class_sizes(cfg.train_data);
+    if (cfg.validate && !cfg.has_val_classes) {
+      const double fraction = fitted_val_fraction(classes, cfg, nullptr);
+      for (ClassSize& c : classes) c.images -= held_out_count(c.images, fraction);
+    }
+    return fit_episodes(classes, cfg.train, train_shape_fields(), "training").shape;
+  } catch (const std::exception&) {
+    return cfg.train;
+  }
+}
+
+}  // namespace
 
 std::string describe_run(const mlh::RunContext& ctx) {
   const Config cfg = parse_config(nlohmann::json::parse(ctx.config_json()));
@@ -26,9 +47,11 @@ std::string describe_run(const mlh::RunContext& ctx) {
                                       std::to_string(data.height) + "x" + std::to_string(data.width) + "x" +
                                       std::to_string(data.channels) + " images to " +
                                       std::to_string(net->embedding_dim(data.height, data.width)) + "-d embeddings");
+  const EpisodeShape shape = trains ? predicted_training_shape(cfg) : cfg.train;
   d.no_effect("batch_size", "protonet's batch is the episode: train_way x (train_shot + train_query) images (" +
-                                std::to_string(cfg.train.way) + " x " + std::to_string(cfg.train.shot + cfg.train.query) +
-                                " here)");
+                                std::to_string(shape.way) + " x " + std::to_string(shape.shot + shape.query) +
+                                " here" + (shape.way != cfg.train.way ? ", fitted to the training data's classes" : "") +
+                                ")");
   d.uses_if(trains, "gradient_checkpointing", "recomputes each Conv-4 block in the backward pass", not_training);
   d.uses_if(command != "classify", "precision", "autocast for the Conv-4 forward pass (fp16 with a gradient scaler)",
             "classify embeds in fp32");

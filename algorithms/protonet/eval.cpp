@@ -55,8 +55,9 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
   Trainer l(cfg, test_set.channels, plan);
   const mlh::rt::LoadedCheckpoint loaded = load_trained(ctx, cfg, l);
   const EpisodeSampler sampler(test_set);
+  const EpisodeShape shape = fit_shape(ctx, cfg.test, test_set, test_shape_fields(), "test", cfg.test_data);
   std::mt19937_64 rng(cfg.seed + 2);
-  const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, cfg.test, cfg.eval_episodes, rng);
+  const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, shape, cfg.eval_episodes, rng);
   const EpisodeStats s =
       evaluate(l, test_set, episodes, [&](int64_t i) { ctx.progress(i, cfg.eval_episodes, "episodes"); });
   double var = 0;
@@ -66,15 +67,15 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
   ctx.metric("eval/acc", s.accuracy, loaded.step);
   ctx.metric("eval/acc_ci95", ci95, loaded.step);
   ctx.metric("eval/loss", s.loss, loaded.step);
-  ctx.info("test accuracy, " + shape_name(cfg.test) + ", " + std::to_string(cfg.eval_episodes) + " episodes: " +
+  ctx.info("test accuracy, " + shape_name(shape) + ", " + std::to_string(cfg.eval_episodes) + " episodes: " +
            mlh::fixed(100 * s.accuracy, 2) + "% +- " + mlh::fixed(100 * ci95, 2) + "% (95% CI); checkpoint " + loaded.path);
   ctx.summary(json{{"accuracy", s.accuracy},
                    {"ci95", ci95},
                    {"loss", s.loss},
                    {"episodes", cfg.eval_episodes},
-                   {"way", cfg.test.way},
-                   {"shot", cfg.test.shot},
-                   {"query", cfg.test.query},
+                   {"way", shape.way},
+                   {"shot", shape.shot},
+                   {"query", shape.query},
                    {"checkpoint", loaded.path}}
                   .dump());
 }
@@ -98,7 +99,7 @@ void classify(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePla
   try {
     queries = data.decode(files, spec);
   } catch (const DataError& e) {
-    throw mlh::Error(MLH_ERR_IO, std::string("classify: ") + e.what());
+    throw DataError(std::string("classify: ") + e.what());
   }
 
   Trainer l(cfg, support.channels, plan);

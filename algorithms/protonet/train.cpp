@@ -30,7 +30,7 @@ json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot
 }  // namespace
 
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
-  TrainingSets sets = load_training_sets(cfg, data);
+  TrainingSets sets = load_training_sets(cfg, data, [&ctx](const std::string& line) { ctx.info(line); });
   const ImageSet& train_set = sets.train;
   const ImageSet& val_set = sets.val;
   const std::vector<std::string> trained = present_classes(train_set);
@@ -47,8 +47,9 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                                                             : " (its own classes, " + std::to_string(val_classes_trained) +
                                                                   " of them training classes too: data.allow_class_overlap)")));
   const EpisodeSampler sampler(train_set), val_sampler(val_set);
-  const EpisodeShape shape = fit_shape(ctx, cfg.train, sampler, "training", cfg.train_data);
-  const EpisodeShape val_shape = cfg.validate ? fit_shape(ctx, cfg.test, val_sampler, "validation", cfg.val_data) : cfg.test;
+  const EpisodeShape shape = fit_shape(ctx, cfg.train, train_set, train_shape_fields(), "training", cfg.train_data);
+  const EpisodeShape val_shape =
+      cfg.validate ? fit_shape(ctx, cfg.test, val_set, test_shape_fields(), "validation", cfg.val_data) : cfg.test;
 
   // Distributed: every rank trains on its own episodes (its own random stream, seeded in
   // run_command) and validates on the same ones; rank 0 writes the checkpoints. The session

@@ -25,6 +25,22 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Why a manifest's library is missing: in a CMake build folder (a CMakeCache.txt a few levels
+// up), a plugin not built yet, since a build can make the manifests of targets it did not build
+// (the demo builds only protonet); elsewhere, a library removed from its folder.
+std::string missing_library(const fs::path& library, const fs::path& manifest_dir) {
+  std::error_code ec;
+  fs::path dir = manifest_dir;
+  for (int up = 0; up < 5 && !dir.empty(); ++up, dir = dir.parent_path()) {
+    if (fs::exists(dir / "CMakeCache.txt", ec))
+      return "not built: its library '" + library.filename().string() + "' is not in the build folder '" +
+             dir.string() + "' yet; 'bash scripts/build.sh' (or 'cmake --build " + dir.string() +
+             "') builds every plugin";
+    if (dir == dir.parent_path()) break;
+  }
+  return "library '" + library.string() + "' named by the manifest is missing";
+}
+
 // Applies a safety finding: refuse, or (with --allow-unsafe-plugins) warn.
 void apply_problem(const std::optional<std::string>& problem, const char* fix, bool allow_unsafe,
                    DiscoveredPlugin& plugin) {
@@ -83,7 +99,7 @@ void scan_dir(const SearchDir& dir, const DiscoveryOptions& options, Discovery& 
       plugin.refused = "built for ABI " + std::to_string(m.abi_major) + "." + std::to_string(m.abi_minor) +
                        ", this host speaks ABI " + std::to_string(MLH_ABI_VERSION_MAJOR) + ".x";
     if (!plugin.refused && !fs::is_regular_file(m.library_path, ec))
-      plugin.refused = "library '" + m.library_path.string() + "' named by the manifest is missing";
+      plugin.refused = missing_library(m.library_path, path.parent_path());
     if (!plugin.refused) {
       if (auto elf = check_elf_library(m.library_path)) plugin.refused = *elf;
     }

@@ -299,6 +299,24 @@ TEST_F(PermissionTest, MissingLibraryIsRefused) {
   expect_refused("missing", library_);
 }
 
+// In a build folder a manifest can be there before its library (the demo builds only what it
+// runs): the plugin is "not built", and the message says how to build it.
+TEST_F(PermissionTest, AManifestWithoutItsLibraryInABuildFolderIsNotBuiltYet) {
+  const fs::path build = tmp() / "build";
+  const fs::path plugins = build / "lib" / "mlhost" / "plugins";
+  copy_plugin_dir(marker_plugin_dir(), plugins);
+  write_file(build / "CMakeCache.txt", "# a CMake build folder\n");
+  fs::remove(plugins / library_.filename());
+  const json list = list_plugins({"--plugin-dir", plugins.string()});
+  ASSERT_FALSE(list.is_discarded());
+  const json* p = entry(list);
+  ASSERT_NE(p, nullptr) << list.dump(2);
+  EXPECT_EQ((*p)["loadable"], false) << p->dump(2);
+  EXPECT_TRUE(contains(str((*p)["refused"]), "not built")) << p->dump(2);
+  EXPECT_TRUE(contains(str((*p)["refused"]), "bash scripts/build.sh")) << p->dump(2);
+  EXPECT_TRUE(contains(str((*p)["refused"]), "cmake --build " + build.string())) << p->dump(2);
+}
+
 TEST_F(PermissionTest, InvalidJsonManifestIsAProblem) {
   const fs::path bad = dir_ / "broken.plugin.json";
   write_file(bad, "{ \"manifest_version\": 1, \"kind\": \"device\", oops }\n");

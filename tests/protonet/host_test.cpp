@@ -51,6 +51,33 @@ void write_bar(const std::string& path, bool vertical, int shift) {
   ASSERT_NE(stbi_write_png(path.c_str(), 28, 28, 1, px.data(), 28), 0) << path;
 }
 
+// A researcher's folder: classes of 28x28 grayscale PNGs, each class a glyph of two strokes
+// (a horizontal and a vertical bar at the class's own rows and columns), each image the glyph
+// shifted by up to 2 pixels with noise, so that classes the model never saw are still told
+// apart by where their strokes are.
+void write_glyph(const std::string& path, int cls, int image) {
+  std::vector<uint8_t> px(28 * 28);
+  uint32_t state = static_cast<uint32_t>(cls * 7919 + image * 104729 + 1);
+  auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+  for (auto& p : px) p = static_cast<uint8_t>(next() >> 27);  // noise 0..31
+  const int dx = static_cast<int>(next() >> 29) % 5 - 2, dy = static_cast<int>(next() >> 29) % 5 - 2;
+  const int row = 4 + (cls * 5) % 18, col = 4 + (cls * 11) % 18;
+  for (int y = 0; y < 28; ++y)
+    for (int x = 0; x < 28; ++x) {
+      const bool stroke = (y - dy >= row && y - dy < row + 3) || (x - dx >= col && x - dx < col + 3);
+      if (stroke) px[y * 28 + x] = 220;
+    }
+  fs::create_directories(fs::path(path).parent_path());
+  ASSERT_NE(stbi_write_png(path.c_str(), 28, 28, 1, px.data(), 28), 0) << path;
+}
+
+// `classes` class folders of `images` glyphs each under `root`, classes numbered from `first`.
+void write_glyph_folder(const std::string& root, int first, int classes, int images) {
+  for (int c = first; c < first + classes; ++c)
+    for (int i = 0; i < images; ++i)
+      write_glyph(root + "/glyph" + std::to_string(c) + "/" + std::to_string(i) + ".png", c, i);
+}
+
 class ProtonetHost : public HostTempDirTest {
  protected:
   ProtonetHost() : HostTempDirTest("protonet-host-") {}
@@ -71,8 +98,8 @@ TEST_F(ProtonetHost, ARunTimesItsStepOnEachDeviceAndTakesTheFastest) {
       std::string("--plugin-dir ") + MLH_TEST_PLUGIN_DIR("good-gpu") + " --plugin-dir " + MLH_TEST_PLUGIN_DIR("cpuset");
   // The thread count is the plan's for each device (2 for the cpu and fakegpu, 1 for cpuset);
   // the allocator and precision fixed leave the chosen device nothing to calibrate after.
-  // 10-way episodes of all ten classes: the fake GPU's rule would train 60-way, and the five
-  // default training classes would cap the episode at 5-way, where two cores gain less.
+  // 10-way episodes of all ten classes: the default is 5-way (the five default training
+  // classes), where two cores gain less.
   const std::string run = "--algorithm protonet --command calibrate --allocator glibc --precision fp32 --set preset=reduced "
                           "--set train_way=10 --set data.train_classes=[0,1,2,3,4,5,6,7,8,9] " + devices;
   const std::string measuring = "MLH_NO_CALIBRATE=0 MLH_CPUSET=0 MLH_FAKEGPU_CORES=0";
@@ -351,6 +378,74 @@ TEST_F(ProtonetHost, TwoRanksTrainInLockstep) {
   const Result eval = host("--algorithm protonet --command eval --resume" + common);
   ASSERT_EQ(eval.rc, 0) << eval.output;
   EXPECT_GT(read_json(run + "/commands/eval-1/summary.json")["result"]["accuracy"].get<double>(), 0.4);
+}
+
+// The docs' own-images example at an ordinary size: 12 classes of 20 images, 8 to train on and
+// 4 unseen to test on, with the docs' commands (and a short schedule). The episodes and the
+// validation share are fitted to the data, saying so, and the test on the unseen classes is far
+// above chance (4-way: 25%).
+TEST_F(ProtonetHost, AFolderOfTwelveClassesOfTwentyImagesTrainsAndTestsOnTheUnseenOnes) {
+  write_glyph_folder(dir_ + "/my/train", 0, 8, 20);
+  write_glyph_folder(dir_ + "/my/test", 8, 4, 20);
+  const std::string run = dir_ + "/runs/mine";
+  const std::string data = " --set data.format=folder --set data.root=" + dir_ + "/my/train --set data.test_root=" +
+                           dir_ + "/my/test";
+  const Result train = host("--algorithm protonet --device cpu --run-dir " + run + data +
+                            " --set epochs=4 --set episodes_per_epoch=25 --set val_episodes=10");
+  ASSERT_EQ(train.rc, 0) << train.output;
+  for (const char* said : {"validation: data.val_fraction 0.10 would hold out 2 of a class's 20 images",
+                           "validation episodes: 1-query, not the 15-query test_query asks", "training 5-way 5-shot"})
+    EXPECT_NE(train.output.find(said), std::string::npos) << said << "\n" << train.output;
+  EXPECT_EQ(train.output.find("warning"), std::string::npos) << "the fitting is not a warning\n" << train.output;
+
+  const Result eval = host("--algorithm protonet --device cpu --run-dir " + run + " --resume --command eval" + data +
+                           " --set eval_episodes=40");
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  EXPECT_NE(eval.output.find("test episodes: 4-way, not the 5-way test_way asks"), std::string::npos) << eval.output;
+  const json result = read_json(run + "/commands/eval-1/summary.json")["result"];
+  EXPECT_EQ(result["way"], 4);
+  EXPECT_GT(result["accuracy"].get<double>(), 0.6) << result.dump();
+}
+
+// Every bad data file is refused the same way, whichever it is and wherever it lies: exit 2,
+// the message naming the file and what is wrong, and no run folder left behind.
+TEST_F(ProtonetHost, BadImageFilesAreRefusedNamingTheFileAndLeaveNoRunFolder) {
+  write_glyph_folder(dir_ + "/good/train", 0, 4, 8);
+  write_glyph_folder(dir_ + "/good/test", 4, 3, 8);
+  auto refused = [&](const std::string& case_name, const std::string& train, const std::string& test,
+                     const std::string& named) {
+    SCOPED_TRACE(case_name);
+    const std::string run = dir_ + "/runs/" + case_name;
+    const Result r = host("--algorithm protonet --device cpu --run-dir " + run +
+                          " --set data.format=folder --set data.root=" + train + " --set data.test_root=" + test +
+                          " --set epochs=1 --set episodes_per_epoch=2");
+    EXPECT_EQ(r.rc, 2) << r.output;
+    EXPECT_NE(r.output.find(named), std::string::npos) << "names " << named << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(run)) << "a run folder was left behind";
+  };
+
+  // A truncated PNG among the training images.
+  auto copy_folder = [](const std::string& from, const std::string& to) {
+    fs::create_directories(fs::path(to).parent_path());
+    fs::copy(from, to, fs::copy_options::recursive);
+  };
+  copy_folder(dir_ + "/good/train", dir_ + "/truncated/train");
+  const std::string cut = dir_ + "/truncated/train/glyph1/3.png";
+  fs::resize_file(cut, fs::file_size(cut) / 2);
+  refused("truncated", dir_ + "/truncated/train", dir_ + "/good/test", cut);
+
+  // An empty class folder.
+  copy_folder(dir_ + "/good/train", dir_ + "/empty/train");
+  fs::create_directories(dir_ + "/empty/train/glyph9");
+  refused("empty-class", dir_ + "/empty/train", dir_ + "/good/test", dir_ + "/empty/train/glyph9");
+
+  // Bytes that are not an image, in the test folder: training reads the test data first.
+  copy_folder(dir_ + "/good/test", dir_ + "/notimage/test");
+  write_text_file(dir_ + "/notimage/test/glyph5/bad.png", "not a PNG at all");
+  refused("bad-test-image", dir_ + "/good/train", dir_ + "/notimage/test", dir_ + "/notimage/test/glyph5/bad.png");
+
+  // A training folder that does not exist.
+  refused("missing", dir_ + "/nowhere", dir_ + "/good/test", dir_ + "/nowhere");
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ TEST(ProtonetTraining, QueriesInMicroBatchesLearnTooAndTheMicroBatchIsCheckpoint
   EXPECT_NE(error.find("micro_batch"), std::string::npos) << error;
 }
 
-TEST(ProtonetTraining, WayIsCappedAtTheClassesAvailable) {
+TEST(ProtonetTraining, WayIsFittedToTheClassesAvailableAndSaysSo) {
   TempDir dir;
   FakeHost host;
   json config = small_config();
@@ -145,9 +145,10 @@ TEST(ProtonetTraining, WayIsCappedAtTheClassesAvailable) {
   std::string error;
   ASSERT_EQ(run(host, "train", config, dir.path(), false, &error), MLH_OK) << error;
   EXPECT_EQ(json::parse(host.summary)["train_episode"]["way"], 8);
-  bool warned = false;
-  for (const auto& l : host.logs) warned = warned || l.find("60-way asked, 8 classes") != std::string::npos;
-  EXPECT_TRUE(warned);
+  bool said = false;
+  for (const auto& l : host.logs)
+    said = said || l.find("training episodes: 8-way, not the 60-way train_way asks") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 // A test on classes the model was trained on is refused before anything trains, naming the
@@ -210,14 +211,15 @@ TEST(ProtonetTraining, BrokenTestDataFailsTrainingAndAbsentTestDataIsAWarning) {
   TempDir dir;
   const fs::path test_root = dir.path() / "test-data", not_yet = dir.path() / "not-yet";
   fs::create_directories(test_root);
-  const protonet::ClassLister lister = [&](const protonet::DatasetSpec& spec) -> std::vector<std::string> {
+  // Training decodes the test set whole: the loader is what finds it wrong.
+  const protonet::DatasetLoader load = [&](const protonet::DatasetSpec& spec) {
     if (spec.root == test_root.string()) throw protonet::DataError("test-data: class folder 'blob42' not found");
     if (spec.root == not_yet.string()) throw protonet::DataError("folder '" + spec.root + "' not found");
-    return protonet::present_classes(fake_load(spec));
+    return fake_load(spec);
   };
   auto run_listing = [&](FakeHost& host, const json& config, const std::string& run_dir, std::string* error) {
     return run_in_process(
-        host, [&](mlh::RunContext& ctx) { protonet::run_command(ctx, fake_load, nullptr, lister); },
+        host, [&](mlh::RunContext& ctx) { protonet::run_command(ctx, load, nullptr); },
         {"train", config.dump(), run_dir, kPlan, "{}", false}, error);
   };
   json config = small_config();
@@ -225,7 +227,7 @@ TEST(ProtonetTraining, BrokenTestDataFailsTrainingAndAbsentTestDataIsAWarning) {
   config["data"]["test_root"] = test_root.string();
   FakeHost broken;
   std::string error;
-  EXPECT_EQ(run_listing(broken, config, dir.str() + "/broken", &error), MLH_ERR_IO);
+  EXPECT_EQ(run_listing(broken, config, dir.str() + "/broken", &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("class folder 'blob42' not found"), std::string::npos) << error;
   EXPECT_EQ(broken.progress, 0) << "nothing trained";
 

@@ -10,6 +10,7 @@
 #include <torch/nn/module.h>
 
 #include "config.hpp"
+#include "episode_fit.hpp"
 #include "episode_sampler.hpp"
 #include "model.hpp"
 #include "progress.hpp"
@@ -61,7 +62,7 @@ TEST(ProtonetConfig, DefaultsSchemaAndPresetsParse) {
   EXPECT_EQ(c.train_data.classes, (std::vector<int32_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(c.test_data.classes, (std::vector<int32_t>{5, 6, 7, 8, 9}));
   EXPECT_FALSE(c.has_val_classes);
-  EXPECT_EQ(c.train.way, 60);
+  EXPECT_EQ(c.train.way, 5);  // the default data's 5 training classes
   EXPECT_EQ(c.train.query, 5);
   EXPECT_EQ(c.test.way, 5);
   EXPECT_EQ(c.test.query, 15);
@@ -127,6 +128,65 @@ TEST(ProtonetSampler, TooFewClassesOrImagesIsAnError) {
   EXPECT_NO_THROW(sampler.sample(4, 3, 3, rng));
   EXPECT_EQ(sampler.eligible_classes(6), 4);
   EXPECT_EQ(sampler.eligible_classes(7), 0);
+}
+
+// Episodes fitted to a folder of a researcher's size: the way to the classes, then the query
+// to the smallest of them, the shot only where two classes have no room for it; each change
+// names the value used and the field; classes with too few images are named; no episode at
+// all is refused naming what it needs.
+std::vector<protonet::ClassSize> classes_of_sizes(std::vector<int64_t> sizes) {
+  std::vector<protonet::ClassSize> out;
+  for (size_t i = 0; i < sizes.size(); ++i) out.push_back({"c" + std::to_string(i), sizes[i]});
+  return out;
+}
+
+TEST(ProtonetEpisodeFit, TheWayTheQueryAndOnlyThenTheShotAreFittedToTheData) {
+  const protonet::ShapeFields f{"train_way", "train_shot", "train_query"};
+  // Enough of everything: unchanged.
+  protonet::EpisodeFit fit = protonet::fit_episodes(classes_of_sizes({30, 30, 30, 30, 30, 30}), {5, 5, 15}, f, "training");
+  EXPECT_EQ(fit.shape.way, 5);
+  EXPECT_EQ(fit.shape.query, 15);
+  EXPECT_TRUE(fit.changes.empty());
+  EXPECT_TRUE(fit.dropped.empty());
+
+  // 12 classes of 18 images (20 less the held-out share), 20-way 5-shot 15-query asked.
+  fit = protonet::fit_episodes(classes_of_sizes(std::vector<int64_t>(12, 18)), {20, 5, 15}, f, "training");
+  EXPECT_EQ(fit.shape.way, 12);
+  EXPECT_EQ(fit.shape.shot, 5);
+  EXPECT_EQ(fit.shape.query, 13);
+  ASSERT_EQ(fit.changes.size(), 2u);
+  EXPECT_NE(fit.changes[0].find("12-way, not the 20-way train_way asks"), std::string::npos) << fit.changes[0];
+  EXPECT_NE(fit.changes[0].find("train_way=12"), std::string::npos) << fit.changes[0];
+  EXPECT_NE(fit.changes[1].find("13-query, not the 15-query train_query asks"), std::string::npos) << fit.changes[1];
+  EXPECT_NE(fit.changes[1].find("train_query=13"), std::string::npos) << fit.changes[1];
+
+  // A class too small for the shot is left out and named; the others keep the shot.
+  fit = protonet::fit_episodes(classes_of_sizes({20, 20, 20, 4}), {5, 5, 15}, f, "training");
+  EXPECT_EQ(fit.shape.way, 3);
+  EXPECT_EQ(fit.shape.query, 15);
+  ASSERT_EQ(fit.dropped.size(), 1u);
+  EXPECT_EQ(fit.dropped[0].name, "c3");
+  EXPECT_EQ(fit.dropped[0].images, 4);
+
+  // Two images a class: 1-shot 1-query, every change said.
+  fit = protonet::fit_episodes(classes_of_sizes({2, 2, 2}), {5, 5, 15}, {"test_way", "test_shot", "test_query"},
+                               "validation");
+  EXPECT_EQ(fit.shape.way, 3);
+  EXPECT_EQ(fit.shape.shot, 1);
+  EXPECT_EQ(fit.shape.query, 1);
+  EXPECT_EQ(fit.changes.size(), 3u);
+  EXPECT_NE(fit.changes[0].find("validation episodes: 1-shot, not the 5-shot test_shot asks"), std::string::npos)
+      << fit.changes[0];
+
+  // No episode: refused, saying what an episode needs.
+  try {
+    protonet::fit_episodes(classes_of_sizes({40, 1, 1}), {5, 5, 15}, f, "test");
+    ADD_FAILURE() << "one class with more than one image makes no episode";
+  } catch (const mlh::DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("test set: no episode can be made from it: 3 classes, the largest with 40 images"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at least 2 classes of at least 2 images"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ProtonetEpisode, AssemblyShapesValuesAndTargets) {

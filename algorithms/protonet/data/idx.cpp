@@ -135,6 +135,19 @@ std::vector<std::string> idx_class_names(const DatasetSpec& spec) {
   return names;
 }
 
+std::vector<ClassSize> idx_class_sizes(const DatasetSpec& spec) {
+  if (spec.labels.empty()) throw DataError("IDX file '" + spec.root + "': no labels file given (labels)");
+  const std::vector<uint8_t> labels = read_maybe_gzip(spec.labels);
+  const std::vector<uint32_t> ldims = parse_header(spec.labels, labels, kLabelsMagic, "labels");
+  int64_t count[256] = {};
+  for (size_t i = 0; i < ldims[0]; ++i) ++count[labels[8 + i]];
+  const std::vector<int32_t> classes = spec.classes.empty() ? labels_present(labels.data() + 8, ldims[0]) : spec.classes;
+  std::vector<ClassSize> out;
+  for (int32_t c : classes)
+    if (c >= 0 && c < 256 && count[c] > 0) out.push_back({std::to_string(c), count[c]});
+  return out;
+}
+
 ImageSet load_idx(const DatasetSpec& spec) {
   if (spec.root.empty()) throw DataError("IDX dataset: no images file given (root)");
   if (spec.labels.empty()) throw DataError("IDX file '" + spec.root + "': no labels file given (labels)");

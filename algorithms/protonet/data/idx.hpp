@@ -22,5 +22,7 @@ ImageSet load_idx(const DatasetSpec& spec);
 // The class names load_idx would give (spec.classes, else every label in spec.labels), without
 // reading the images.
 std::vector<std::string> idx_class_names(const DatasetSpec& spec);
+// Images per class of the labels file (the classes spec.classes keeps, else every label present).
+std::vector<ClassSize> idx_class_sizes(const DatasetSpec& spec);
 
 }  // namespace protonet

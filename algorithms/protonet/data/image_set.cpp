@@ -56,6 +56,19 @@ std::vector<std::string> dataset_class_names(const DatasetSpec& spec) {
       .class_names;
 }
 
+std::vector<ClassSize> dataset_class_sizes(const DatasetSpec& spec) {
+  check_spec(spec);
+  if (spec.format == "idx") return idx_class_sizes(spec);
+  const FilePlan plan = spec.format == "omniglot"       ? plan_omniglot(spec)
+                        : spec.format == "miniimagenet" ? plan_miniimagenet(spec)
+                                                        : plan_folder(spec);
+  std::vector<ClassSize> out(plan.class_names.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i].name = plan.class_names[i];
+  for (const ImageItem& item : plan.items)
+    if (item.label >= 0 && static_cast<size_t>(item.label) < out.size()) ++out[static_cast<size_t>(item.label)].images;
+  return out;
+}
+
 ImageSet load_dataset(const DatasetSpec& spec) {
   check_spec(spec);
   if (spec.format == "idx" && (spec.root.empty() || spec.labels.empty())) return load_idx(spec);  // names the gap

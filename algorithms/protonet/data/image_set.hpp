@@ -9,12 +9,18 @@
 #include <string>
 #include <vector>
 
+#include <mlh/plugin.hpp>
+
 namespace protonet {
 
-// Bad or unreadable data; the message names the file (and the field or entry).
-class DataError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+// Bad or unreadable data; the message names the file (and the field or entry). The SDK's
+// mlh::DataError: a run refused for it exits 2 and leaves no run folder behind.
+using DataError = mlh::DataError;
+
+// A class of a set and how many images it has.
+struct ClassSize {
+  std::string name;
+  int64_t images = 0;
 };
 
 struct ImageSet {
@@ -50,5 +56,9 @@ ImageSet load_dataset(const DatasetSpec& spec);
 // The class names load_dataset would give, from the file lists alone (no image is decoded).
 // Throws DataError.
 std::vector<std::string> dataset_class_names(const DatasetSpec& spec);
+
+// The classes load_dataset would give and how many images each has, from the file lists (an
+// IDX set: its labels file) alone. Throws DataError.
+std::vector<ClassSize> dataset_class_sizes(const DatasetSpec& spec);
 
 }  // namespace protonet

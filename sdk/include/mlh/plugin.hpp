@@ -44,6 +44,17 @@ class Error : public std::runtime_error {
   mlh_status code_;
 };
 
+// A data file the run reads that is missing, unreadable, truncated or malformed (an image,
+// an IDX or .npy file, a level file, a corpus, a dataset's JSON): the user's input, as a bad
+// config value is, so it has the same status, MLH_ERR_INVALID_ARGUMENT. Thrown before the run
+// reports its first metric, the host exits 2 and removes the run folder it made (or, for a
+// command on a trained run, the command's folder). The message names the file and what is
+// wrong with it.
+class DataError : public Error {
+ public:
+  explicit DataError(const std::string& message) : Error(MLH_ERR_INVALID_ARGUMENT, message) {}
+};
+
 // C++ view of mlh_device_record. Defaults mean "unknown".
 struct DeviceInfo {
   int32_t device_class = MLH_DEVICE_CLASS_OTHER;
