@@ -1,7 +1,10 @@
 // PPO's commands, run by the plugin (ppo_plugin.cpp) and by the tests:
-//   train      PPO on CartPole-v1 or generated puzzles (curriculum); metrics per iteration
+//   train      PPO on CartPole-v1 or puzzles: generated (curriculum), the user's levels
+//              (puzzle.train_levels), or a mix; every level file the run will read is checked
+//              before it trains; metrics per iteration
 //              (episodic return, avg of the last 100, losses, KL, clip fraction, explained
-//              variance, env steps/s; puzzles: solve rate and curriculum level), checkpoints
+//              variance, env steps/s; puzzles: solve rate and curriculum level; the levels'
+//              own solve rate, and at the end the policy on them), checkpoints
 //              every checkpoint_every iterations, at the end and on cancel (best by the
 //              average return of the last 100 episodes), resume, model.safetensors and
 //              network.json (the network spec eval/play rebuild from) in the run folder

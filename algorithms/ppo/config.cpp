@@ -14,9 +14,10 @@ const mlh::ConfigTable<Config>& config_table() {
       mlh::ConfigTable<Config>("ppo")
           .host_field("preset", "string", "a preset of this algorithm (cartpole, puzzle4, puzzle5, full, reduced)")
           .field("env", MLH_MEMBER(env), "cartpole", mlh::one_of({"cartpole", "puzzle"}),
-                 "the environment: CartPole-v1, or generated tiler-slider puzzles")
+                 "the environment: CartPole-v1, or tiler-slider puzzles (generated, or yours: puzzle.train_levels)")
           .field("network.kind", MLH_MEMBER(network.kind), "auto", mlh::one_of({"auto", "mlp", "recursive", "resnet"}),
-                 "the policy and value network; auto: mlp for cartpole, recursive for puzzles")
+                 "the policy and value network; auto: mlp for cartpole, recursive for puzzles; mlp is CartPole's "
+                 "network, recursive and resnet the puzzles' (docs/ppo.md, The networks)")
           .field("network.mlp_hidden", MLH_MEMBER(network.mlp_hidden), {64, 64},
                  mlh::FieldRule().items_at_least(1).unit("units per layer"), "mlp: the hidden layers' widths")
           .field("network.hidden_dim", MLH_MEMBER(network.hidden_dim), 256, mlh::at_least(1).unit("units"),
@@ -86,13 +87,20 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("puzzle.curriculum.window", MLH_MEMBER(puzzle.curriculum.window), 200,
                  mlh::at_least(1).unit("episodes").speed_neutral(),
                  "episodes the solve rate is measured over")
+          .field("puzzle.train_levels", MLH_MEMBER(puzzle.train_levels), "", mlh::any_value(),
+                 "train on your puzzles: a level file, or a folder of them (its *.txt and *.lvl files); "
+                 "each is solved and checked before training")
+          .field("puzzle.train_levels_share", MLH_MEMBER(puzzle.train_levels_share), 1.0,
+                 mlh::above(0).max(1),
+                 "the share of training episodes played on puzzle.train_levels; the rest are generated "
+                 "(1: your levels alone)")
           .field("puzzle.eval_count", MLH_MEMBER(puzzle.eval_count), 200,
                  mlh::at_least(1).unit("puzzles").speed_neutral(),
                  "held-out generated puzzles for eval")
           .field("puzzle.eval_seed", MLH_MEMBER(puzzle.eval_seed), 1000003, mlh::at_least(0).speed_neutral(),
                  "the held-out puzzles' generator seed (distinct from training's)")
           .field("puzzle.eval_level_file", MLH_MEMBER(puzzle.eval_level_file), "", mlh::speed_neutral(),
-                 "eval on this level file instead of generated puzzles")
+                 "eval on this level file instead of generated puzzles (checked before training, if it exists by then)")
           .field("eval_episodes", MLH_MEMBER(eval_episodes), 100, mlh::at_least(1).unit("episodes").speed_neutral(),
                  "cartpole: episodes eval averages the return over")
           .field("checkpoint_every", MLH_MEMBER(checkpoint_every), 50,
@@ -103,7 +111,8 @@ const mlh::ConfigTable<Config>& config_table() {
                  "the newest checkpoints kept on disk (the best one is kept besides)")
           .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
                  "eval/play: the checkpoint with the best return, or the newest")
-          .field("level_file", MLH_MEMBER(level_file), "", mlh::speed_neutral(), "play: the level file")
+          .field("level_file", MLH_MEMBER(level_file), "", mlh::speed_neutral(),
+                 "play: the level file (checked before training, if it exists by then)")
           .field("play_index", MLH_MEMBER(play_index), 0, mlh::at_least(0).speed_neutral(),
                  "play: the level's index in the file")
           .field("eval_deterministic", MLH_MEMBER(eval_deterministic), true, mlh::speed_neutral(),
@@ -148,8 +157,17 @@ Config parse_config(const json& user) {
   Config c = config_table().parse(user);
   config_check(c.network.hidden_dim % c.network.num_heads == 0, "network.num_heads",
                "must divide network.hidden_dim (" + std::to_string(c.network.hidden_dim) + ")");
+  // Which network fits which environment: docs/ppo.md's table says the same.
   config_check(c.env == "puzzle" || c.network_kind() == "mlp", "network.kind",
-               "cartpole's observation is a vector: use mlp (got '" + c.network_kind() + "')");
+               "cartpole's observation is a vector of 4 numbers: use mlp, CartPole's network (got '" +
+                   c.network_kind() + "'; docs/ppo.md, The networks)");
+  config_check(c.env == "cartpole" || c.network_kind() != "mlp", "network.kind",
+               "a puzzle's observation is 8 planes of N x N cells, which mlp (CartPole's network, for a vector) "
+               "cannot take: use recursive (the default for puzzles) or resnet (docs/ppo.md, The networks)");
+  config_check(c.env == "puzzle" || c.puzzle.train_levels.empty(), "puzzle.train_levels",
+               "levels are puzzles: set env=puzzle (or a puzzle preset) to train on them");
+  config_check(c.puzzle.train_levels_share == 1.0 || !c.puzzle.train_levels.empty(), "puzzle.train_levels_share",
+               "mixes puzzle.train_levels with generated puzzles: name your levels in puzzle.train_levels too");
   config_check(c.batch_size() % c.num_minibatches == 0, "num_minibatches",
                "must divide num_envs x num_steps (" + std::to_string(c.batch_size()) + ")");
   config_check(c.total_timesteps >= c.batch_size(), "total_timesteps",

@@ -45,6 +45,8 @@ struct PuzzleConfig {
   int min_moves = 1;   // optimal solution length range of generated puzzles
   int max_moves = 8;
   CurriculumConfig curriculum;
+  std::string train_levels;         // the user's level file or folder to train on ("" = none)
+  double train_levels_share = 1.0;  // the share of training episodes played on them
   int64_t eval_count = 200;        // held-out generated puzzles
   uint64_t eval_seed = 1000003;    // their generator seed (distinct from training's)
   std::string eval_level_file;     // or a level file ("" = generated)

@@ -4,8 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "env/level_file.hpp"
-#include "env/solver.hpp"
 #include "evaluate.hpp"
 #include "tasks.hpp"
 #include "trained_policy.hpp"
@@ -30,8 +28,8 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
                     .dump());
     return;
   }
-  const std::vector<Puzzle> puzzles = eval_puzzles(cfg);
   const int obs_size = static_cast<int>(p.net->spec().observation_shape.at(1));
+  const std::vector<Puzzle> puzzles = eval_puzzles(cfg, obs_size);
   const PuzzleEnvOptions options = puzzle_env_options(cfg, obs_size);
   const PuzzleEval trained = evaluate_puzzles(p.net.get(), puzzles, options, cfg.eval_deterministic,
                                               cfg.mask_invalid_moves, cfg.seed + 99);
@@ -72,12 +70,13 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
 }
 
 void play(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
-  std::vector<Puzzle> puzzles = load_level_file(cfg.level_file);
+  // Checked as it loads: each puzzle has a solution and its optimum (env/level_set.hpp).
+  std::vector<Puzzle> puzzles = load_level_file(cfg.level_file, "level_file");
   if (cfg.play_index >= static_cast<int64_t>(puzzles.size()))
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'play_index': level file '" + cfg.level_file + "' holds " +
                                                    std::to_string(puzzles.size()) + " puzzles, index " +
                                                    std::to_string(cfg.play_index) + " asked");
-  Puzzle puzzle = puzzles[static_cast<size_t>(cfg.play_index)];
+  const Puzzle puzzle = puzzles[static_cast<size_t>(cfg.play_index)];
   Policy p = load_policy(ctx, cfg, plan);
   if (p.net->spec().observation_shape.size() != 3)
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "play needs a model trained on puzzles (this run trained on cartpole)");
@@ -87,13 +86,6 @@ void play(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
                                                    std::to_string(cfg.play_index) + " is " + std::to_string(puzzle.size) +
                                                    "x" + std::to_string(puzzle.size) + ", the model plays up to " +
                                                    std::to_string(obs_size));
-  if (puzzle.optimal < 0) {
-    const SolveResult r = solve(puzzle, SolveOptions{2'000'000, false});
-    if (r.solved()) puzzle.optimal = r.moves;
-    else if (r.status == SolveResult::Status::kUnsolvable)
-      ctx.warn("level file '" + cfg.level_file + "': puzzle " + std::to_string(cfg.play_index) +
-               " has no solution (breadth-first search)");
-  }
   const PlayResult r = play_puzzle(*p.net, puzzle, puzzle_env_options(cfg, obs_size), cfg.mask_invalid_moves,
                                    cfg.eval_deterministic, cfg.seed,
                                    [&](const std::string& line) { ctx.info(line); });

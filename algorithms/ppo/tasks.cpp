@@ -1,6 +1,9 @@
 #include "tasks.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <system_error>
 
 #include <mlh/plugin.hpp>
 
@@ -8,9 +11,45 @@
 #include "env/curriculum.hpp"
 #include "env/level_file.hpp"
 #include "env/puzzle_source.hpp"
-#include "env/solver.hpp"
 
 namespace ppo {
+
+namespace {
+
+// A level file's problem as the run reports every bad data file: an mlh::DataError naming
+// the file and line, and the config field that named the file.
+mlh::DataError data_error(const LevelError& e, const std::string& field) {
+  return mlh::DataError("level file '" + e.file() + "'" + (e.line() > 0 ? ", line " + std::to_string(e.line()) : "") +
+                        ": " + e.problem() + " (config field '" + field + "')");
+}
+
+LevelSet load_checked(const std::string& path, const std::string& field, const LevelLimits& limits) {
+  if (path.empty()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "no level file given (config field '" + field + "')");
+  try {
+    return load_level_set(path, limits);
+  } catch (const LevelError& e) {
+    throw data_error(e, field);
+  }
+}
+
+TrainingLevels load_training_levels(const Config& cfg) {
+  LevelLimits l;
+  l.max_size = cfg.puzzle.size;
+  l.max_size_why = "the network takes (puzzle.size " + std::to_string(cfg.puzzle.size) +
+                   ": set it to your largest board's side)";
+  l.max_steps = cfg.puzzle.max_steps;
+  l.max_steps_why = "(puzzle.max_steps)";
+  TrainingLevels t;
+  t.path = cfg.puzzle.train_levels;
+  t.set = load_checked(t.path, "puzzle.train_levels", l);
+  t.share = cfg.puzzle.train_levels_share;
+  t.results = std::make_shared<SolveWindow>(100);
+  return t;
+}
+
+std::string percent(double share) { return std::to_string(static_cast<int>(std::lround(share * 100))) + "%"; }
+
+}  // namespace
 
 GeneratorSpec generator_spec(const Config& cfg) {
   GeneratorSpec g;
@@ -35,6 +74,24 @@ PuzzleEnvOptions puzzle_env_options(const Config& cfg, int obs_size) {
   return o;
 }
 
+std::string describe(const TrainingLevels& levels, const Config& cfg) {
+  const std::vector<Puzzle>& p = levels.set.puzzles;
+  int min_size = p.front().size, min_optimal = p.front().optimal;
+  for (const Puzzle& q : p) {
+    min_size = std::min(min_size, q.size);
+    min_optimal = std::min(min_optimal, q.optimal);
+  }
+  auto range = [](int lo, int hi) { return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi); };
+  const size_t files = levels.set.files.size();
+  std::string s = std::to_string(p.size()) + " puzzles from '" + levels.path + "' (" + std::to_string(files) +
+                  (files == 1 ? " file" : " files") + "; boards " + range(min_size, levels.set.max_size) +
+                  " cells a side, optimal " + range(min_optimal, levels.set.max_optimal) + " moves), ";
+  const std::string order = cfg.puzzle.curriculum.enabled ? "shortest first (curriculum)" : "drawn uniformly";
+  if (levels.share >= 1.0) return s + "every episode, " + order;
+  return s + percent(levels.share) + " of the episodes, " + order + "; the rest generated " +
+         std::to_string(cfg.puzzle.size) + "x" + std::to_string(cfg.puzzle.size) + " puzzles";
+}
+
 Task make_task(const Config& cfg) {
   Task t;
   if (cfg.env == "cartpole") {
@@ -43,63 +100,112 @@ Task make_task(const Config& cfg) {
     t.num_actions = 2;
     return t;
   }
-  const GeneratorSpec g = generator_spec(cfg);
   const uint64_t seed = cfg.seed * 7919ULL + 101;
-  std::shared_ptr<PuzzleSource> source;
+  const bool curriculum_on = cfg.puzzle.curriculum.enabled;
+  CurriculumOptions co;
+  co.start_level = 2;
+  co.window = static_cast<int>(cfg.puzzle.curriculum.window);
+  co.threshold = cfg.puzzle.curriculum.promote_at;
+  co.seed = seed;
+
+  // Generated puzzles, unless the user's levels are all the run plays.
+  std::shared_ptr<PuzzleSource> generated;
   std::shared_ptr<Curriculum> curriculum;
-  try {
-    if (cfg.puzzle.curriculum.enabled) {
-      CurriculumOptions o;
-      o.start_level = std::min(2, g.max_moves);
-      o.window = static_cast<int>(cfg.puzzle.curriculum.window);
-      o.threshold = cfg.puzzle.curriculum.promote_at;
-      o.seed = seed;
-      curriculum = std::make_shared<Curriculum>(g, o);
-      source = curriculum;
-    } else {
-      source = std::make_shared<GeneratorSource>(g, seed);
+  const bool levels_only = !cfg.puzzle.train_levels.empty() && cfg.puzzle.train_levels_share >= 1.0;
+  if (!levels_only) {
+    const GeneratorSpec g = generator_spec(cfg);
+    try {
+      if (curriculum_on) {
+        CurriculumOptions o = co;
+        o.start_level = std::min(2, g.max_moves);
+        curriculum = std::make_shared<Curriculum>(g, o);
+        generated = curriculum;
+      } else {
+        generated = std::make_shared<GeneratorSource>(g, seed);
+      }
+    } catch (const std::exception& e) {
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("config field 'puzzle': ") + e.what());
     }
-  } catch (const std::exception& e) {
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("config field 'puzzle': ") + e.what());
   }
+
+  // The user's levels: in order of optimal length (their own curriculum) or drawn uniformly,
+  // each episode's outcome recorded for the levels' solve rate.
+  std::shared_ptr<TrainingLevels> levels;
+  std::shared_ptr<Curriculum> level_curriculum;
+  std::shared_ptr<PuzzleSource> from_levels;
+  if (!cfg.puzzle.train_levels.empty()) {
+    levels = std::make_shared<TrainingLevels>(load_training_levels(cfg));
+    std::shared_ptr<PuzzleSource> pool;
+    CurriculumOptions o = co;
+    o.seed = seed + 1;
+    if (curriculum_on) {
+      level_curriculum = std::make_shared<Curriculum>(levels->set.puzzles, o);
+      pool = level_curriculum;
+    } else {
+      pool = std::make_shared<PuzzleListSource>(levels->set.puzzles, /*shuffle=*/true, o.seed);
+    }
+    from_levels = std::make_shared<RecordingSource>(pool, levels->results);
+  }
+
   const PuzzleEnvOptions options = puzzle_env_options(cfg, cfg.puzzle.size);
-  t.make_env = [source, options] { return std::make_unique<PuzzleEnv>(source, options); };
+  if (!from_levels) {
+    t.make_env = [generated, options] { return std::make_unique<PuzzleEnv>(generated, options); };
+  } else if (!generated) {
+    t.make_env = [from_levels, options] { return std::make_unique<PuzzleEnv>(from_levels, options); };
+  } else {
+    // One mix per environment (level_sources.hpp says why), each with its own seed.
+    auto made = std::make_shared<uint64_t>(0);
+    const double share = cfg.puzzle.train_levels_share;
+    t.make_env = [from_levels, generated, share, options, made, seed] {
+      auto mix = std::make_shared<MixedSource>(from_levels, generated, share, seed + 1000 + (*made)++);
+      return std::make_unique<PuzzleEnv>(mix, options);
+    };
+  }
   t.observation_shape = {PuzzleEnv::kNumPlanes, options.obs_size, options.obs_size};
   t.num_actions = kNumMoves;
-  if (curriculum) {
-    t.metrics = [curriculum] {
-      return std::map<std::string, double>{{"curriculum/level", curriculum->level()},
-                                           {"curriculum/window_solve_rate", curriculum->solve_rate()}};
+  t.levels = levels;
+  if (curriculum || levels) {
+    t.metrics = [curriculum, levels, level_curriculum] {
+      std::map<std::string, double> m;
+      if (curriculum) {
+        m["curriculum/level"] = curriculum->level();
+        m["curriculum/window_solve_rate"] = curriculum->solve_rate();
+      }
+      if (levels) m["levels/solve_rate_100"] = levels->results->rate();
+      if (level_curriculum) m["levels/curriculum_level"] = level_curriculum->level();
+      return m;
     };
   }
   return t;
 }
 
-std::vector<Puzzle> load_level_file(const std::string& path) {
-  if (path.empty()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "no level file given (config field 'level_file')");
-  if (!std::filesystem::exists(path)) throw mlh::Error(MLH_ERR_IO, "level file '" + path + "' does not exist");
-  try {
-    std::vector<Puzzle> p = load_levels(path);
-    if (p.empty()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "level file '" + path + "' holds no puzzle");
-    return p;
-  } catch (const LevelError& e) {
-    throw mlh::Error(e.line() == 0 ? MLH_ERR_IO : MLH_ERR_INVALID_ARGUMENT,
-                     std::string("level file '") + path + "': " + e.what());
-  } catch (const std::invalid_argument& e) {
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("level file '") + path + "': " + e.what());
-  }
+std::vector<Puzzle> load_level_file(const std::string& path, const std::string& field, int max_size) {
+  LevelLimits l;
+  l.max_size = max_size;
+  l.max_size_why = "the network takes (puzzle.size " + std::to_string(max_size) + " in training)";
+  return load_checked(path, field, l).puzzles;
 }
 
-std::vector<Puzzle> eval_puzzles(const Config& cfg) {
-  if (!cfg.puzzle.eval_level_file.empty()) {
-    std::vector<Puzzle> p = load_level_file(cfg.puzzle.eval_level_file);
-    for (Puzzle& q : p)
-      if (q.optimal < 0) {
-        const SolveResult r = solve(q, SolveOptions{2'000'000, false});
-        q.optimal = r.solved() ? r.moves : -1;
-      }
-    return p;
-  }
+std::vector<std::string> check_command_level_files(const Config& cfg) {
+  std::vector<std::string> warnings;
+  auto check = [&](const std::string& path, const std::string& field, int max_size) {
+    if (path.empty()) return;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      warnings.push_back("level file '" + path + "' (config field '" + field +
+                         "') does not exist yet: the command that reads it checks it then");
+      return;
+    }
+    load_level_file(path, field, max_size);
+  };
+  check(cfg.puzzle.eval_level_file, "puzzle.eval_level_file", cfg.puzzle.size);
+  check(cfg.level_file, "level_file", kMaxPuzzleSize);  // as play reads it
+  return warnings;
+}
+
+std::vector<Puzzle> eval_puzzles(const Config& cfg, int obs_size) {
+  if (!cfg.puzzle.eval_level_file.empty())
+    return load_level_file(cfg.puzzle.eval_level_file, "puzzle.eval_level_file", obs_size);
   const GeneratorSpec g = generator_spec(cfg);
   std::mt19937_64 rng(cfg.puzzle.eval_seed);
   std::vector<Puzzle> out;

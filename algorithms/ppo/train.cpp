@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "evaluate.hpp"
 #include "tasks.hpp"
 #include "trained_policy.hpp"
 #include "trainer.hpp"
@@ -21,10 +22,39 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The trained policy on the levels it trained on, one episode each (its most probable move),
+// beside the random walk over the valid moves: the summary's "train_levels".
+json report_on_levels(mlh::RunContext& ctx, const Config& cfg, ActorCritic& net, const TrainingLevels& levels) {
+  const PuzzleEnvOptions options = puzzle_env_options(cfg, cfg.puzzle.size);
+  net.eval();  // the resnet's batch norm: running statistics, as eval and play use them
+  const PuzzleEval trained = evaluate_puzzles(&net, levels.set.puzzles, options, true, cfg.mask_invalid_moves, cfg.seed + 99);
+  const PuzzleEval random_valid = evaluate_puzzles(nullptr, levels.set.puzzles, options, false, true, cfg.seed + 97);
+  ctx.info("on the training levels '" + levels.path + "' (" + std::to_string(levels.set.puzzles.size()) +
+           " puzzles, one episode each): solve rate " + mlh::fixed(trained.solve_rate, 3) + ", mean steps/optimal " +
+           mlh::fixed(trained.mean_ratio, 3) + " (solved puzzles); random policy (valid moves): solve rate " +
+           mlh::fixed(random_valid.solve_rate, 3) + "; during training " + std::to_string(levels.results->episodes()) +
+           " episodes on them, solve rate (last 100) " + mlh::fixed(levels.results->rate(), 3));
+  auto number = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
+  return json{{"path", levels.path},
+              {"files", levels.set.files.size()},
+              {"puzzles", levels.set.puzzles.size()},
+              {"share", levels.share},
+              {"solve_rate", trained.solve_rate},
+              {"mean_steps", number(trained.mean_steps)},
+              {"mean_ratio_to_optimal", number(trained.mean_ratio)},
+              {"random_valid_solve_rate", random_valid.solve_rate},
+              {"training_episodes", levels.results->episodes()},
+              {"training_solve_rate_100", levels.results->rate()}};
+}
+
 }  // namespace
 
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  // Every level file the run will read is read and checked before anything trains: a bad
+  // one is an mlh::DataError before the first metric, so the host removes the run folder
+  // (eval's and play's files that do not exist yet: a warning).
   const Task task = make_task(cfg);
+  for (const std::string& w : check_command_level_files(cfg)) ctx.warn(w);
   // Distributed: each rank steps its own environments (seeded apart) and all average the
   // update's gradient, so the batch per update is num_envs x num_steps x ranks. The best
   // checkpoint is the one with the highest average return.
@@ -54,6 +84,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
            " epochs); torch threads " + std::to_string(at::get_num_threads()) + ", precision " +
            (t.net().spec().kind == "mlp" ? std::string("fp32 (mlp)") : mlh::rt::to_string(plan.precision)) +
            (t.updater().fast() ? "; update: plain C++ mlp step" : "; update: LibTorch autograd"));
+  if (task.levels) ctx.info("training on your levels: " + describe(*task.levels, cfg));
   const auto start = Clock::now();
   const int64_t start_step = t.global_step();
   int64_t reached_475 = -1;
@@ -137,6 +168,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     summary["solve_rate_100"] = t.recent_solved().empty() ? 0.0 : rate / static_cast<double>(t.recent_solved().size());
     if (task.metrics)
       for (const auto& [name, value] : task.metrics()) summary[name] = value;
+    if (task.levels) summary["train_levels"] = report_on_levels(ctx, cfg, t.net(), *task.levels);
   }
   const mlh::rt::StepGraph& graph = t.updater().graph();
   summary["cuda_graph"] = {{"captures", graph.captures()}, {"replays", graph.replays()}, {"off", graph.why_off()}};

@@ -28,13 +28,16 @@
 
 namespace ppo {
 
+struct TrainingLevels;  // tasks.hpp
+
 // What the trainer needs of an environment family beyond Env: the factory, and for puzzles
-// the curriculum's metrics.
+// the curriculum's metrics and the user's levels it trains on.
 struct Task {
   EnvFactory make_env;
   std::vector<int64_t> observation_shape;
   int num_actions = 0;
   std::function<std::map<std::string, double>()> metrics;  // e.g. curriculum level
+  std::shared_ptr<TrainingLevels> levels;                  // null unless puzzle.train_levels
 };
 
 // The network the config asks for on this task (resnet size from the plan's preset when unset).

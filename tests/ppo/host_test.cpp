@@ -1,10 +1,12 @@
 // The plugin through the real host: describe, a short CartPole train writing checkpoints,
 // metrics and the exported model in the run folder, eval from it; a short puzzle train, eval
-// and play of a level file.
+// and play of a level file; training on the user's levels, and bad level files and networks
+// refused before anything trains (exit 2, no run folder left).
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 
 #include "algorithm_host_test.hpp"
 #include "run_snapshot.hpp"
+#include "test_levels.hpp"
 
 namespace {
 
@@ -146,7 +149,7 @@ TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
   EXPECT_TRUE(e["result"].contains("random_solve_rate") && e["result"].contains("random_valid_solve_rate")) << e.dump();
 
   const std::string levels = dir_ + "/level.txt";
-  std::ofstream(levels) << "size 4\nboard\n#..T\n....\n.#x.\n....\nend\n";
+  std::ofstream(levels) << "size 4\nboard\n..#T\n....\n.#..\nx...\nend\n";  // solvable: play checks it
   const Result play = host("--algorithm ppo --command play --resume" + common + " --set level_file=" + levels);
   ASSERT_EQ(play.rc, 0) << play.output;
   EXPECT_NE(play.output.find("move 1: "), std::string::npos) << play.output;
@@ -155,6 +158,80 @@ TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
   EXPECT_NE(bad.output.find("none.txt"), std::string::npos) << bad.output;
   EXPECT_TRUE(fs::exists(run + "/commands/play-1/summary.json"));
   EXPECT_EQ(changed_files(trained, training_files(run)), "");
+}
+
+// A small recursive net on 4x4 puzzles, quick to train a few iterations of.
+const std::string kSmallPuzzleRun = " --device cpu --set preset=puzzle4 --set network.hidden_dim=16 --set network.num_heads=2"
+                                    " --set network.num_recursive_steps=1 --set num_envs=8 --set num_steps=32";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(PpoHost, TrainsOnALevelFileAndReportsOnIt) {
+  const std::string levels = write_level_file(dir_ + "/my-levels.txt", kFourLevels);
+  const std::string run = dir_ + "/levels";
+  const Result train =
+      host("--algorithm ppo --run-dir " + run + kSmallPuzzleRun + " --set total_timesteps=1024 --set puzzle.train_levels=" + levels);
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json s = read_json(run + "/summary.json");
+  ASSERT_EQ(s["status"], "completed") << s.dump();
+  const json& l = s["result"]["train_levels"];
+  EXPECT_EQ(l["path"], levels) << s.dump();
+  EXPECT_EQ(l["puzzles"], 4);
+  EXPECT_EQ(l["files"], 1);
+  EXPECT_EQ(l["share"], 1.0);
+  for (const char* rate : {"solve_rate", "random_valid_solve_rate", "training_solve_rate_100"}) {
+    ASSERT_TRUE(l[rate].is_number()) << rate << ": " << l.dump();
+    EXPECT_GE(l[rate].get<double>(), 0.0) << rate;
+    EXPECT_LE(l[rate].get<double>(), 1.0) << rate;
+  }
+  // 1,024 steps of episodes at most 20 steps long (puzzle4's limit), every one on the levels.
+  EXPECT_GE(l["training_episodes"].get<int64_t>(), 1024 / 20) << l.dump();
+  EXPECT_TRUE(s["last_metrics"].contains("levels/solve_rate_100")) << s.dump();
+  const std::string log = read_text(run + "/log.txt");
+  EXPECT_NE(log.find("training on your levels: 4 puzzles from '" + levels + "'"), std::string::npos) << log;
+  EXPECT_NE(log.find("on the training levels '" + levels + "' (4 puzzles"), std::string::npos) << log;
+}
+
+// Refused before anything trains: exit 2, the output names the file (and line), and the run
+// folder the host made is gone again.
+void expect_refused_before_training(const Result& r, const std::string& run, const std::string& what) {
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find(what), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(run)) << "the run folder is removed";
+}
+
+TEST_F(PpoHost, AMalformedLevelFileExits2NamingFileAndLineAndLeavesNoRunFolder) {
+  const std::string bad = write_level_file(dir_ + "/bad.txt", "size 4\nboard\n..#T\n...\n.#..\nx...\nend\n");
+  const std::string run = dir_ + "/bad-run";
+  expect_refused_before_training(host("--algorithm ppo --run-dir " + run + kSmallPuzzleRun + " --set puzzle.train_levels=" + bad),
+                                 run, "level file '" + bad + "', line 4: bad row length 3, expected 4");
+}
+
+TEST_F(PpoHost, AWrongOptimalIsRefusedNamingFileAndLine) {
+  const std::string wrong =
+      write_level_file(dir_ + "/wrong.txt", std::string(kFourLevels) + "\nsize 4\noptimal 3\nboard\n..#T\n....\n.#..\nx...\nend\n");
+  const std::string run = dir_ + "/wrong-run";
+  expect_refused_before_training(host("--algorithm ppo --run-dir " + run + kSmallPuzzleRun + " --set puzzle.train_levels=" + wrong),
+                                 run, "level file '" + wrong + "', line 36: optimal 3 is wrong");
+}
+
+// eval's level file, named in the training command, is checked before training starts.
+TEST_F(PpoHost, ABadEvalLevelFileIsRefusedBeforeTraining) {
+  const std::string held_out = write_level_file(dir_ + "/held-out.txt", "size 4\nboard\nT...\n....\n....\n....\nend\n");
+  const std::string run = dir_ + "/bad-eval-file";
+  expect_refused_before_training(
+      host("--algorithm ppo --run-dir " + run + kSmallPuzzleRun + " --set puzzle.eval_level_file=" + held_out), run,
+      "level file '" + held_out + "', line 2: tile/target count mismatch");
+}
+
+// mlp is CartPole's network: on puzzles the refusal names the networks that fit and why.
+TEST_F(PpoHost, MlpOnPuzzlesIsRefusedNamingTheNetworksThatFit) {
+  const std::string run = dir_ + "/mlp";
+  expect_refused_before_training(host("--algorithm ppo --device cpu --set env=puzzle --set network.kind=mlp --run-dir " + run),
+                                 run, "use recursive (the default for puzzles) or resnet");
 }
 
 // Two CPU ranks (Gloo): CartPole on the plain-C++ update and the puzzle on the autograd

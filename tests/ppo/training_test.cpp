@@ -1,7 +1,7 @@
 // PPO's commands through a fake host: a short CartPole run improves well above a random
 // policy, a short easy-puzzle run solves more than a random policy, a run stopped half way
 // and resumed ends with exactly the parameters of an uninterrupted one, eval works from the
-// checkpoint, and play/eval errors name the file.
+// checkpoint, and play/eval errors name the file (and the line).
 #include <unistd.h>
 
 #include <filesystem>
@@ -112,6 +112,15 @@ TEST(PpoTraining, ShortPuzzleRunBeatsRandom) {
   bool printed_move = false;
   for (const auto& l : play.logs) printed_move = printed_move || l.rfind("move 1: ", 0) == 0;
   EXPECT_TRUE(printed_move);
+
+  // eval on a level file whose `optimal` line is wrong: refused, naming the file and line.
+  const std::string wrong = dir.str() + "/wrong.txt";
+  std::ofstream(wrong) << "size 4\noptimal 1\nboard\n..#T\n....\n.#..\nx...\nend\n";
+  cfg["puzzle"]["eval_level_file"] = wrong;
+  FakeHost refused;
+  std::string error;
+  EXPECT_EQ(run(refused, "eval", cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("level file '" + wrong + "', line 2: optimal 1 is wrong"), std::string::npos) << error;
 }
 
 std::map<std::string, at::Tensor> weights(const std::string& run_dir) {
@@ -146,16 +155,16 @@ TEST(PpoCommands, ErrorsNameTheFile) {
   // eval without a trained run
   EXPECT_EQ(run(host, "eval", cfg, dir.path(), true, &error), MLH_ERR_IO);
   EXPECT_NE(error.find("network.json"), std::string::npos) << error;
-  // play: missing level file
+  // play: missing level file (a bad data file, as a malformed one: mlh::DataError's status)
   cfg["level_file"] = dir.str() + "/nope.txt";
-  EXPECT_EQ(run(host, "play", cfg, dir.path(), true, &error), MLH_ERR_IO);
+  EXPECT_EQ(run(host, "play", cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("nope.txt"), std::string::npos) << error;
   // play: a malformed level file
   const std::string bad = dir.str() + "/bad.txt";
   std::ofstream(bad) << "size 3\nboard\n.T.\n.x\n...\nend\n";
   cfg["level_file"] = bad;
   EXPECT_EQ(run(host, "play", cfg, dir.path(), true, &error), MLH_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(error.find("bad.txt"), std::string::npos) << error;
+  EXPECT_NE(error.find("level file '" + bad + "', line 4: bad row length 2"), std::string::npos) << error;
   // eval on a missing level file
   cfg["puzzle"]["eval_level_file"] = dir.str() + "/missing-eval.txt";
   EXPECT_NE(run(host, "eval", cfg, dir.path(), true, &error), MLH_OK);

@@ -318,6 +318,28 @@ TEST(PpoConfig, ErrorsNameTheField) {
   }
 }
 
+// Levels are puzzles, a share mixes levels in, and each network takes its own environment.
+TEST(PpoConfig, LevelsNeedPuzzlesAShareNeedsLevelsAndMlpIsCartPolesAlone) {
+  EXPECT_NE(config_error({{"puzzle", {{"train_levels", "mine.txt"}}}}).find("'puzzle.train_levels'"),
+            std::string::npos);
+  EXPECT_NE(config_error({{"env", "puzzle"}, {"puzzle", {{"train_levels_share", 0.5}}}})
+                .find("'puzzle.train_levels_share'"),
+            std::string::npos);
+  for (double share : {0.0, 1.5})
+    EXPECT_NE(config_error({{"env", "puzzle"}, {"puzzle", {{"train_levels", "x"}, {"train_levels_share", share}}}})
+                  .find("'puzzle.train_levels_share'"),
+              std::string::npos)
+        << share;
+  const std::string mlp = config_error({{"env", "puzzle"}, {"network", {{"kind", "mlp"}}}});
+  EXPECT_NE(mlp.find("'network.kind'"), std::string::npos) << mlp;
+  EXPECT_NE(mlp.find("use recursive"), std::string::npos) << mlp;
+  EXPECT_NE(mlp.find("resnet"), std::string::npos) << mlp;
+  EXPECT_NE(config_error({{"network", {{"kind", "recursive"}}}}).find("use mlp"), std::string::npos);
+  const ppo::Config c = ppo::parse_config({{"env", "puzzle"}, {"puzzle", {{"train_levels", "mine.txt"}}}});
+  EXPECT_EQ(c.puzzle.train_levels, "mine.txt");
+  EXPECT_DOUBLE_EQ(c.puzzle.train_levels_share, 1.0);
+}
+
 }  // namespace
 
 // The update's minibatches through the step graph, with a recorder that runs on the CPU

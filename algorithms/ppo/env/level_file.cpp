@@ -9,7 +9,7 @@ namespace ppo {
 
 LevelError::LevelError(const std::string& file, int line, const std::string& what)
     : std::runtime_error(file + ":" + std::to_string(line) + ": " + what), file_(file),
-      line_(line) {}
+      line_(line), problem_(what) {}
 
 namespace {
 
@@ -34,7 +34,7 @@ struct Pending {
   int size = 0, size_line = 0;
   bool multi = false, colors_set = false;
   int optimal = -1;
-  bool optimal_set = false;
+  int optimal_line = 0;  // 0: no `optimal` key
   struct Covered { int row, col, color, line; };
   std::vector<Covered> covered;
   int first_line = 0;  // first key line of this puzzle
@@ -43,8 +43,8 @@ struct Pending {
 
 }  // namespace
 
-std::vector<Puzzle> parse_levels(const std::string& text, const std::string& source) {
-  std::vector<Puzzle> out;
+std::vector<LevelEntry> parse_level_entries(const std::string& text, const std::string& source) {
+  std::vector<LevelEntry> out;
   std::istringstream in(text);
   std::string raw;
   int line_no = 0;
@@ -83,10 +83,10 @@ std::vector<Puzzle> parse_levels(const std::string& text, const std::string& sou
       cur.colors_set = true;
     } else if (key == "optimal") {
       want_args(1);
-      if (cur.optimal_set) fail(line_no, "duplicate 'optimal'");
+      if (cur.optimal_line) fail(line_no, "duplicate 'optimal'");
       if (!parse_int(args[0], cur.optimal) || cur.optimal < 0)
         fail(line_no, "optimal '" + args[0] + "' is not a non-negative number");
-      cur.optimal_set = true;
+      cur.optimal_line = line_no;
     } else if (key == "covered") {
       want_args(3);
       Pending::Covered c{};
@@ -206,7 +206,7 @@ std::vector<Puzzle> parse_levels(const std::string& text, const std::string& sou
         fail(board_line, e.what());
       }
       (void)end_line;
-      out.push_back(std::move(p));
+      out.push_back(LevelEntry{std::move(p), cur.first_line, cur.optimal_line});
       cur = Pending{};
     } else if (key == "end") {
       fail(line_no, "'end' without 'board'");
@@ -218,13 +218,31 @@ std::vector<Puzzle> parse_levels(const std::string& text, const std::string& sou
   return out;
 }
 
-std::vector<Puzzle> load_levels(const std::string& path) {
+std::vector<LevelEntry> load_level_entries(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw LevelError(path, 0, "cannot open level file");
   std::ostringstream ss;
   ss << f.rdbuf();
-  return parse_levels(ss.str(), path);
+  if (f.bad()) throw LevelError(path, 0, "cannot read level file");
+  return parse_level_entries(ss.str(), path);
 }
+
+namespace {
+
+std::vector<Puzzle> puzzles_of(std::vector<LevelEntry> entries) {
+  std::vector<Puzzle> out;
+  out.reserve(entries.size());
+  for (LevelEntry& e : entries) out.push_back(std::move(e.puzzle));
+  return out;
+}
+
+}  // namespace
+
+std::vector<Puzzle> parse_levels(const std::string& text, const std::string& source) {
+  return puzzles_of(parse_level_entries(text, source));
+}
+
+std::vector<Puzzle> load_levels(const std::string& path) { return puzzles_of(load_level_entries(path)); }
 
 std::string format_level(const Puzzle& p) {
   validate(p);

@@ -35,13 +35,25 @@ class LevelError : public std::runtime_error {
   LevelError(const std::string& file, int line, const std::string& what);
   const std::string& file() const { return file_; }
   int line() const { return line_; }
+  const std::string& problem() const { return problem_; }  // <what> alone
 
  private:
   std::string file_;
   int line_;
+  std::string problem_;
+};
+
+// A puzzle with the lines it came from, so that checks made after parsing (the solver's:
+// level_set.hpp) still name the line.
+struct LevelEntry {
+  Puzzle puzzle;
+  int line = 0;          // the puzzle's first line (its first key, or `board`)
+  int optimal_line = 0;  // the `optimal` line, 0 when the puzzle has none
 };
 
 // `source` names the text in error messages (a file path).
+std::vector<LevelEntry> parse_level_entries(const std::string& text, const std::string& source);
+std::vector<LevelEntry> load_level_entries(const std::string& path);
 std::vector<Puzzle> parse_levels(const std::string& text, const std::string& source);
 std::vector<Puzzle> load_levels(const std::string& path);
 std::string format_level(const Puzzle& puzzle);  // validates; throws std::invalid_argument

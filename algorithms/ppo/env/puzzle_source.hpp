@@ -1,6 +1,7 @@
 // Where PuzzleEnv gets its puzzles: one source shared by all the envs of a VectorEnv
-// (single-threaded). The curriculum, a fixed list (a level file) and a generator stream
-// implement it.
+// (single-threaded), or one per env (MixedSource, level_sources.hpp). The curriculum, a fixed
+// list (a level file), a generator stream and the mix of the user's levels with generated
+// puzzles implement it.
 #pragma once
 
 #include <cstdint>
