@@ -15,11 +15,11 @@ using nlohmann::ordered_json;
 
 std::vector<std::string> read_identifiers(const std::string& path) {
   const ordered_json ids = arc::read_json_file(path);
-  if (!ids.is_array()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "'" + path + "': expected a list of names");
+  if (!ids.is_array()) throw mlh::DataError("'" + path + "': expected a list of names");
   std::vector<std::string> names;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (!ids[i].is_string())
-      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "'" + path + "': entry " + std::to_string(i) + " is not a string");
+      throw mlh::DataError("'" + path + "': entry " + std::to_string(i) + " is not a string");
     names.push_back(ids[i].get<std::string>());
   }
   return names;
@@ -32,12 +32,12 @@ std::optional<ArcDatasetFiles> load_arc_dataset_files(const std::string& data_di
   // Sudoku and maze folders have identifiers.json (["<blank>"]) but no test puzzles.
   if (!has_tests) return std::nullopt;
   if (!has_ids)
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "ARC dataset '" + data_dir + "' has test_puzzles.json but no identifiers.json");
+    throw mlh::DataError("ARC dataset '" + data_dir + "' has test_puzzles.json but no identifiers.json");
   ArcDatasetFiles f;
   f.identifiers = read_identifiers(ids_path);
   f.test_puzzles = arc::read_json_file(tests_path);
   if (!f.test_puzzles.is_object())
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "'" + tests_path + "': expected an object of tasks");
+    throw mlh::DataError("'" + tests_path + "': expected an object of tasks");
   f.test_puzzles_path = tests_path;
   return f;
 }

@@ -15,6 +15,7 @@
 #include "data/arc_tasks.hpp"
 #include "data/arc_tokens.hpp"
 #include "evaluate.hpp"
+#include "trained_data.hpp"
 #include "trained_model.hpp"
 
 namespace trm {
@@ -50,12 +51,12 @@ void solve_arc_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::R
   // without solutions every test pair's output is a placeholder the scoring does not read.
   const std::string path = cfg.solve.arc_challenges;
   const std::vector<arc::Task> tasks = arc::parse_tasks(arc::read_json_file(path), path);
-  if (tasks.empty()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "ARC challenges '" + path + "' hold no task");
+  if (tasks.empty()) throw mlh::DataError("ARC challenges '" + path + "' hold no task");
   ordered_json challenges = ordered_json::object();
   for (const arc::Task& t : tasks) challenges[t.id] = t.json;
 
   // The versions of each task the model was trained on, in identifier order.
-  const std::string data_dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
+  const std::string data_dir = trained_dataset_dir(cfg, tm.run, tm.run_dir);
   const std::vector<std::string> names = read_identifiers(data_dir + "/identifiers.json");
   std::map<std::string, std::vector<Version>> versions;
   for (size_t id = 1; id < names.size(); ++id) {

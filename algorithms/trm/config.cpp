@@ -17,7 +17,8 @@ const mlh::ConfigTable<Config>& config_table() {
                  "puzzle: a dataset folder in the reference's format; text: a UTF-8 text file as bytes")
           // Data.
           .field("data.dir", MLH_MEMBER(data.dir), "", mlh::any_value(),
-                 "dataset folder with train/ and test/ ('' = generate into the run folder from 'build')")
+                 "dataset folder with train/ and test/ ('' = generate into the run folder from 'build'; "
+                 "eval/solve: '' or the value training had = the run's own)")
           .field("data.text_file", MLH_MEMBER(data.text_file), "", mlh::any_value(), "text mode: the corpus")
           .field("data.text_eval_fraction", MLH_MEMBER(data.text_eval_fraction), 0.1,
                  mlh::above(0).below(1).speed_neutral(),
@@ -153,7 +154,8 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("solve.index", MLH_MEMBER(solve.index), 0, mlh::at_least(0).speed_neutral(),
                  "solve: the test example to solve")
           .field("solve.puzzle", MLH_MEMBER(solve.puzzle), "", mlh::speed_neutral(),
-                 "solve: or this Sudoku: 81 characters, digits with '.' or '0' for blanks")
+                 "solve: or this puzzle, seq_len tokens by the dataset's token names (one-character names: "
+                 "a character per cell; else separated by spaces; a Sudoku: '.' or '0' for a blank)")
           .field("solve.arc_challenges", MLH_MEMBER(solve.arc_challenges), "", mlh::speed_neutral(),
                  "solve: or every task of this ARC challenges file (Kaggle's JSON): writes submission.json")
           .field("generate.prompt", MLH_MEMBER(generate.prompt), "", mlh::speed_neutral(),

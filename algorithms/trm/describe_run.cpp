@@ -21,6 +21,19 @@ ModelConfig model_of_run(const Config& cfg, const std::string& command, const st
   const bool loads_trained = command == "eval" || command == "solve" || command == "generate";
   if (loads_trained && std::filesystem::exists(model_json_path(run_dir))) return read_model_record(run_dir).model;
   if (cfg.text()) return text_model_config(cfg);
+  // A resumed run whose data.dir, relative to where it first trained, is not here: the shape
+  // its model.json records (training finds the data by it: trained_data.hpp).
+  const std::string data_dir = cfg.data.dir.empty() ? run_dir + "/data" : cfg.data.dir;
+  if (!holds_dataset(data_dir) && std::filesystem::exists(model_json_path(run_dir))) {
+    const ModelRecord r = read_model_record(run_dir);
+    if (r.mode == "puzzle") {
+      DatasetMetadata shape;
+      shape.seq_len = r.model.seq_len;
+      shape.vocab_size = r.model.vocab_size;
+      shape.num_puzzle_identifiers = r.model.num_puzzle_identifiers;
+      return puzzle_model_config(cfg, shape);
+    }
+  }
   return puzzle_model_config(cfg, puzzle_dataset_shape(cfg, run_dir));
 }
 

@@ -1,7 +1,6 @@
 // TRM's commands on a trained run (its best or latest checkpoint): eval on the test split or
 // held-out text (with an ARC dataset's votes, pass@K and submission.json); solve, the model's
 // answer to one puzzle; generate, a text prompt continued.
-#include <cctype>
 #include <optional>
 #include <random>
 
@@ -11,11 +10,14 @@
 
 #include "arc_eval.hpp"
 #include "commands.hpp"
-#include "data/maze.hpp"
+#include "data/build_data.hpp"
+#include "data/puzzle_text.hpp"
 #include "data/sudoku.hpp"
+#include "data/token_names.hpp"
 #include "evaluate.hpp"
 #include "sampling.hpp"
 #include "text_data.hpp"
+#include "trained_data.hpp"
 #include "trained_model.hpp"
 
 namespace trm {
@@ -25,41 +27,17 @@ using nlohmann::json;
 
 std::string fmt(double v, int digits = 2) { return mlh::fixed(v, digits); }
 
-bool is_sudoku(const ModelConfig& m) { return m.seq_len == 81 && m.vocab_size == 11; }
-bool is_maze(const ModelConfig& m, int& size) {
-  size = 0;
-  while (static_cast<int64_t>(size + 1) * (size + 1) <= m.seq_len) ++size;
-  return m.vocab_size == 6 && static_cast<int64_t>(size) * size == m.seq_len;
+// The names solve shows and reads tokens by: the solved dataset's own when it names them,
+// else those the run trained with (model.json), else those of the reference's layout or the
+// ids (an older run's model.json has none).
+std::vector<std::string> solve_token_names(const ModelRecord& run, const DatasetMetadata* solved) {
+  if (solved && !solved->token_names.empty()) return solved->token_names;
+  if (!run.token_names.empty()) return run.token_names;
+  return token_naming({}, run.model.vocab_size, run.model.seq_len).names;
 }
 
-// A Sudoku in tokens as a 9x9 board, blanks '.', boxes separated.
-std::vector<std::string> sudoku_lines(const std::vector<int32_t>& tokens) {
-  std::vector<std::string> lines;
-  for (int r = 0; r < 9; ++r) {
-    if (r == 3 || r == 6) lines.push_back("------+-------+------");
-    std::string line;
-    for (int c = 0; c < 9; ++c) {
-      if (c == 3 || c == 6) line += "| ";
-      const int32_t t = tokens[static_cast<size_t>(r * 9 + c)];
-      line += (t >= 2 && t <= 10) ? static_cast<char>('0' + t - 1) : '.';
-      if (c < 8) line += ' ';
-    }
-    lines.push_back(line);
-  }
-  return lines;
-}
-
-std::vector<std::string> maze_lines(const std::vector<int32_t>& tokens, int size) {
-  std::vector<std::string> lines;
-  for (int r = 0; r < size; ++r) {
-    std::string line;
-    for (int c = 0; c < size; ++c) {
-      const int32_t t = tokens[static_cast<size_t>(r * size + c)];
-      line += (t >= 1 && t <= 5) ? kMazeCharset[t - 1] : '?';
-    }
-    lines.push_back(line);
-  }
-  return lines;
+bool is_sudoku(const ModelConfig& m, const std::vector<std::string>& names) {
+  return m.seq_len == kSudokuSeqLen && m.vocab_size == kSudokuVocabSize && names == sudoku_token_names();
 }
 
 SudokuGrid sudoku_grid(const std::vector<int32_t>& tokens) {
@@ -68,22 +46,21 @@ SudokuGrid sudoku_grid(const std::vector<int32_t>& tokens) {
   return g;
 }
 
-// solve.puzzle: 81 cells, digits 1-9 and '.' or '0' for blanks; whitespace and the board
-// separators '|', '-', '+' are ignored so that a pasted board works.
-std::vector<int32_t> parse_sudoku(const std::string& text) {
-  std::vector<int32_t> tokens;
+// A Sudoku as solve.puzzle always took it: '0' for a blank too, and a pasted board's '|', '-'
+// and '+' skipped.
+std::string sudoku_text(const std::string& text) {
+  std::string out;
   for (char ch : text) {
-    if (std::isspace(static_cast<unsigned char>(ch)) || ch == '|' || ch == '-' || ch == '+') continue;
-    if (ch == '.' || ch == '0') tokens.push_back(1);
-    else if (ch >= '1' && ch <= '9') tokens.push_back(ch - '0' + 1);
-    else
-      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("config field 'solve.puzzle': unexpected character '") + ch +
-                                                     "' (digits 1-9, '.' or '0' for blanks)");
+    if (ch == '|' || ch == '-' || ch == '+') continue;
+    out += ch == '0' ? '.' : ch;
   }
-  if (tokens.size() != 81)
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                     "config field 'solve.puzzle': expected 81 cells, got " + std::to_string(tokens.size()));
-  return tokens;
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  return out;
 }
 
 }  // namespace
@@ -97,7 +74,8 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
     if (cfg.eval_save_predictions)
       throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
                        "config field 'eval_save_predictions': saves a puzzle test split's predictions; this run is text");
-    const TextCorpus corpus(tm.run.text_file, cfg.data.text_eval_fraction, tm.run.model.seq_len);
+    const TextCorpus corpus(trained_text_file(cfg, tm.run, tm.run_dir), cfg.data.text_eval_fraction,
+                            tm.run.model.seq_len);
     const TextEvalResult r =
         evaluate_text(tm.model(), text_eval_batches(corpus, cfg.batch_size, 0), make_eval_settings(cfg, plan, 0));
     ctx.info("held-out text: loss " + fmt(r.loss, 4) + " nats/byte (" + fmt(r.bits_per_byte, 3) +
@@ -107,8 +85,8 @@ void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtim
     summary.update({{"loss", r.loss}, {"bits_per_byte", r.bits_per_byte}, {"token_accuracy", r.token_accuracy},
                     {"tokens", r.tokens}});
   } else {
-    const std::string dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
-    const DatasetSplit test = DatasetSplit::open(dir + "/test");
+    const std::string dir = trained_dataset_dir(cfg, tm.run, tm.run_dir);
+    const DatasetSplit test = open_test_split_for(dir, tm.run.model);
     const std::optional<ArcDatasetFiles> arc_files = load_arc_dataset_files(dir);
     std::optional<SavedPredictions> saved;
     if (cfg.eval_save_predictions) saved.emplace();
@@ -155,54 +133,42 @@ void solve_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   Batch batch;
   std::vector<int32_t> label;
   std::string source;
+  std::vector<std::string> names;
   if (!cfg.solve.puzzle.empty()) {
-    if (!is_sudoku(m))
-      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'solve.puzzle': this model is not a Sudoku model (seq_len " +
-                                                     std::to_string(m.seq_len) + ", vocab " + std::to_string(m.vocab_size) +
-                                                     "); use solve.index for its test examples");
+    names = solve_token_names(tm.run, nullptr);
     batch.rows = 1;
-    batch.seq_len = 81;
-    batch.inputs = parse_sudoku(cfg.solve.puzzle);
-    batch.labels.assign(81, kIgnoreLabel);
-    batch.puzzle_identifiers = {0};
+    batch.seq_len = m.seq_len;
+    batch.inputs = parse_puzzle(is_sudoku(m, names) ? sudoku_text(cfg.solve.puzzle) : cfg.solve.puzzle, names,
+                                m.seq_len, "solve.puzzle");
+    batch.labels.assign(batch.inputs.size(), kIgnoreLabel);
+    batch.puzzle_identifiers = {static_cast<int32_t>(tm.run.blank_identifier_id)};
     batch.valid = 1;
     source = "the given puzzle";
   } else {
-    const std::string dir = cfg.data.dir.empty() ? tm.run.data_dir : cfg.data.dir;
-    const DatasetSplit test = DatasetSplit::open(dir + "/test");
+    const std::string dir = trained_dataset_dir(cfg, tm.run, tm.run_dir);
+    const DatasetSplit test = open_test_split_for(dir, m);
     if (cfg.solve.index >= test.num_examples())
       throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'solve.index': the test split '" + test.dir() + "' holds " +
                                                      std::to_string(test.num_examples()) + " examples, index " +
                                                      std::to_string(cfg.solve.index) + " asked");
+    names = solve_token_names(tm.run, &test.metadata());
     EvalBatches batches(test, 1);
     for (int64_t i = 0; i <= cfg.solve.index; ++i) batches.next(batch);
     label = batch.labels;
     source = "test example " + std::to_string(cfg.solve.index) + " of '" + test.dir() + "'";
   }
   const Answers a = predict(tm.model(), batch, make_eval_settings(cfg, plan, 0));
-  int maze_size = 0;
-  std::vector<std::string> puzzle_view, answer_view;
-  if (is_sudoku(m)) {
-    puzzle_view = sudoku_lines(batch.inputs);
-    answer_view = sudoku_lines(a.tokens);
-  } else if (is_maze(m, maze_size)) {
-    puzzle_view = maze_lines(batch.inputs, maze_size);
-    answer_view = maze_lines(a.tokens, maze_size);
-  } else {
-    std::string in, out;
-    for (size_t i = 0; i < batch.inputs.size(); ++i) {
-      in += std::to_string(batch.inputs[i]) + " ";
-      out += std::to_string(a.tokens[i]) + " ";
-    }
-    puzzle_view = {in};
-    answer_view = {out};
-  }
+  const std::vector<std::string> puzzle_view = puzzle_lines(batch.inputs, names);
+  const std::vector<std::string> answer_view = puzzle_lines(a.tokens, names);
   ctx.info("solving " + source + " with " + tm.checkpoint_path + " (step " + std::to_string(tm.step) + ")");
   ctx.info("puzzle:");
   for (const std::string& l : puzzle_view) ctx.info("  " + l);
   ctx.info("model's answer (halting at step " + std::to_string(a.halt_steps[0]) + " of " + std::to_string(m.halt_max_steps) + "):");
   for (const std::string& l : answer_view) ctx.info("  " + l);
-  json summary = {{"source", source}, {"answer", a.tokens}, {"halt_step", a.halt_steps[0]}};
+  json summary = {{"source", source},
+                  {"answer", a.tokens},
+                  {"answer_text", joined(answer_view)},
+                  {"halt_step", a.halt_steps[0]}};
   if (!label.empty()) {
     int64_t right = 0, labelled = 0;
     for (size_t i = 0; i < label.size(); ++i)
@@ -216,7 +182,7 @@ void solve_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     summary["correct"] = right == labelled;
     summary["cells_wrong"] = labelled - right;
   }
-  if (is_sudoku(m)) {
+  if (is_sudoku(m, names)) {
     const SudokuGrid answer = sudoku_grid(a.tokens);
     const bool valid = is_valid_solution(answer) && consistent(sudoku_grid(batch.inputs), answer);
     ctx.info(valid ? "the answer is a valid Sudoku solution of the puzzle"

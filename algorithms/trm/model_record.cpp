@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/arc_tokens.hpp"
+#include "data/token_names.hpp"
 #include "text_data.hpp"
 
 namespace trm {
@@ -18,12 +19,40 @@ using nlohmann::json;
 
 std::string model_json_path(const std::string& run_dir) { return run_dir + "/model.json"; }
 
+namespace {
+
+// A path as seen from the current directory, absolute and without "." or "..".
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;
+  fs::path p = fs::absolute(path).lexically_normal();
+  if (!p.has_filename() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();  // "dir/" -> "dir"
+  return p.string();
+}
+
+json optional_text(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
+
+std::optional<std::string> read_optional_text(const json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return j.at(key).get<std::string>();
+}
+
+}  // namespace
+
 void write_model_record(const std::string& run_dir, const ModelRecord& m) {
   fs::create_directories(run_dir);
   json model = to_json(m.model);
   model.erase("gradient_checkpointing");
-  const std::string text =
-      json{{"mode", m.mode}, {"model", model}, {"data_dir", m.data_dir}, {"text_file", m.text_file}}.dump(2) + "\n";
+  json j = {{"mode", m.mode},
+            {"model", model},
+            {"data_dir", absolute_path(m.data_dir)},
+            {"text_file", absolute_path(m.text_file)},
+            {"data_dir_config", optional_text(m.data_dir_config)},
+            {"text_file_config", optional_text(m.text_file_config)}};
+  if (m.mode == "puzzle") {
+    j["token_names"] = m.token_names;
+    j["blank_identifier_id"] = m.blank_identifier_id;
+  }
+  const std::string text = j.dump(2) + "\n";
   mlh::AtomicFile f(model_json_path(run_dir));
   f.write(text.data(), text.size());
   f.commit();
@@ -41,6 +70,15 @@ ModelRecord read_model_record(const std::string& run_dir) {
     m.model = model_config_from_json(j.at("model"));
     m.data_dir = j.at("data_dir").get<std::string>();
     m.text_file = j.at("text_file").get<std::string>();
+    // Written since model.json records where data live absolutely; older runs lack them.
+    m.data_dir_config = read_optional_text(j, "data_dir_config");
+    m.text_file_config = read_optional_text(j, "text_file_config");
+    if (j.contains("token_names")) m.token_names = j.at("token_names").get<std::vector<std::string>>();
+    if (!m.token_names.empty()) {
+      const std::string problem = token_names_problem(m.token_names, m.model.vocab_size);
+      if (!problem.empty()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "token_names " + problem);
+    }
+    m.blank_identifier_id = j.value("blank_identifier_id", int64_t{0});
     return m;
   } catch (const json::exception& e) {
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "'" + path + "': " + e.what());
@@ -67,11 +105,11 @@ ModelConfig common_model_config(const Config& cfg) {
   return m;
 }
 
+}  // namespace
+
 bool holds_dataset(const std::string& dir) {
   return fs::exists(dir + "/train/dataset.json") && fs::exists(dir + "/test/dataset.json");
 }
-
-}  // namespace
 
 ModelConfig puzzle_model_config(const Config& cfg, const DatasetMetadata& metadata) {
   ModelConfig m = common_model_config(cfg);

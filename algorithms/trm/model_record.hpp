@@ -6,7 +6,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 #include "data/build_data.hpp"
@@ -18,14 +20,29 @@ namespace trm {
 struct ModelRecord {
   std::string mode = "puzzle";  // puzzle or text
   ModelConfig model;
+  // The data it trained on: written absolute, so that a command on the run finds them from
+  // any directory. Older runs' model.json hold them as training was given them, perhaps
+  // relative to the directory it ran in (trained_data.hpp finds those).
   std::string data_dir;   // puzzle: the dataset folder
   std::string text_file;  // text: the corpus
+  // The config's data.dir and data.text_file as training had them ("" for a dataset generated
+  // into the run): a command whose config (the trained run's, reloaded) still says the same
+  // means the run's own data. Absent in older runs' model.json.
+  std::optional<std::string> data_dir_config, text_file_config;
+  // puzzle: the names of the tokens (token_names.hpp) and the blank puzzle identifier, for
+  // solve.puzzle. Older runs' model.json have no names (then empty) and identifier 0.
+  std::vector<std::string> token_names;
+  int64_t blank_identifier_id = 0;
 };
 
 std::string model_json_path(const std::string& run_dir);
+// Writes <run>/model.json, data_dir and text_file made absolute against the current directory.
 void write_model_record(const std::string& run_dir, const ModelRecord& record);
 // mlh::Error naming the file when missing ("train first") or malformed.
 ModelRecord read_model_record(const std::string& run_dir);
+
+// Whether `dir` holds a dataset: train/dataset.json and test/dataset.json.
+bool holds_dataset(const std::string& dir);
 
 // The model of a puzzle run on a split with this metadata / of a text run.
 ModelConfig puzzle_model_config(const Config& cfg, const DatasetMetadata& metadata);

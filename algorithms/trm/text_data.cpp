@@ -44,19 +44,17 @@ TextCorpus::TextCorpus(const std::string& path, double eval_fraction, int64_t se
   if (path.empty())
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'data.text_file' is empty: text mode needs a text file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw mlh::Error(MLH_ERR_IO, "cannot open text file '" + path + "'");
+  if (!in) throw mlh::DataError("cannot open text file '" + path + "'");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw mlh::Error(MLH_ERR_IO, "cannot read text file '" + path + "'");
+  if (in.bad()) throw mlh::DataError("cannot read text file '" + path + "'");
   const int64_t bad = first_invalid_utf8(bytes.data(), bytes.size());
   if (bad >= 0)
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                     "text file '" + path + "' is not UTF-8: invalid byte sequence at offset " + std::to_string(bad));
+    throw mlh::DataError("text file '" + path + "' is not UTF-8: invalid byte sequence at offset " + std::to_string(bad));
   const auto total = static_cast<int64_t>(bytes.size());
   const auto eval_size = static_cast<int64_t>(static_cast<double>(total) * eval_fraction);
   const int64_t window = seq_len + 1;
   if (total - eval_size < window || eval_size < window)
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                     "text file '" + path + "' is too short: " + std::to_string(total) + " bytes, the training and held-out (" +
+    throw mlh::DataError("text file '" + path + "' is too short: " + std::to_string(total) + " bytes, the training and held-out (" +
                          std::to_string(eval_fraction) + ") parts each need one window of model.text_seq_len + 1 = " +
                          std::to_string(window) + " bytes");
   train_.assign(bytes.begin(), bytes.end() - eval_size);

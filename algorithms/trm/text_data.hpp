@@ -19,7 +19,8 @@ constexpr int64_t kTextVocab = 256;
 class TextCorpus {
  public:
   // Reads and checks the file: it must exist, be valid UTF-8 (the error names the byte
-  // offset) and hold at least one window of seq_len + 1 bytes in each part.
+  // offset) and hold at least one window of seq_len + 1 bytes in each part. A file that is
+  // not is an mlh::DataError naming it.
   TextCorpus(const std::string& path, double eval_fraction, int64_t seq_len);
 
   const std::string& path() const { return path_; }

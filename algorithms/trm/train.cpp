@@ -3,6 +3,7 @@
 // (checkpoints, resume, stop, export), with evals of the EMA weights along the way.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -17,14 +18,17 @@
 
 #include "arc_eval.hpp"
 #include "commands.hpp"
+#include "data/token_names.hpp"
 #include "evaluate.hpp"
 #include "model_record.hpp"
 #include "text_data.hpp"
+#include "trained_data.hpp"
 #include "trainer.hpp"
 
 namespace trm {
 namespace {
 
+namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -82,17 +86,23 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
              std::to_string(dist.world_size()) + " ranks): --batch-size overrides it");
   ModelRecord record;
   record.mode = cfg.mode;
+  // A resumed run finds its data where its model.json says, from whatever directory it
+  // resumes in (the reloaded config's relative data.dir was relative to where it started).
+  std::optional<ModelRecord> resumed;
+  if (ctx.resume() && fs::exists(model_json_path(ctx.run_dir()))) resumed = read_model_record(ctx.run_dir());
   TrainingData data;
   std::unique_ptr<PuzzleSource> puzzles;
   std::unique_ptr<TextCorpus> corpus;
   std::unique_ptr<TextSampler> text_sampler;
   std::vector<Batch> text_eval;
   if (cfg.text()) {
-    corpus = std::make_unique<TextCorpus>(cfg.data.text_file, cfg.data.text_eval_fraction, cfg.model.text_seq_len);
+    const std::string text_file = resumed ? trained_text_file(cfg, *resumed, ctx.run_dir()) : cfg.data.text_file;
+    corpus = std::make_unique<TextCorpus>(text_file, cfg.data.text_eval_fraction, cfg.model.text_seq_len);
     text_sampler = std::make_unique<TextSampler>(*corpus, global_batch, cfg.seed);
     record.model = text_model_config(cfg);
-    record.text_file = cfg.data.text_file;
-    ctx.info("text '" + cfg.data.text_file + "': " + std::to_string(corpus->train().size()) + " training bytes, " +
+    record.text_file = text_file;
+    record.text_file_config = cfg.data.text_file;
+    ctx.info("text '" + text_file + "': " + std::to_string(corpus->train().size()) + " training bytes, " +
              std::to_string(corpus->eval().size()) + " held out");
     data.next = [&] { return shard_rows(text_sampler->next(), dist.rank(), dist.world_size()); };
     data.state = [&] { return text_sampler->state(); };
@@ -109,10 +119,14 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     };
   } else {
     // Rank 0 builds a missing dataset; the others wait and then find it.
+    auto locate = [&] {
+      return resumed ? trained_dataset_dir(cfg, *resumed, ctx.run_dir())
+                     : ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
+    };
     std::string dir;
-    if (dist.is_main()) dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
+    if (dist.is_main()) dir = locate();
     dist.barrier();
-    if (!dist.is_main()) dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
+    if (!dist.is_main()) dir = locate();
     puzzles = std::make_unique<PuzzleSource>(DatasetSplit::open(dir + "/train"), DatasetSplit::open(dir + "/test"),
                                              global_batch, cfg.seed);
     puzzles->arc = load_arc_dataset_files(dir);
@@ -121,15 +135,22 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
     const DatasetMetadata& tm = puzzles->train.metadata();
     const DatasetMetadata& em = puzzles->test.metadata();
     if (tm.seq_len != em.seq_len || tm.vocab_size != em.vocab_size)
-      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "dataset '" + dir + "': train/ and test/ disagree (seq_len " +
-                                                     std::to_string(tm.seq_len) + " vs " + std::to_string(em.seq_len) +
-                                                     ", vocab_size " + std::to_string(tm.vocab_size) + " vs " +
-                                                     std::to_string(em.vocab_size) + ")");
+      throw mlh::DataError("dataset '" + dir + "': train/ and test/ disagree (seq_len " + std::to_string(tm.seq_len) +
+                           " vs " + std::to_string(em.seq_len) + ", vocab_size " + std::to_string(tm.vocab_size) + " vs " +
+                           std::to_string(em.vocab_size) + ")");
+    if (!tm.token_names.empty() && !em.token_names.empty() && tm.token_names != em.token_names)
+      throw mlh::DataError("dataset '" + dir + "': train/dataset.json and test/dataset.json name the tokens differently");
+    const TokenNaming naming =
+        token_naming(tm.token_names.empty() ? em.token_names : tm.token_names, tm.vocab_size, tm.seq_len);
     record.model = puzzle_model_config(cfg, tm);
     record.data_dir = dir;
+    record.data_dir_config = cfg.data.dir;
+    record.token_names = naming.names;
+    record.blank_identifier_id = tm.blank_identifier_id;
     ctx.info("dataset '" + dir + "': " + std::to_string(puzzles->train.num_examples()) + " training examples (" +
              std::to_string(puzzles->train.num_groups()) + " groups), " + std::to_string(puzzles->test.num_examples()) +
-             " test examples; seq_len " + std::to_string(tm.seq_len) + ", vocab " + std::to_string(tm.vocab_size));
+             " test examples; seq_len " + std::to_string(tm.seq_len) + ", vocab " + std::to_string(tm.vocab_size) +
+             ", tokens named by " + naming.source);
     data.next = [&] { return shard_rows(puzzles->sampler.next(), dist.rank(), dist.world_size()); };
     data.state = [&] { return puzzles->sampler.state(); };
     data.load_state = [&](const json& s) { puzzles->sampler.load_state(s); };

@@ -7,8 +7,8 @@ namespace trm {
 
 TrainedModel load_trained_model(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   TrainedModel t;
-  const std::string trained = mlh::rt::trained_run_dir(ctx);
-  t.run = read_model_record(trained);
+  t.run_dir = mlh::rt::trained_run_dir(ctx);
+  t.run = read_model_record(t.run_dir);
   // The checkpoint holds the EMA when cfg.ema is on: run with --resume so that the host
   // reloads the config that trained it.
   t.trainer = std::make_unique<Trainer>(cfg, plan, t.run.model);

@@ -16,6 +16,7 @@
 namespace trm {
 
 struct TrainedModel {
+  std::string run_dir;  // the trained run's folder (absolute: the plan's trained_run_dir)
   ModelRecord run;
   std::unique_ptr<Trainer> trainer;  // holds the model (and the optimizer the checkpoint needs)
   int64_t step = 0;

@@ -244,8 +244,9 @@ TEST_F(TrmHost, ArcBuildTrainEvalSolve) {
   std::ofstream(dir_ + "/bad_challenges.json") << challenges.dump();
   const HostResult sb = host("--algorithm trm --command solve --resume" + common +
                              " --set solve.arc_challenges=" + dir_ + "/bad_challenges.json");
-  EXPECT_NE(sb.rc, 0) << sb.output;
+  EXPECT_EQ(sb.rc, 2) << sb.output;  // a bad data file: exit 2, and no command folder left
   EXPECT_NE(sb.output.find("bad_challenges.json: task ffffffff: test[0].input"), std::string::npos) << sb.output;
+  EXPECT_FALSE(fs::exists(run + "/commands/solve-2")) << sb.output;
 
   // A ragged grid: refused, naming the file, the task and the field; no dataset written.
   json bad = read_json_file(prefix + "_training_challenges.json");
@@ -255,8 +256,9 @@ TEST_F(TrmHost, ArcBuildTrainEvalSolve) {
     fs::copy_file(prefix + f, dir_ + "/bad" + f);
   const HostResult r = host("--algorithm trm --command build-data --device cpu --run-dir " + dir_ + "/build2" +
                             " --set build.kind=arc --set build.arc_prefix=" + dir_ + "/bad --set data.dir=" + dir_ + "/arc2");
-  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_EQ(r.rc, 2) << r.output;
   EXPECT_NE(r.output.find("bad_training_challenges.json"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ + "/build2")) << r.output;
   EXPECT_NE(r.output.find("t0abcdef0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("train[1].input"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir_ + "/arc2/train")) << "nothing written";

@@ -212,7 +212,7 @@ TEST(ArcBuilder, BadInputWritesNothingAndNamesTheProblem) {
        MLH_ERR_INVALID_ARGUMENT},
       {"not_json", "fx_evaluation_challenges.json", R"({"e1": )", "fx_evaluation_challenges.json: not valid JSON", MLH_ERR_INVALID_ARGUMENT},
       {"not_object", "fx_evaluation_challenges.json", "[1]", "fx_evaluation_challenges.json: must be an object of tasks", MLH_ERR_INVALID_ARGUMENT},
-      {"missing_file", "", "", "cannot read '", MLH_ERR_IO},
+      {"missing_file", "", "", "cannot read '", MLH_ERR_INVALID_ARGUMENT},
       {"solution_missing_task", "fx_training_solutions.json", R"({"t1": [[[9,8,7]]], "t2": [[[0]]]})",
        "fx_training_solutions.json: has no solutions for task t3", MLH_ERR_INVALID_ARGUMENT},
       {"solution_count", "fx_training_solutions.json", R"({"t1": [[[9,8,7]], [[1]]], "t2": [[[0]]], "t3": [[[5],[5]]]})",
@@ -235,6 +235,8 @@ TEST(ArcBuilder, BadInputWritesNothingAndNamesTheProblem) {
     } catch (const mlh::Error& e) {
       EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
       EXPECT_EQ(e.code(), c.code) << e.what();
+      // Every one is a bad input file: the host's exit 2, with nothing left behind.
+      EXPECT_NE(dynamic_cast<const mlh::DataError*>(&e), nullptr) << e.what();
     }
     EXPECT_TRUE(tree(tmp / "out") == before);
   }

@@ -1,5 +1,5 @@
-// build-data: small Sudoku and maze datasets in the reference's layout, reopened and
-// checked; bad options are refused naming the option.
+// build-data: small Sudoku and maze datasets in the reference's layout (with mlhost's token
+// names), reopened and checked; bad options are refused naming the option.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -9,6 +9,7 @@
 #include "data/maze.hpp"
 #include "data/sampler.hpp"
 #include "data/sudoku.hpp"
+#include "data/token_names.hpp"
 #include "fixtures.hpp"
 
 namespace {
@@ -68,6 +69,9 @@ TEST(BuildData, SudokuDatasetInTheReferenceLayout) {
   const DatasetSplit train = DatasetSplit::open(dir / "train"), test = DatasetSplit::open(dir / "test");
   check_reference_metadata(train, 11, 81, 40, 120);
   check_reference_metadata(test, 11, 81, 15, 15);
+  // mlhost's one addition: the tokens' names, as solve prints them.
+  EXPECT_EQ(train.metadata().token_names, sudoku_token_names());
+  EXPECT_EQ(test.metadata().token_names, sudoku_token_names());
   const auto& gi = train.sets()[0].group_indices;
   for (int64_t g = 0; g <= 40; ++g) EXPECT_EQ(gi.as_int64(g), 3 * g);  // original + 2 variants
 
@@ -126,6 +130,8 @@ TEST(BuildData, MazeDatasetInTheReferenceLayout) {
   const DatasetSplit train = DatasetSplit::open(dir / "train"), test = DatasetSplit::open(dir / "test");
   check_reference_metadata(train, 6, 225, 12, 96);
   check_reference_metadata(test, 6, 225, 5, 5);
+  EXPECT_EQ(train.metadata().token_names, maze_token_names());
+  EXPECT_EQ(test.metadata().token_names, maze_token_names());
   std::set<std::string> train_grids;
   std::vector<int32_t> buf(225);
   for (const DatasetSplit* d : {&train, &test}) {

@@ -48,17 +48,33 @@ TEST(DatasetJson, NullIgnoreLabelAndHrmFileWithoutTotalPuzzles) {
   EXPECT_TRUE(to_json(m)["ignore_label_id"].is_null());
 }
 
+// mlhost's token_names: optional (the reference's files have none), kept when given, and
+// written back only when there.
+TEST(DatasetJson, OptionalTokenNames) {
+  EXPECT_TRUE(parse_dataset_json(kValid, "d/dataset.json").token_names.empty());
+  EXPECT_FALSE(to_json(parse_dataset_json(kValid, "d/dataset.json")).contains("token_names"));
+  auto j = valid();
+  j["token_names"] = {"_", ".", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+  const DatasetMetadata m = parse_dataset_json(j.dump(), "d/dataset.json");
+  ASSERT_EQ(m.token_names.size(), 11u);
+  EXPECT_EQ(m.token_names[1], ".");
+  EXPECT_EQ(to_json(m), j);
+  j["token_names"][3] = ".";
+  EXPECT_DATA_ERROR(parse_dataset_json(j.dump(), "d/dataset.json"),
+                    "d/dataset.json': field 'token_names' the name of token 3, \".\", names another token too");
+}
+
 TEST(DatasetJson, EachBadFieldIsNamed) {
-  EXPECT_MLH_ERROR(parse_dataset_json("{not json", "p/dataset.json"), "p/dataset.json': not valid JSON");
-  EXPECT_MLH_ERROR(parse_dataset_json("[1]", "p/dataset.json"), "expected a JSON object");
+  EXPECT_DATA_ERROR(parse_dataset_json("{not json", "p/dataset.json"), "p/dataset.json': not valid JSON");
+  EXPECT_DATA_ERROR(parse_dataset_json("[1]", "p/dataset.json"), "expected a JSON object");
   for (const char* field : {"pad_id", "ignore_label_id", "blank_identifier_id", "vocab_size", "seq_len",
                             "num_puzzle_identifiers", "total_groups", "mean_puzzle_examples", "sets"}) {
     auto j = valid();
     j.erase(field);
-    EXPECT_MLH_ERROR(parse_dataset_json(j.dump(), "p/dataset.json"), "field '" + std::string(field) + "' is missing");
+    EXPECT_DATA_ERROR(parse_dataset_json(j.dump(), "p/dataset.json"), "field '" + std::string(field) + "' is missing");
     j = valid();
     j[field] = "7";
-    EXPECT_MLH_ERROR(parse_dataset_json(j.dump(), "p/dataset.json"), "p/dataset.json': field '" + std::string(field) + "'");
+    EXPECT_DATA_ERROR(parse_dataset_json(j.dump(), "p/dataset.json"), "p/dataset.json': field '" + std::string(field) + "'");
   }
   struct Case {
     const char* field;
@@ -83,13 +99,16 @@ TEST(DatasetJson, EachBadFieldIsNamed) {
       {"sets", nlohmann::json::array({""}), "invalid set name"},
       {"sets", nlohmann::json::array({"a", "a"}), "twice"},
       {"ignore_label_id", 1ull << 40, "out of range"},
+      {"token_names", "RGB", "must be a list of strings"},
+      {"token_names", nlohmann::json::array({"_", 1}), "non-string"},
+      {"token_names", nlohmann::json::array({"_", "."}), "has 2 names, vocab_size is 11"},
   };
   for (const auto& c : cases) {
     auto j = valid();
     j[c.field] = c.value;
     SCOPED_TRACE(std::string(c.field) + " = " + c.value.dump());
-    EXPECT_MLH_ERROR(parse_dataset_json(j.dump(), "p/dataset.json"), "field '" + std::string(c.field) + "'");
-    EXPECT_MLH_ERROR(parse_dataset_json(j.dump(), "p/dataset.json"), c.message);
+    EXPECT_DATA_ERROR(parse_dataset_json(j.dump(), "p/dataset.json"), "field '" + std::string(c.field) + "'");
+    EXPECT_DATA_ERROR(parse_dataset_json(j.dump(), "p/dataset.json"), c.message);
   }
 }
 
@@ -134,7 +153,7 @@ TEST(DatasetSplit, IgnoreLabelsOutsideTheVocabulary) {
   s.set.labels[3] = 777;
   write_dataset_split(dir / "b", s.meta, {s.set});
   s.set.labels[3] = 778;
-  EXPECT_MLH_ERROR(write_dataset_split(dir / "c", s.meta, {s.set}), "holds label 778 at element 3");
+  EXPECT_DATA_ERROR(write_dataset_split(dir / "c", s.meta, {s.set}), "holds label 778 at element 3");
 }
 
 // Writes a valid split, then replaces one of its files by `broken` and expects the error.
@@ -151,8 +170,8 @@ void expect_broken(const std::string& file, DType t, const std::vector<int64_t>&
     write_npy(path, t, shape, b.data());
   }
   SCOPED_TRACE(file + ": " + message);
-  EXPECT_MLH_ERROR(DatasetSplit::open(dir / "t"), path);
-  EXPECT_MLH_ERROR(DatasetSplit::open(dir / "t"), message);
+  EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), path);
+  EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), message);
 }
 
 TEST(DatasetSplit, EachInconsistencyNamesTheFile) {
@@ -180,12 +199,12 @@ TEST(DatasetSplit, EachInconsistencyNamesTheFile) {
     write_dataset_split(dir / "t", s.meta, {s.set});
     const std::vector<float> f(static_cast<size_t>(n * 4), 1.f);
     write_npy(dir / "t/all__inputs.npy", DType::kFloat32, {n, 4}, f.data());
-    EXPECT_MLH_ERROR(DatasetSplit::open(dir / "t"), "not an integer type");
+    EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), "not an integer type");
     std::filesystem::remove(dir / "t/all__inputs.npy");
-    EXPECT_MLH_ERROR(DatasetSplit::open(dir / "t"), dir / "t/all__inputs.npy' is missing");
+    EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), dir / "t/all__inputs.npy' is missing");
     std::filesystem::remove(dir / "t/dataset.json");
-    EXPECT_MLH_ERROR(DatasetSplit::open(dir / "t"), dir / "t/dataset.json' is missing");
-    EXPECT_MLH_ERROR(DatasetSplit::open(dir / "nowhere"), "is missing");
+    EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), dir / "t/dataset.json' is missing");
+    EXPECT_DATA_ERROR(DatasetSplit::open(dir / "nowhere"), "is missing");
   }
 }
 
@@ -194,12 +213,34 @@ TEST(DatasetSplit, BadMetadataFileNamesIt) {
   auto s = trm_test::small_split(2, 1);
   write_dataset_split(dir / "t", s.meta, {s.set});
   trm_test::write_bytes(dir / "t/dataset.json", R"({"pad_id": 0})");
-  EXPECT_MLH_ERROR(DatasetSplit::open(dir / "t"), dir / "t/dataset.json");
+  EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), dir / "t/dataset.json");
   // A set listed in the metadata without its files.
   auto j = to_json(s.meta);
   j["sets"] = {"all", "extra"};
   trm_test::write_bytes(dir / "t/dataset.json", j.dump());
-  EXPECT_MLH_ERROR(DatasetSplit::open(dir / "t"), "extra__inputs.npy' is missing");
+  EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), "extra__inputs.npy' is missing");
+}
+
+// Files that are there but cannot be used: not .npy, cut short, unreadable, a folder.
+TEST(DatasetSplit, UnusableFilesAreDataErrorsNamingThem) {
+  TempDir dir;
+  auto s = trm_test::small_split(2, 1);
+  write_dataset_split(dir / "t", s.meta, {s.set});
+  const std::string labels = dir / "t/all__labels.npy";
+  const std::string good = trm_test::read_bytes(labels);
+  trm_test::write_bytes(labels, "not a numpy file at all");
+  EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), labels + "': bad magic");
+  trm_test::write_bytes(labels, good.substr(0, good.size() - 3));
+  EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), labels + "': data too short");
+  trm_test::write_bytes(labels, good);
+  if (::geteuid() != 0) {  // root reads any file
+    std::filesystem::permissions(labels, std::filesystem::perms::none);
+    EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), labels + "': cannot open");
+    std::filesystem::permissions(labels, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  }
+  std::filesystem::remove(labels);
+  std::filesystem::create_directory(labels);
+  EXPECT_DATA_ERROR(DatasetSplit::open(dir / "t"), labels + "': not a regular file");
 }
 
 TEST(DatasetSplit, WriterRejectsBadSets) {

@@ -1,5 +1,6 @@
-// Shared helpers of the trm_data tests: a temp folder per test, raw file writing, and an
-// assertion that a call throws mlh::Error whose message contains given text.
+// Shared helpers of the trm_data tests: a temp folder per test, raw file writing, and
+// assertions that a call throws mlh::Error (or, for bad data files, mlh::DataError) whose
+// message contains given text.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -63,4 +64,19 @@ SmallSplit small_split(int groups, int per_group, int seq_len = 4, int vocab = 5
     } catch (const mlh::Error& e) {                                                        \
       EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();          \
     }                                                                                      \
+  } while (0)
+
+// EXPECT that `stmt` throws mlh::DataError (a bad data file: the host's exit 2) whose message
+// contains `text`; another mlh::Error fails.
+#define EXPECT_DATA_ERROR(stmt, text)                                                          \
+  do {                                                                                         \
+    try {                                                                                      \
+      stmt;                                                                                    \
+      ADD_FAILURE() << "expected mlh::DataError containing '" << (text) << "'";               \
+    } catch (const mlh::DataError& e) {                                                        \
+      EXPECT_EQ(e.code(), MLH_ERR_INVALID_ARGUMENT);                                           \
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();              \
+    } catch (const mlh::Error& e) {                                                            \
+      ADD_FAILURE() << "expected mlh::DataError, got mlh::Error " << e.code() << ": " << e.what(); \
+    }                                                                                          \
   } while (0)

@@ -41,8 +41,9 @@ struct ArcBuildResult {
 };
 
 // Validates the options and reads and validates every input before writing anything; errors
-// are mlh::Error (MLH_ERR_INVALID_ARGUMENT naming the option, or the file, task and field;
-// MLH_ERR_IO). Each file is written atomically (a temporary renamed into place).
+// are mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the option, mlh::DataError naming the file
+// (and the task and field) of a missing, unreadable or malformed input, MLH_ERR_IO for what
+// cannot be written. Each file is written atomically (a temporary renamed into place).
 ArcBuildResult build_arc(const std::string& out_dir, const ArcBuildOptions&,
                          const std::function<void(const std::string&)>& log = {});
 

@@ -21,12 +21,12 @@ Grid remap(const Grid& g, int rows, int cols, Src src) {
 }
 
 [[noreturn]] void bad_name(const std::string& name, const std::string& what) {
-  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "malformed augmented puzzle name '" + name + "': " + what);
+  throw mlh::DataError("malformed augmented puzzle name '" + name + "': " + what);
 }
 
 template <typename Json>
 Grid parse_grid_impl(const Json& j, const std::string& where) {
-  const auto bad = [&](const std::string& what) { throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, where + ": " + what); };
+  const auto bad = [&](const std::string& what) { throw mlh::DataError(where + ": " + what); };
   if (!j.is_array()) bad(std::string("must be a list of rows, not ") + j.type_name());
   if (j.empty()) bad("empty grid (no rows)");
   if (j.size() > static_cast<size_t>(kMaxGridSize))

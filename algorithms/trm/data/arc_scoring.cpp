@@ -14,7 +14,7 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 // The tests of a task in test_puzzles.json, checked.
 const ordered_json& test_pairs(const ordered_json& task, const std::string& name, const std::string& where) {
   if (!task.is_object() || !task.contains("test") || !task["test"].is_array() || task["test"].empty())
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, where + ": task '" + name + "' has no \"test\" list of pairs");
+    throw mlh::DataError(where + ": task '" + name + "' has no \"test\" list of pairs");
   return task["test"];
 }
 
@@ -41,7 +41,7 @@ Votes::Votes(std::vector<std::string> identifiers, int64_t blank_identifier_id)
 void Votes::add(int32_t identifier, const int32_t* input, const int32_t* prediction, double q_halt_logit) {
   if (identifier == blank_) return;
   if (identifier < 0 || static_cast<size_t>(identifier) >= identifiers_.size())
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "ARC scoring: puzzle identifier " + std::to_string(identifier) +
+    throw mlh::DataError("ARC scoring: puzzle identifier " + std::to_string(identifier) +
                                                    " is not in identifiers.json (" +
                                                    std::to_string(identifiers_.size()) + " names)");
   add_named(identifiers_[static_cast<size_t>(identifier)], input, prediction, q_halt_logit);
@@ -90,7 +90,7 @@ double ArcScore::pass(int k) const {
 
 ArcScore score(const Votes& votes, const ordered_json& test_puzzles, bool with_answers, const std::string& where) {
   if (!test_puzzles.is_object() || test_puzzles.empty())
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, where + ": expected an object of tasks, found none");
+    throw mlh::DataError(where + ": expected an object of tasks, found none");
   ArcScore s;
   std::vector<double> correct(kPassKs.size(), 0.0);
   s.submission = ordered_json::object();
@@ -101,7 +101,7 @@ ArcScore score(const Votes& votes, const ordered_json& test_puzzles, bool with_a
     for (size_t i = 0; i < pairs.size(); ++i) {
       const std::string field = "test[" + std::to_string(i) + "]";
       if (!pairs[i].is_object() || !pairs[i].contains("input"))
-        throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, where + ": task '" + name + "' " + field + " has no \"input\"");
+        throw mlh::DataError(where + ": task '" + name + "' " + field + " has no \"input\"");
       const Grid input = parse_grid(pairs[i]["input"], where + ": task '" + name + "' " + field + ".input");
       const std::vector<Votes::Candidate> candidates = votes.ranked(name, input);
       ++s.test_inputs;
@@ -112,7 +112,7 @@ ArcScore score(const Votes& votes, const ordered_json& test_puzzles, bool with_a
       }
       if (with_answers) {
         if (!pairs[i].contains("output"))
-          throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, where + ": task '" + name + "' " + field + " has no \"output\"");
+          throw mlh::DataError(where + ": task '" + name + "' " + field + " has no \"output\"");
         const Grid answer = parse_grid(pairs[i]["output"], where + ": task '" + name + "' " + field + ".output");
         for (size_t k = 0; k < kPassKs.size(); ++k) {
           const size_t top = std::min(candidates.size(), static_cast<size_t>(kPassKs[k]));

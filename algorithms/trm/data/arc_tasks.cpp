@@ -12,7 +12,7 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 [[noreturn]] void bad(const std::string& where, const std::string& what) {
-  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, where + ": " + what);
+  throw mlh::DataError(where + ": " + what);
 }
 
 std::vector<Example> parse_examples(const ojson& list, const std::string& where, const char* key) {
@@ -36,14 +36,14 @@ std::vector<Example> parse_examples(const ojson& list, const std::string& where,
 
 ojson read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw mlh::Error(MLH_ERR_IO, "cannot read '" + path + "'");
+  if (!in) throw mlh::DataError("cannot read '" + path + "'");
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) throw mlh::Error(MLH_ERR_IO, "cannot read '" + path + "'");
+  if (in.bad()) throw mlh::DataError("cannot read '" + path + "'");
   try {
     return ojson::parse(ss.str());
   } catch (const nlohmann::json::exception& e) {
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, path + ": not valid JSON: " + e.what());
+    throw mlh::DataError(path + ": not valid JSON: " + e.what());
   }
 }
 

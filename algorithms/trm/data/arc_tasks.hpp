@@ -5,7 +5,7 @@
 // ({"train": {id: task}, "eval": {id: task}}, test outputs included). A task is
 // {"train": [{"input": grid, "output": grid}, ...], "test": [...]}; every grid is validated
 // here (arc_grid.hpp), so that the builder can trust what it gets. Errors are mlh::Error:
-// MLH_ERR_IO for a file that cannot be read, MLH_ERR_INVALID_ARGUMENT for bad content, the
+// mlh::DataError for a file that cannot be read or holds bad content, the
 // message naming the file, the task id and the field.
 #pragma once
 
@@ -32,7 +32,7 @@ struct Task {
   bool test_first = false;
 };
 
-// Reads and parses a JSON file (MLH_ERR_IO when unreadable, MLH_ERR_INVALID_ARGUMENT naming
+// Reads and parses a JSON file (mlh::DataError when unreadable, or naming
 // the file when it is not JSON).
 nlohmann::ordered_json read_json_file(const std::string& path);
 

@@ -12,6 +12,7 @@
 #include "files.hpp"
 #include "maze.hpp"
 #include "sudoku.hpp"
+#include "token_names.hpp"
 
 namespace trm {
 namespace fs = std::filesystem;
@@ -60,7 +61,8 @@ struct SetBuilder {
   int64_t groups() const { return static_cast<int64_t>(data.group_indices.size()) - 1; }
 };
 
-void write_split(const std::string& dir, const SetBuilder& b, int64_t vocab_size, int64_t seq_len) {
+void write_split(const std::string& dir, const SetBuilder& b, int64_t vocab_size, int64_t seq_len,
+                 std::vector<std::string> token_names) {
   DatasetMetadata m;
   m.pad_id = 0;
   m.ignore_label_id = 0;
@@ -72,6 +74,7 @@ void write_split(const std::string& dir, const SetBuilder& b, int64_t vocab_size
   m.mean_puzzle_examples = 1;
   m.total_puzzles = b.groups();  // the reference writes len(group_indices) - 1 here
   m.has_total_puzzles = true;
+  m.token_names = std::move(token_names);  // what solve prints the tokens as
   write_dataset_split(dir, m, {b.data});
 }
 
@@ -122,7 +125,8 @@ BuildReport build_sudoku_dataset(const std::string& out_dir, const SudokuBuildOp
         log(std::string(train ? "train" : "test") + ": " + std::to_string(b.groups()) + " / " + std::to_string(count) + " puzzles");
     }
     make_dir(out_dir);
-    write_split((fs::path(out_dir) / (train ? "train" : "test")).string(), b, kSudokuVocabSize, kSudokuSeqLen);
+    write_split((fs::path(out_dir) / (train ? "train" : "test")).string(), b, kSudokuVocabSize, kSudokuSeqLen,
+                sudoku_token_names());
     (train ? report.train_examples : report.test_examples) = b.examples;
     if (log) log(std::string(train ? "train" : "test") + ": " + std::to_string(b.groups()) + " puzzles, " + std::to_string(b.examples) + " examples written");
   }
@@ -162,7 +166,8 @@ BuildReport build_maze_dataset(const std::string& out_dir, const MazeBuildOption
         log(std::string(train ? "train" : "test") + ": " + std::to_string(b.groups()) + " / " + std::to_string(count) + " mazes");
     }
     make_dir(out_dir);
-    write_split((fs::path(out_dir) / (train ? "train" : "test")).string(), b, kMazeVocabSize, seq_len);
+    write_split((fs::path(out_dir) / (train ? "train" : "test")).string(), b, kMazeVocabSize, seq_len,
+                maze_token_names());
     (train ? report.train_examples : report.test_examples) = b.examples;
     if (log) log(std::string(train ? "train" : "test") + ": " + std::to_string(b.groups()) + " mazes, " + std::to_string(b.examples) + " examples written");
   }

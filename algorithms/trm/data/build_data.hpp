@@ -3,8 +3,8 @@
 // original puzzle a group, the original and each of its `augmentations` variants (train
 // only) separate puzzles of one example; puzzle_identifiers all 0 (num_puzzle_identifiers
 // 1, blank_identifier_id 0), pad_id 0, ignore_label_id 0, mean_puzzle_examples 1,
-// total_puzzles = total_groups (as the reference writes it), and <out>/identifiers.json
-// ["<blank>"]. Generated from the seed alone (deterministic); test puzzles never repeat a
+// total_puzzles = total_groups (as the reference writes it), <out>/identifiers.json
+// ["<blank>"], and mlhost's one addition, dataset.json's token_names (token_names.hpp). Generated from the seed alone (deterministic); test puzzles never repeat a
 // train puzzle (separate random streams, and a check against the train set).
 #pragma once
 
@@ -37,7 +37,8 @@ struct BuildReport {
   double seconds = 0;
 };
 
-// Errors: mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the option; MLH_ERR_IO for the files.
+// Errors: mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the option; MLH_ERR_IO for the files
+// that cannot be written; mlh::DataError for an ARC input file (build_arc).
 BuildReport build_sudoku_dataset(const std::string& out_dir, const SudokuBuildOptions&,
                                  const std::function<void(const std::string&)>& log = {});
 BuildReport build_maze_dataset(const std::string& out_dir, const MazeBuildOptions&,

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "token_names.hpp"
+
 namespace trm {
 namespace fs = std::filesystem;
 namespace {
@@ -17,7 +19,7 @@ namespace {
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 
 [[noreturn]] void bad_field(const std::string& path, const std::string& field, const std::string& what) {
-  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "dataset metadata '" + path + "': field '" + field + "' " + what);
+  throw mlh::DataError("dataset metadata '" + path + "': field '" + field + "' " + what);
 }
 
 std::string shown(const nlohmann::json& j) {
@@ -38,7 +40,7 @@ int64_t get_int(const nlohmann::json& j, const std::string& path, const char* fi
 }
 
 [[noreturn]] void bad_file(const NpyArray& a, const std::string& what) {
-  throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "dataset file '" + a.path() + "': " + what);
+  throw mlh::DataError("dataset file '" + a.path() + "': " + what);
 }
 
 std::string shape_str(const std::vector<int64_t>& s) {
@@ -75,13 +77,13 @@ std::vector<int64_t> check_index_array(const NpyArray& a, int64_t last, const ch
 
 NpyArray open_array(const std::string& dir, const std::string& set, const char* name) {
   const std::string path = (fs::path(dir) / (set + "__" + name + ".npy")).string();
-  if (!fs::exists(path)) throw mlh::Error(MLH_ERR_IO, "dataset file '" + path + "' is missing");
+  if (!fs::exists(path)) throw mlh::DataError("dataset file '" + path + "' is missing");
   return NpyArray::open(path);
 }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw mlh::Error(MLH_ERR_IO, "cannot read dataset metadata '" + path + "'");
+  if (!in) throw mlh::DataError("cannot read dataset metadata '" + path + "'");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -91,8 +93,8 @@ std::string read_text(const std::string& path) {
 
 DatasetMetadata parse_dataset_json(const std::string& text, const std::string& path) {
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "dataset metadata '" + path + "': not valid JSON");
-  if (!j.is_object()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "dataset metadata '" + path + "': expected a JSON object");
+  if (j.is_discarded()) throw mlh::DataError("dataset metadata '" + path + "': not valid JSON");
+  if (!j.is_object()) throw mlh::DataError("dataset metadata '" + path + "': expected a JSON object");
   DatasetMetadata m;
   m.vocab_size = get_int(j, path, "vocab_size", 1, kMaxInt32);
   m.seq_len = get_int(j, path, "seq_len", 1, kMaxInt32);
@@ -129,6 +131,16 @@ DatasetMetadata parse_dataset_json(const std::string& text, const std::string& p
     if (!seen.insert(name).second) bad_field(path, "sets", "names '" + name + "' twice");
     m.sets.push_back(name);
   }
+  if (j.contains("token_names")) {
+    const auto& names = j.at("token_names");
+    if (!names.is_array()) bad_field(path, "token_names", "must be a list of strings, got " + shown(names));
+    for (const auto& n : names) {
+      if (!n.is_string()) bad_field(path, "token_names", "holds a non-string " + shown(n));
+      m.token_names.push_back(n.get<std::string>());
+    }
+    const std::string problem = token_names_problem(m.token_names, m.vocab_size);
+    if (!problem.empty()) bad_field(path, "token_names", problem);
+  }
   return m;
 }
 
@@ -144,6 +156,7 @@ nlohmann::json to_json(const DatasetMetadata& m) {
   j["mean_puzzle_examples"] = m.mean_puzzle_examples;
   j["total_puzzles"] = m.total_puzzles;
   j["sets"] = m.sets;
+  if (!m.token_names.empty()) j["token_names"] = m.token_names;
   return j;
 }
 
@@ -151,7 +164,7 @@ DatasetSplit DatasetSplit::open(const std::string& split_dir) {
   DatasetSplit d;
   d.dir_ = split_dir;
   const std::string meta_path = (fs::path(split_dir) / "dataset.json").string();
-  if (!fs::exists(meta_path)) throw mlh::Error(MLH_ERR_IO, "dataset metadata '" + meta_path + "' is missing");
+  if (!fs::exists(meta_path)) throw mlh::DataError("dataset metadata '" + meta_path + "' is missing");
   d.meta_ = parse_dataset_json(read_text(meta_path), meta_path);
   const DatasetMetadata& m = d.meta_;
   int64_t total_groups = 0, total_puzzles = 0, total_examples = 0;

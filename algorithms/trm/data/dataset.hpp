@@ -5,7 +5,9 @@
 // puzzles) and <set>__group_indices.npy [G+1] (puzzle ranges of the groups: a group is an
 // original puzzle with its augmented variants). Opening a split validates everything the
 // sampler relies on, in one O(N) pass, so a bad folder fails at start with the file named
-// rather than mid-training.
+// rather than mid-training. Every problem with the files (missing, unreadable, malformed,
+// inconsistent) is an mlh::DataError naming the file and what is wrong. docs/trm.md
+// ("Training on your own data") describes the format for people who write their own.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +35,13 @@ struct DatasetMetadata {
   int64_t total_puzzles = 0;
   bool has_total_puzzles = false;
   std::vector<std::string> sets;
+  // mlhost's addition, optional: the display name of each token id (token_names.hpp), empty
+  // when the file has none (the reference's datasets). The reference's loader, a pydantic
+  // model, ignores keys it does not know, so it still reads a file that has it.
+  std::vector<std::string> token_names;
 };
 
-// Parses and validates a dataset.json text; errors name `path` and the field.
+// Parses and validates a dataset.json text; errors (mlh::DataError) name `path` and the field.
 DatasetMetadata parse_dataset_json(const std::string& text, const std::string& path);
 nlohmann::json to_json(const DatasetMetadata&);
 

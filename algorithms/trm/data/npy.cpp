@@ -24,6 +24,7 @@ constexpr uint64_t kMaxHeaderLen = 1 << 20;
 constexpr int kMaxDims = 32;  // numpy's NPY_MAXDIMS
 
 [[noreturn]] void fail(const std::string& path, const std::string& what, mlh_status code = MLH_ERR_INVALID_ARGUMENT) {
+  if (code == MLH_ERR_INVALID_ARGUMENT) throw mlh::DataError(".npy file '" + path + "': " + what);
   throw mlh::Error(code, ".npy file '" + path + "': " + what);
 }
 
@@ -275,16 +276,16 @@ NpyArray NpyArray::open(const std::string& path) {
   NpyArray a;
   a.path_ = path;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno), MLH_ERR_IO);
+  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
-    fail(path, std::string("cannot stat: ") + std::strerror(e), MLH_ERR_IO);
+    fail(path, std::string("cannot stat: ") + std::strerror(e));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(path, "not a regular file", MLH_ERR_IO);
+    fail(path, "not a regular file");
   }
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   if (file_size < 10) {

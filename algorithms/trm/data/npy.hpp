@@ -4,7 +4,8 @@
 // header against the file size before touching any data (the file is untrusted input).
 // Formats 1.0, 2.0 and 3.0; little-, big- (byteswapped on access) and native-endian descrs;
 // C order, or Fortran order for 0-d and 1-d arrays (the same layout). Errors are
-// mlh::Error(MLH_ERR_IO or MLH_ERR_INVALID_ARGUMENT) naming the path and what is wrong.
+// mlh::DataError naming the path and what is wrong (MLH_ERR_IO only where mapping the file
+// into memory fails).
 #pragma once
 
 #include <cstddef>
