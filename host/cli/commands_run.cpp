@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -16,6 +17,7 @@
 #include "run/benchmark_report.hpp"
 #include "run/restarts.hpp"
 #include "run/run_files.hpp"
+#include "run/run_record.hpp"
 #include "run/run_workers.hpp"
 #include "run/tracking/tracker.hpp"
 
@@ -81,6 +83,10 @@ int command_print_plan(const CliOptions& options) {
       measurement_policy(options, Calibrate::kCachedOnly, "a run calibrates first ('host --calibrate' does now)");
   measurement.may_search_batch = false;
   const RunSetup s = setup_run(options, launch_of(options), measurement);
+  if (s.complete) {
+    std::cout << *s.complete << "\n";
+    return 0;
+  }
   std::cout << plan_to_text(s.planned.plan);
   if (s.algorithm)
     std::cout << "\nConfig of " << s.algorithm->name() << " (" << s.planned.command << ")\n"
@@ -128,6 +134,10 @@ int command_run(const CliOptions& options) {
                     "(host --algorithm NAME --batch-size auto), then give every rank --batch-size N",
                     kExitBadInput);
   const RunSetup s = setup_run(options, launch, run_measurement(options, launch));
+  if (s.complete) {
+    spdlog::info("{}", *s.complete);
+    return 0;
+  }
   if (const int sig = first_stop_signal()) return stopped_before_training(sig);
   const RankedDevice& chosen = s.probe.ranking.devices[*s.probe.ranking.chosen];
   spdlog::info("device: {} ({}), {}", s.device.id(), s.device.name, chosen.reason);
@@ -175,7 +185,21 @@ int command_run(const CliOptions& options) {
                  tracking.experiment_name.empty() ? "" : ", experiment '" + tracking.experiment_name + "'");
     tracker = std::make_unique<RunTracker>(std::move(tracking), job.run_dir);
   }
-  const int status = run_with_restarts(job, options.max_restarts);
+  // A resumed run the algorithm refuses (every checkpoint damaged, its data gone bad) keeps
+  // its files as they were: the host's records of this attempt are taken back with the rest.
+  std::optional<RunRecordSnapshot> record;
+  if (s.resume && !s.on_trained_run && launch.first_rank == 0) record = RunRecordSnapshot::take(s.run_dir);
+  int status = 0;
+  try {
+    status = run_with_restarts(job, options.max_restarts);
+  } catch (const HostError& e) {
+    if (e.exit_code() != kExitBadInput || !record) throw;
+    const std::string not_restored = record->restore();
+    throw HostError(std::string(e.what()) + (not_restored.empty()
+                                                 ? "; the run's files are as they were before this command"
+                                                 : "; could not put back " + not_restored),
+                    kExitBadInput);
+  }
   if (tracker) tracker->finish();
   if (status == 0 && options.benchmark && launch.first_rank == 0) print_benchmark(options, job.run_dir, s.planned.plan);
   if (s.on_trained_run) std::cerr << s.planned.command << ": results in " << job.run_dir.string() << "\n";

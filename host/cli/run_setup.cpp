@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -33,6 +36,50 @@ json user_config(const CliOptions& options, bool resume, const json& schema, con
     throw HostError(e.what(), kExitBadInput);
   }
   return config;
+}
+
+// "a.b 1 -> 2" for every value `now` sets differently from `before` (nested objects by key).
+void list_changes(const json& before, const json& now, const std::string& prefix, std::vector<std::string>& out) {
+  for (const auto& [key, value] : now.items()) {
+    const std::string name = prefix + key;
+    const json old = before.is_object() && before.contains(key) ? before[key] : json();
+    if (value.is_object() && old.is_object()) list_changes(old, value, name + ".", out);
+    else if (value != old) out.push_back(name + " " + (old.is_null() ? "unset" : old.dump()) + " -> " + value.dump());
+  }
+}
+
+// --resume of a run whose training completed: nothing to do unless the command asks for more
+// (a changed setting such as total_timesteps or epochs, or a run that ended at --max-steps
+// resumed without it), which it then names. Returns what to tell the user when there is
+// nothing to do.
+std::optional<std::string> completed_run(const fs::path& run_dir, const json& resumed_config,
+                                         const CliOptions& options) {
+  std::ifstream in(run_dir / "summary.json");
+  const json summary = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!summary.is_object() || summary.value("status", "") != "completed") return std::nullopt;
+  std::vector<std::string> changes;
+  json saved;
+  try {
+    saved = load_config_file(run_dir / "config.json");
+  } catch (const ConfigError&) {
+    return std::nullopt;  // the resume reports it
+  }
+  list_changes(saved, resumed_config, "", changes);
+  if (!changes.empty()) {
+    std::string listed;
+    for (const std::string& c : changes) listed += (listed.empty() ? "" : ", ") + c;
+    spdlog::info("the run in {} completed; --resume trains on with the settings changed: {}", run_dir.string(), listed);
+    return std::nullopt;
+  }
+  const json& limit = summary.value("max_steps", json());
+  if (limit.is_number_integer() && (!options.max_steps || *options.max_steps > limit.get<int64_t>())) {
+    spdlog::info("the run in {} completed at its --max-steps {}; --resume trains on to {}", run_dir.string(),
+                 limit.dump(), options.max_steps ? "step " + std::to_string(*options.max_steps) : "the end of its config");
+    return std::nullopt;
+  }
+  return "the run in " + run_dir.string() + " completed (summary.json): nothing to resume, and nothing was " +
+         "changed. To train it further, resume with more steps or epochs (--set total_timesteps=..., --set " +
+         "epochs=...); to use it, --resume --command eval (or another command on a trained run)";
 }
 
 PlanOverrides overrides(const CliOptions& options) {
@@ -103,6 +150,8 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
     request.run_dir = s.run_dir;
     request.on_trained_run = s.on_trained_run;
     request.user_config = user_config(options, s.resume, s.algorithm->config_schema, s.run_dir);
+    if (s.resume && !s.on_trained_run && (s.complete = completed_run(s.run_dir, request.user_config, options)))
+      return s;
     if (s.on_trained_run) request.config_set_now = user_config(options, false, s.algorithm->config_schema, s.run_dir);
   }
 

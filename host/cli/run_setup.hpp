@@ -27,6 +27,9 @@ struct RunSetup {
   Device device;  // the chosen one
   PlannedRun planned;
   std::optional<HardwareSettings> settings;  // the settings file read, if any (its tracking keys)
+  // --resume of a run that completed, asking for nothing more: what to tell the user. Set,
+  // nothing else is (no probe, no plan): the run is left exactly as it is.
+  std::optional<std::string> complete;
 };
 
 // Throws HostError (exit status 2 for bad input) naming the option, file or value.

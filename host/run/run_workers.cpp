@@ -228,8 +228,12 @@ int run_workers(const RunJob& job) {
     if (fresh_folder && holds_only_host_records(run_dir)) {
       fs::remove_all(run_dir, ec);
       message += ec ? "; nothing was trained (the run folder could not be removed: " + ec.message() + ")"
-                    : "; nothing was trained, and the run folder is gone again: the same command runs once the input "
-                      "is fixed";
+                    : "; nothing was trained, and " +
+                          (run_dir.parent_path().filename() == "commands"
+                               ? "this command's folder " + run_dir.string() + " is gone again (the run's own files "
+                                 "are as they were)"
+                               : std::string("the run folder is gone again")) +
+                          ": the same command runs once the input is fixed";
     } else {
       message += "; outputs kept in " + run_dir.string();
     }

@@ -133,6 +133,11 @@ int worker_main(const WorkerSpec& spec) {
     summary["error"] = e.what();
   }
   summary["worker"] = {{"pid", ::getpid()}, {"allocator", worker_allocator()}};
+  // A run ended by --max-steps is complete only as far as that step: a later --resume without
+  // it trains on to the end of the config (cli/run_setup.cpp reads this).
+  const json plan = json::parse(spec.plan_json, nullptr, false);
+  if (plan.is_object() && plan.contains("max_steps") && plan["max_steps"].is_number_integer())
+    summary["max_steps"] = plan["max_steps"];
   if (sink && hparams_run) {
     try {
       // HParams has no "stopped": a run stopped on request or preempted reads as unknown

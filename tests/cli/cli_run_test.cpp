@@ -318,7 +318,7 @@ TEST_F(RunTest, ResumeAutoStartsOrContinuesTheRunWithTheSameCommand) {
   const Result again = train(same);
   ASSERT_EQ(again.exit_code, 0) << again.describe();
   EXPECT_TRUE(contains(again.err, "--resume auto: continuing the run in")) << again.describe();
-  EXPECT_TRUE(contains(read_file(run_dir_ / "log.txt"), "resumed from step 20")) << read_file(run_dir_ / "log.txt");
+  EXPECT_TRUE(contains(again.err, "completed (summary.json): nothing to resume")) << again.describe();
   EXPECT_EQ(metric("train/loss", run_dir_).size(), 20u) << "nothing trained twice";
 
   const fs::path empty = tmp() / "empty";
@@ -695,6 +695,59 @@ TEST_F(RunTest, MaxStepsEndsTrainingEarlyAsANormalEnd) {
   const Result bad = run_toyreg({"--print-plan"}, {{{"MLH_MAX_STEPS", "soon"}}});
   EXPECT_EQ(bad.exit_code, 2) << bad.describe();
   EXPECT_TRUE(contains(bad.err, "MLH_MAX_STEPS must be a whole number")) << bad.describe();
+}
+
+// A finished run's record is never rewritten: --resume with nothing more to do says so and
+// changes nothing, nor does a command on the run; a resume the algorithm refuses (every
+// checkpoint damaged) leaves every file as it was, for a completed and for a failed run. A
+// resume that asks for more steps trains on, naming the change, and moves a damaged checkpoint
+// it skipped aside so that later commands do not try it again.
+TEST_F(RunTest, AFinishedRunsRecordIsLeftAsItIsByResumeByARefusedResumeAndByCommands) {
+  const Result done = train({"--set", "steps=20", "--set", "checkpoint_every=5"});
+  ASSERT_EQ(done.exit_code, 0) << done.describe();
+  const auto finished = training_files(run_dir_.string());
+
+  const Result again = train({"--resume"});
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_TRUE(contains(again.err, "completed (summary.json): nothing to resume")) << again.describe();
+  EXPECT_EQ(changed_files(finished, training_files(run_dir_.string())), "") << "--resume of a completed run";
+  const Result eval = train({"--resume", "--command", "eval"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.describe();
+  EXPECT_EQ(changed_files(finished, training_files(run_dir_.string())), "") << "eval";
+
+  auto damage_every_checkpoint = [](const fs::path& run) {
+    for (const auto& e : fs::directory_iterator(run / "checkpoints")) write_file(e.path(), "not a checkpoint");
+  };
+  damage_every_checkpoint(run_dir_);
+  const auto damaged = training_files(run_dir_.string());
+  const Result refused = train({"--resume", "--set", "steps=30"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.describe();
+  EXPECT_TRUE(contains(refused.err, "the run's files are as they were")) << refused.describe();
+  EXPECT_EQ(changed_files(damaged, training_files(run_dir_.string())), "") << "a refused --resume of a completed run";
+
+  const fs::path failed_run = tmp() / "failed";
+  const Result failed = run_toyreg({"--run-dir", failed_run.string(), "--set", "steps=20", "--set", "checkpoint_every=5",
+                                    "--set", "fail_at_step=12"});
+  ASSERT_NE(failed.exit_code, 0) << failed.describe();
+  damage_every_checkpoint(failed_run);
+  const auto failed_files = training_files(failed_run.string());
+  const Result failed_refused = run_toyreg({"--run-dir", failed_run.string(), "--resume", "--set", "fail_at_step=-1"});
+  EXPECT_EQ(failed_refused.exit_code, 2) << failed_refused.describe();
+  EXPECT_EQ(changed_files(failed_files, training_files(failed_run.string())), "") << "a refused --resume of a failed run";
+
+  // More steps asked: it trains on from the newest checkpoint that loads, and the damaged
+  // newer one is moved aside.
+  const fs::path longer = tmp() / "longer";
+  ASSERT_EQ(run_toyreg({"--run-dir", longer.string(), "--set", "steps=20", "--set", "checkpoint_every=5"}).exit_code, 0);
+  write_file(longer / "checkpoints" / "step-000000020.ckpt", "not a checkpoint");
+  const Result more = run_toyreg({"--run-dir", longer.string(), "--resume", "--set", "steps=30"});
+  ASSERT_EQ(more.exit_code, 0) << more.describe();
+  EXPECT_TRUE(contains(more.err, "trains on with the settings changed: steps 20 -> 30")) << more.describe();
+  const std::string log = read_file(longer / "log.txt");
+  EXPECT_TRUE(contains(log, "resumed from step 15")) << log;
+  EXPECT_TRUE(contains(log, "step-000000020.ckpt' aside to")) << log;
+  EXPECT_TRUE(fs::exists(longer / "checkpoints" / "step-000000020.ckpt.damaged"));
+  EXPECT_EQ(file_json(longer / "summary.json")["status"], "completed");
 }
 
 // A safetensors file by hand (the format's bytes: u64 header size, JSON header, data), so

@@ -154,9 +154,13 @@ TEST_F(PpoHost, TrainEvalAndPlayPuzzle) {
   ASSERT_EQ(play.rc, 0) << play.output;
   EXPECT_NE(play.output.find("move 1: "), std::string::npos) << play.output;
   const Result bad = host("--algorithm ppo --command play --resume" + common + " --set level_file=" + dir_ + "/none.txt");
-  EXPECT_NE(bad.rc, 0);
+  EXPECT_EQ(bad.rc, 2) << bad.output;
   EXPECT_NE(bad.output.find("none.txt"), std::string::npos) << bad.output;
+  // Only the refused command's own folder is gone: the message says which.
+  EXPECT_NE(bad.output.find("this command's folder " + run + "/commands/play-2 is gone again"), std::string::npos)
+      << bad.output;
   EXPECT_TRUE(fs::exists(run + "/commands/play-1/summary.json"));
+  EXPECT_FALSE(fs::exists(run + "/commands/play-2"));
   EXPECT_EQ(changed_files(trained, training_files(run)), "");
 }
 

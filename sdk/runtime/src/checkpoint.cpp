@@ -486,15 +486,31 @@ std::map<std::string, at::Tensor> read_checkpoint_module(const std::string& path
 std::optional<LoadedCheckpoint> CheckpointManager::load_first(const std::vector<std::string>& paths,
                                                               TrainingState& state, at::Device device,
                                                               std::vector<std::string>* skipped) {
+  unusable_.clear();
   for (const std::string& path : paths) {
     try {
       return load_file(path, state, device);
     } catch (const Unusable& e) {
       warn("skipping checkpoint '" + path + "': " + e.what());
       if (skipped) skipped->push_back(path + ": " + e.what());
+      if (path != best_path()) unusable_.push_back(path);
     }
   }
   return std::nullopt;
+}
+
+std::vector<std::string> CheckpointManager::set_aside_unusable() {
+  std::vector<std::string> said;
+  for (const std::string& path : unusable_) {
+    const std::string aside = path + ".damaged";
+    std::error_code ec;
+    fs::rename(path, aside, ec);
+    said.push_back(ec ? "cannot move the damaged checkpoint '" + path + "' aside: " + ec.message()
+                      : "moved the damaged checkpoint '" + path + "' aside to '" + aside +
+                            "', so that no later command tries it again");
+  }
+  unusable_.clear();
+  return said;
 }
 
 std::optional<LoadedCheckpoint> CheckpointManager::load_latest(TrainingState& state, at::Device device,

@@ -70,6 +70,8 @@ std::optional<LoadedCheckpoint> TrainingSession::resume(TrainingState& state, co
     ctx_.info("--resume: no checkpoint to resume from in '" + checkpoints_.dir() + "': training from the start");
     return std::nullopt;
   }
+  if (!skipped.empty() && ctx_.rank() == 0)
+    for (const std::string& line : checkpoints_.set_aside_unusable()) ctx_.warn(line);
   std::string where = restore ? restore(*loaded) : std::string();
   if (where.empty()) where = "at step " + std::to_string(loaded->step);
   ctx_.info("resumed " + where + " (" + loaded->path + ")");

@@ -108,6 +108,11 @@ class CheckpointManager {
   // Loads best.ckpt, or if it does not verify, the best step file with a metric.
   std::optional<LoadedCheckpoint> load_best(TrainingState& state, at::Device device);
 
+  // Renames the step files the last load skipped as unusable to "<file>.damaged", which no
+  // load reads, so that later commands do not try and warn about them again; returns one
+  // line per file ("'a' moved aside to 'a.damaged'", or why it could not be). Rank 0 only.
+  std::vector<std::string> set_aside_unusable();
+
   std::vector<std::string> step_files() const;  // newest first
   const std::string& dir() const { return dir_; }
   std::string best_path() const;
@@ -126,6 +131,7 @@ class CheckpointManager {
   Goal goal_;
   WarningFn warn_;
   Distributed* dist_ = nullptr;
+  std::vector<std::string> unusable_;  // the step files the last load skipped
 };
 
 }  // namespace mlh::rt
