@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -10,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/csv.hpp"
+#include "common/files.hpp"
 
 namespace mlhost {
 
@@ -26,8 +29,10 @@ double wall_time() {
 
 }  // namespace
 
-RunSink::RunSink(const fs::path& dir, bool console, std::string console_prefix)
-    : log_(dir / "log.txt", std::ios::app),
+RunSink::RunSink(const fs::path& dir, bool console, std::string console_prefix, bool resumed)
+    : dir_(dir),
+      superseding_(resumed),
+      log_(dir / "log.txt", std::ios::app),
       jsonl_(dir / "metrics.jsonl", std::ios::app),
       events_(std::make_unique<EventFileWriter>(dir / "tensorboard")),
       progress_(stderr, ::isatty(STDERR_FILENO) == 1),
@@ -49,8 +54,71 @@ void RunSink::log(int32_t level, const char* message) {
   spdlog::log(static_cast<spdlog::level::level_enum>(lv), "{}{}", console_prefix_, message ? message : "");
 }
 
+namespace {
+
+// The byte length of `file`'s lines before the first whose step is `step` or later (`step_of`
+// reads a line's step; a line it cannot read is kept). Launches append, each from its
+// checkpoint on, so those lines are the file's end.
+template <class StepOf>
+std::streamoff kept_length(const fs::path& file, int64_t step, StepOf step_of, bool header) {
+  std::ifstream in(file, std::ios::binary);
+  std::streamoff kept = 0;
+  std::string line;
+  for (bool first = true; std::getline(in, line); first = false) {
+    if (in.eof()) break;  // an unfinished last line: a crash mid-write; dropped with the rest
+    if (!(header && first)) {
+      const std::optional<int64_t> s = step_of(line);
+      if (s && *s >= step) break;
+    }
+    kept += static_cast<std::streamoff>(line.size()) + 1;
+  }
+  return kept;
+}
+
+}  // namespace
+
+void RunSink::supersede_from(int64_t step) {
+  const fs::path jsonl = dir_ / "metrics.jsonl", csv = dir_ / "metrics.csv";
+  const std::streamoff jsonl_kept = kept_length(jsonl, step, [](const std::string& line) -> std::optional<int64_t> {
+    const json m = json::parse(line, nullptr, false);
+    if (!m.is_object() || !m.value("step", json()).is_number_integer()) return std::nullopt;
+    return m["step"].get<int64_t>();
+  }, false);
+  const std::streamoff csv_kept = kept_length(csv, step, [](const std::string& line) -> std::optional<int64_t> {
+    char* end = nullptr;
+    const long long s = std::strtoll(line.c_str(), &end, 10);
+    if (end == line.c_str() || *end != ',') return std::nullopt;
+    return s;
+  }, true);
+  std::error_code ec;
+  const auto jsonl_size = fs::file_size(jsonl, ec);
+  if (ec || static_cast<uintmax_t>(jsonl_kept) >= jsonl_size) {
+    events_->add_session_start(step, wall_time());
+    return;
+  }
+  jsonl_.close();
+  csv_.close();
+  // The tracker sending metrics.jsonl (run/tracking) picks up from here: what it sent past
+  // this point was the dropped attempt's.
+  write_file_atomically(dir_ / "metrics.superseded.json",
+                        json{{"step", step}, {"jsonl_bytes", static_cast<int64_t>(jsonl_kept)}}.dump() + "\n");
+  fs::resize_file(jsonl, static_cast<uintmax_t>(jsonl_kept));
+  fs::resize_file(csv, static_cast<uintmax_t>(csv_kept));
+  jsonl_.open(jsonl, std::ios::app);
+  csv_.open(csv, std::ios::app);
+  if (!jsonl_ || !csv_) throw std::runtime_error("cannot write in run folder '" + dir_.string() + "'");
+  events_->add_session_start(step, wall_time());
+  log_ << "[" << seconds() << "] [info] metrics: the rows of step " << step
+       << " on that an earlier attempt logged past its checkpoint are dropped (this launch logs them again)\n"
+       << std::flush;
+}
+
 void RunSink::metric(const char* name, double value, int64_t step) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (superseding_) {
+    superseding_ = false;
+    supersede_from(step);
+  }
   const std::string n = name ? name : "";
   const double t = seconds();
   const double wall = wall_time();

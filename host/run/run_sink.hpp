@@ -22,7 +22,12 @@ class RunSink {
   // Opens (appends to) the run folder's files; TensorBoard events go to <dir>/tensorboard.
   // `console` false (the ranks other than 0 of a distributed run): only warnings and errors
   // reach the terminal, prefixed with `console_prefix`, and no progress bar is drawn.
-  explicit RunSink(const std::filesystem::path& dir, bool console = true, std::string console_prefix = "");
+  // `resumed`: this launch continues from a checkpoint, so its first metric's step is where
+  // training picked up; rows an earlier attempt logged at that step or later (it died past
+  // its checkpoint) are dropped from metrics.jsonl and metrics.csv, and TensorBoard is told
+  // to drop them, so that each step appears once.
+  explicit RunSink(const std::filesystem::path& dir, bool console = true, std::string console_prefix = "",
+                   bool resumed = false);
 
   void log(int32_t level, const char* message);
   void metric(const char* name, double value, int64_t step);
@@ -39,7 +44,11 @@ class RunSink {
   double seconds() const;
 
  private:
+  void supersede_from(int64_t step);  // see the constructor
+
   mutable std::mutex mu_;
+  std::filesystem::path dir_;
+  bool superseding_;  // resumed, and no metric yet
   std::ofstream log_, jsonl_, csv_;
   std::unique_ptr<EventFileWriter> events_;
   std::unique_ptr<HparamsSessionFile> hparams_;  // a training run's, from hparams_start

@@ -120,6 +120,17 @@ std::string encode_scalar_event(const std::string& tag, double value, int64_t st
   return e;
 }
 
+// Event.session_log = 7, SessionLog.status = 1 with START = 1: TensorBoard drops every event
+// of the run at this step or later that it read before (a restart's "purge").
+std::string encode_session_start_event(int64_t step, double wall_time) {
+  std::string log;
+  put_key(log, 1, kVarint);
+  put_varint(log, 1);
+  std::string e = event_header(wall_time, step);
+  put_bytes(e, 7, log);
+  return e;
+}
+
 // HParamsPluginData (version = 1, session_start_info = 3, session_end_info = 4), version 0 as
 // TensorBoard writes it. SessionStartInfo: hparams = 1 (map<string, Value>: entries of key = 1,
 // value = 2), start_time_secs = 5. SessionEndInfo: status = 1, end_time_secs = 2.
@@ -170,6 +181,10 @@ EventFileWriter::EventFileWriter(const std::filesystem::path& dir) {
 
 void EventFileWriter::add_scalar(const std::string& tag, double value, int64_t step, double wall_time) {
   append(encode_scalar_event(tag, value, step, wall_time));
+}
+
+void EventFileWriter::add_session_start(int64_t step, double wall_time) {
+  append(encode_session_start_event(step, wall_time));
 }
 
 void EventFileWriter::append(const std::string& event) {

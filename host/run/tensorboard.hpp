@@ -26,6 +26,9 @@ class EventFileWriter {
   // One scalar (a Summary.Value with simple_value) at a step; flushed at once, so a crash
   // keeps every record written before it.
   void add_scalar(const std::string& tag, double value, int64_t step, double wall_time);
+  // A resumed run's restart at `step`: TensorBoard discards what earlier files of the run
+  // logged at this step or later (the attempt that died past its checkpoint).
+  void add_session_start(int64_t step, double wall_time);
 
  private:
   void append(const std::string& event);  // one record, flushed

@@ -89,7 +89,8 @@ int worker_main(const WorkerSpec& spec) {
   try {
     std::filesystem::create_directories(spec.output_dir());
     sink = std::make_unique<RunSink>(spec.output_dir(), spec.rank == 0 && !spec.quiet,
-                                     spec.world_size > 1 ? "[rank " + std::to_string(spec.rank) + "] " : "");
+                                     spec.world_size > 1 ? "[rank " + std::to_string(spec.rank) + "] " : "",
+                                     spec.resume);
     if (hparams_run) sink->hparams_start(run_hparams(spec));
     LoadedPlugin plugin = load_plugin(spec.algorithm);
     const mlh_algorithm_plugin* table = plugin.algorithm_table();

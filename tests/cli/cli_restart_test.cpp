@@ -79,6 +79,22 @@ TEST_F(RestartTest, ASingleProcessRunIsRestartedToo) {
   EXPECT_TRUE(contains(str(summary["restarts"][0]["cause"]), "worker killed by signal 11")) << summary.dump(2);
   EXPECT_EQ(summary["result"]["w"].get<double>(),
             file_json(tmp() / "reference" / "summary.json")["result"]["w"].get<double>());
+
+  // Each step's loss once in the metrics, as the uninterrupted run has them: what the crashed
+  // attempt logged past its step-15 checkpoint is dropped, and the restart logs it again.
+  auto rows = [](const fs::path& dir) {
+    std::vector<std::string> jsonl, csv;
+    for (const json& m : read_jsonl(dir / "metrics.jsonl"))
+      if (m["name"] == "train/loss") jsonl.push_back(std::to_string(m["step"].get<int64_t>()) + " " + m["value"].dump());
+    for (const std::string& line : read_lines(dir / "metrics.csv"))
+      if (contains(line, ",train/loss,")) csv.push_back(line.substr(0, line.rfind(',')));  // not the launch's time
+    return std::make_pair(jsonl, csv);
+  };
+  const auto expected_rows = rows(tmp() / "reference"), restarted_rows = rows(run);
+  EXPECT_EQ(restarted_rows.first, expected_rows.first);
+  EXPECT_EQ(restarted_rows.second, expected_rows.second);
+  EXPECT_TRUE(contains(read_file(run / "log.txt"), "the rows of step 15 on that an earlier attempt logged"))
+      << read_file(run / "log.txt");
 }
 
 TEST_F(RestartTest, WithoutMaxRestartsTheFirstFailureEndsTheRun) {

@@ -262,6 +262,17 @@ class Syncer {
     if (!in) return;
     int64_t offset = cursor_.value("metrics_offset", int64_t{0});
     int64_t lines = cursor_.value("metrics_lines", int64_t{0});
+    // A resumed attempt dropped the rows its predecessor logged past the checkpoint
+    // (run/run_sink.hpp): carry on from where the file now ends before its own rows. The
+    // server keeps the dropped points it already had; MLflow has no way to delete them.
+    std::ifstream superseded_in(dir_ / "metrics.superseded.json");
+    const json superseded = json::parse(superseded_in, nullptr, /*allow_exceptions=*/false);
+    if (superseded.is_object() && superseded.value("jsonl_bytes", json()).is_number_integer() &&
+        cursor_.value("superseded", json()) != superseded) {
+      offset = std::min(offset, superseded["jsonl_bytes"].get<int64_t>());
+      cursor_["superseded"] = superseded;
+      cursor_["metrics_offset"] = offset;
+    }
     in.seekg(offset);
     // Lines written before metrics.jsonl carried wall_time: the time since the start added to
     // when config.json was written (the run's start).
