@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,14 +43,40 @@ inline std::string read_text(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// A child process in its own process group, its output in a log file; the whole group
-// (mlflow's server runs workers) is stopped when the object goes.
+// The processes descended from `root` now (by /proc's parent pids), deepest last.
+inline std::vector<pid_t> descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    const size_t close = text.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(text.c_str() + close + 1, " %c %d", &state, &ppid) == 2)
+      parent_of.emplace_back(static_cast<pid_t>(std::stoi(name)), static_cast<pid_t>(ppid));
+  }
+  std::vector<pid_t> found{root};
+  for (size_t i = 0; i < found.size(); ++i)
+    for (const auto& [pid, ppid] : parent_of)
+      if (ppid == found[i]) found.push_back(pid);
+  found.erase(found.begin());
+  return found;
+}
+
+// A child process in its own process group, its output in a log file. When the object goes,
+// the group and every process descended from the child are stopped: mlflow's server starts
+// its web workers and job consumers in sessions of their own, which a signal to the group
+// misses and which would outlive the test, holding their ports and folders.
 class Child {
  public:
   Child(const std::vector<std::string>& argv, const std::filesystem::path& log) {
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a test binary killed by ctest's timeout takes it along
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd >= 0) {
         ::dup2(fd, 1);
@@ -64,6 +91,8 @@ class Child {
   }
   ~Child() {
     if (pid_ <= 0) return;
+    const std::vector<pid_t> others = descendants(pid_);
+    for (pid_t p : others) ::kill(p, SIGTERM);
     ::kill(-pid_, SIGTERM);
     // The whole group gone, every member reaped: a test process that is a child subreaper
     // (the CLI tests) inherits the server's workers and counts those left as leaks.
@@ -75,10 +104,23 @@ class Child {
     ::kill(-pid_, SIGKILL);
     while (::waitpid(-pid_, nullptr, 0) > 0) {
     }
+    // Those outside the group: given the same time to stop, then killed. (A pid reused since
+    // is not one of theirs only if its parent changed; they were ours a moment ago.)
+    for (int i = 0; i < 50; ++i) {
+      bool any = false;
+      for (pid_t p : others) {
+        if (::waitpid(p, nullptr, WNOHANG) == p) continue;  // ours (a subreaper's), now reaped
+        any = any || ::kill(p, 0) == 0;
+      }
+      if (!any) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    for (pid_t p : others) ::kill(p, SIGKILL);
   }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
   bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
@@ -120,6 +162,12 @@ class Server {
     return "mlflow server did not listen within 90 s:\n" + read_text(log_);
   }
   const std::string& uri() const { return uri_; }
+  // The server's processes now: `mlflow server` and everything it started.
+  std::vector<pid_t> processes() const {
+    std::vector<pid_t> all = descendants(child_->pid());
+    all.insert(all.begin(), child_->pid());
+    return all;
+  }
 
  private:
   int port_;
@@ -127,6 +175,14 @@ class Server {
   std::filesystem::path log_;
   std::unique_ptr<Child> child_;
 };
+
+// Whether `pid` is a process that has not ended (a zombie has).
+inline bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), {});
+  const size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
 
 // The run as MLflow's Python client sees it (mlflow_read_run.py's JSON); a discarded value
 // when the script failed.

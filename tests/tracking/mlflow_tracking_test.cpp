@@ -189,11 +189,11 @@ TEST(MlflowRules, OneServerHasOneUri) {
 }
 
 TEST_F(MlflowTrackingTest, ARunFolderArrivesWhole) {
-  Server server(tmp_ / "server", free_loopback_port_for_test());
-  ASSERT_TRUE(server.ready());
+  auto server = std::make_unique<Server>(tmp_ / "server", free_loopback_port_for_test());
+  ASSERT_TRUE(server->ready());
   const fs::path dir = tmp_ / "runs" / "toyreg-20261126-120000";
   start_run_folder(dir);
-  const MlflowTracking tracking = tracking_of(server.uri());
+  const MlflowTracking tracking = tracking_of(server->uri());
   {
     mlhost::RunSink sink(dir, /*console=*/false);
     for (int64_t step = 0; step < 700; ++step) {
@@ -220,7 +220,7 @@ TEST_F(MlflowTrackingTest, ARunFolderArrivesWhole) {
   EXPECT_EQ(again.status_sent, "");
 
   // The same server spelled with a trailing slash: the same MLflow run, nothing sent twice.
-  const SyncResult slash = mlhost::sync_mlflow(dir, tracking_of(server.uri() + "/"), SyncMode::kEnded);
+  const SyncResult slash = mlhost::sync_mlflow(dir, tracking_of(server->uri() + "/"), SyncMode::kEnded);
   ASSERT_TRUE(slash.ok) << slash.error;
   EXPECT_EQ(slash.run_id, end.run_id);
   EXPECT_EQ(slash.metrics_sent + slash.params_sent + slash.artifacts_sent, 0);
@@ -229,7 +229,7 @@ TEST_F(MlflowTrackingTest, ARunFolderArrivesWhole) {
   EXPECT_EQ(cursor["metrics_lines"], 1208);
   EXPECT_EQ(cursor["run_id"], end.run_id);
 
-  const json run = read_back(server.uri(), end.run_id);
+  const json run = read_back(server->uri(), end.run_id);
   ASSERT_TRUE(run.is_object()) << "mlflow_read_run.py failed";
   EXPECT_EQ(run["status"], "FINISHED");
   EXPECT_EQ(run["experiment_name"], "mlhost-tests");
@@ -254,6 +254,16 @@ TEST_F(MlflowTrackingTest, ARunFolderArrivesWhole) {
   for (const char* f : {"config.json", "plan.json", "summary.json", "model.safetensors"}) {
     ASSERT_TRUE(run["artifacts"].contains(f)) << f << " " << run["artifacts"].dump();
     EXPECT_EQ(run["artifacts"][f].get<int64_t>(), static_cast<int64_t>(fs::file_size(dir / f))) << f;
+  }
+
+  // The server goes with everything it started (its web workers and job consumers run in
+  // sessions of their own): nothing outlives the test, holding its port and folder.
+  const std::vector<pid_t> started = server->processes();
+  EXPECT_GT(started.size(), 1u) << "mlflow server starts workers";
+  server.reset();
+  for (const pid_t p : started) {
+    for (int i = 0; i < 50 && mlflow_test::alive(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(mlflow_test::alive(p)) << "process " << p << " of the server is still running";
   }
 }
 
