@@ -55,11 +55,18 @@ fs::path make_command_dir(const fs::path& run_dir, const std::string& command) {
 bool holds_only_host_records(const fs::path& dir) {
   static const std::set<std::string> records = {"config.json",  "plan.json",   "probe.json",      "log.txt",
                                                 "metrics.jsonl", "metrics.csv", "summary.json",    "telemetry.jsonl",
-                                                "tensorboard"};
+                                                "tensorboard", "metrics.superseded.json"};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (!records.count(entry.path().filename().string())) return false;
   return !ec;
+}
+
+bool holds_checkpoint(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir / "checkpoints", ec))
+    if (entry.is_regular_file(ec) && entry.path().extension() == ".ckpt") return true;
+  return false;
 }
 
 fs::path default_run_dir(const std::string& algorithm) {

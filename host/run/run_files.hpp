@@ -23,6 +23,9 @@ std::filesystem::path make_command_dir(const std::filesystem::path& run_dir, con
 // log, the metrics), nothing the algorithm made: no checkpoint, weights or result file.
 bool holds_only_host_records(const std::filesystem::path& dir);
 
+// Whether `dir` holds a checkpoint to resume from (a file in its checkpoints/ folder).
+bool holds_checkpoint(const std::filesystem::path& dir);
+
 // runs/<algorithm>-<YYYYmmdd-HHMMSS> under the current folder.
 std::filesystem::path default_run_dir(const std::string& algorithm);
 

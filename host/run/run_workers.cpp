@@ -210,10 +210,13 @@ int run_workers(const RunJob& job) {
   }
   if (outcome.exit_code == kWorkerCancelled) {
     if (preempted) {
-      // The worker saved a checkpoint and wrote "cancelled": say it was preempted and resumable.
+      // The worker wrote "cancelled", having saved a checkpoint where it had begun training (a
+      // stop while the ranks met has none): say it was preempted and resumable.
       if (owns_run_dir) mark_preempted(run_dir, signal_name(stop));
-      spdlog::warn("run preempted ({}): a checkpoint was saved; the same command with --resume (or --resume auto) "
-                   "continues it; outputs in {}", signal_name(stop), run_dir.string());
+      spdlog::warn("run preempted ({}): {}; the same command with --resume (or --resume auto) {}; outputs in {}",
+                   signal_name(stop),
+                   holds_checkpoint(run_dir) ? "a checkpoint was saved" : "it stopped before its first checkpoint",
+                   holds_checkpoint(run_dir) ? "continues it" : "starts it from the beginning", run_dir.string());
       return kExitPreempted;
     }
     spdlog::warn("run stopped on request; outputs in {}", run_dir.string());

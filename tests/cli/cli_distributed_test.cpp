@@ -439,6 +439,9 @@ TEST_F(DistributedTest, AStopDuringRendezvousEndsTheRankAsPreemptedWithinSeconds
   const json summary = file_json(dir / "summary.json");
   EXPECT_EQ(summary["status"], "preempted") << summary.dump(2);
   EXPECT_TRUE(contains(summary.value("error", ""), "stopped while waiting")) << summary.dump(2);
+  // Nothing trained, so no checkpoint: the message does not claim one.
+  EXPECT_TRUE(contains(r.err, "it stopped before its first checkpoint")) << r.describe();
+  EXPECT_FALSE(contains(r.err, "a checkpoint was saved")) << r.describe();
   EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
 }
 
