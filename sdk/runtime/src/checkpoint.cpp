@@ -364,7 +364,30 @@ std::string CheckpointManager::save(const TrainingState& state, int64_t step, st
   return path;
 }
 
+namespace {
+
+// What a user needs beside "cannot write": the disk's free space, and that nothing is lost.
+std::string disk_note(const std::string& dir) {
+  std::error_code ec;
+  const fs::space_info space = fs::space(dir, ec);
+  const auto mib = [](uintmax_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
+  return " (the disk holding '" + dir + "': " + (ec ? "its free space unknown: " + ec.message()
+                                                    : mib(space.available) + " free of " + mib(space.capacity)) +
+         "; the checkpoints before this one are kept: make room, then --resume the run)";
+}
+
+}  // namespace
+
 std::string CheckpointManager::write(const TrainingState& state, int64_t step, std::optional<double> metric) {
+  try {
+    return write_file(state, step, metric);
+  } catch (const Error& e) {
+    if (e.code() != MLH_ERR_IO) throw;
+    throw Error(MLH_ERR_IO, e.what() + disk_note(dir_));
+  }
+}
+
+std::string CheckpointManager::write_file(const TrainingState& state, int64_t step, std::optional<double> metric) {
   if (step < 0)
     throw Error(MLH_ERR_INVALID_ARGUMENT, "checkpoint: step must not be negative, got " + std::to_string(step));
   std::error_code ec;

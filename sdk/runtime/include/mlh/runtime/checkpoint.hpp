@@ -120,7 +120,9 @@ class CheckpointManager {
  private:
   std::optional<LoadedCheckpoint> load_first(const std::vector<std::string>& paths, TrainingState& state,
                                              at::Device device, std::vector<std::string>* skipped = nullptr);
+  // write_file, its I/O errors told with the disk's free space and that the run resumes.
   std::string write(const TrainingState& state, int64_t step, std::optional<double> metric);
+  std::string write_file(const TrainingState& state, int64_t step, std::optional<double> metric);
   void update_best(const std::string& path, double metric);
   void prune();
   void remove_abandoned_temp_files();
