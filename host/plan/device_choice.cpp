@@ -39,7 +39,7 @@ DeviceChoice by_class(DeviceChoice out, const std::string& why) {
 
 // The candidates (position > 0) reordered as `order` (device ids) says, with the reasons the
 // figures give; the excluded devices follow as before.
-Ranking reordered(const Ranking& ranking, const std::vector<DeviceSpeed>& order, bool kept_by_margin) {
+Ranking reordered(const Ranking& ranking, const std::vector<DeviceSpeed>& order, bool by_class) {
   std::vector<RankedDevice> candidates, excluded;
   for (const RankedDevice& r : ranking.devices) (r.position > 0 ? candidates : excluded).push_back(r);
   Ranking out = ranking;
@@ -55,9 +55,9 @@ Ranking reordered(const Ranking& ranking, const std::vector<DeviceSpeed>& order,
       std::string others;
       for (const DeviceSpeed& o : order)
         if (&o != &s && o.throughput > 0) others += (others.empty() ? "" : ", ") + o.device + " " + figure(o);
-      r.reason = (kept_by_margin ? "first by device class, and measured within " +
-                                       std::to_string(static_cast<int>(kCalibrationMargin * 100)) + "% of the fastest: "
-                                 : "fastest measured: ") +
+      r.reason = (by_class ? "first by device class; the figures are within " +
+                                 std::to_string(static_cast<int>(kCalibrationMargin * 100)) + "% of each other: "
+                           : "fastest measured: ") +
                  figure(s) + per_second + (others.empty() ? "" : " vs " + others);
     } else if (s.throughput > 0) {
       r.reason = "slower: " + figure(s) + per_second + " measured vs the chosen " + best.device + "'s " + figure(best);
@@ -198,6 +198,11 @@ DeviceChoice choose_device_by_speed(const PlanRequest& request, const PrepareDev
       kept_by_margin = true;
     }
   }
+  // The measurement decides only beyond the margin: where the class rule's first is also the
+  // fastest, by less than it, the class rule chose, and the plan says so.
+  const bool by_class = kept_by_margin || (order.front().device == first_by_class && order.size() > 1 &&
+                                           order[1].throughput > 0 &&
+                                           order.front().throughput < order[1].throughput * (1 + kCalibrationMargin));
   for (const DeviceSpeed& s : speeds)
     if (s.throughput <= 0) order.push_back(s);
 
@@ -216,7 +221,7 @@ DeviceChoice choose_device_by_speed(const PlanRequest& request, const PrepareDev
       kept += "; not cached: " + std::string(e.what());
     }
   }
-  out.ranking = reordered(out.ranking, order, kept_by_margin);
+  out.ranking = reordered(out.ranking, order, by_class);
   out.speeds = order;
   std::string figures, failed;
   for (const DeviceSpeed& s : order)
@@ -224,7 +229,11 @@ DeviceChoice choose_device_by_speed(const PlanRequest& request, const PrepareDev
       figures += (figures.empty() ? "" : ", ") + s.device + " " + figure(s);
     else
       failed += (failed.empty() ? "; " : ", ") + s.device;
-  out.status = order.front().device + " by measured speed (" + figures + " " + unit_words(order.front().unit) + "/s" +
+  out.status = order.front().device +
+               (by_class ? " by device class, the measured speeds within " +
+                               std::to_string(static_cast<int>(kCalibrationMargin * 100)) + "% of each other ("
+                         : " by measured speed (") +
+               figures + " " + unit_words(order.front().unit) + "/s" +
                (failed.empty() ? "" : failed + " failed") + "; " + kept + ")";
   return out;
 }

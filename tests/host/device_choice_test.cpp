@@ -90,7 +90,21 @@ TEST(DeviceChoice, AFigureWithinTheMarginKeepsTheClassRulesDevice) {
   testing::FakePlanServices services;
   const PlannedRun run = planned_with({{"cuda:0", 100}, {"cpu:0", 102}}, t / "c.json", Calibrate::kIfMissing, services);
   EXPECT_EQ(run.device.id(), "cuda:0");
-  EXPECT_EQ(run.ranking.devices[0].reason, "first by device class, and measured within 3% of the fastest: 100 samples/s vs cpu:0 102");
+  EXPECT_EQ(run.ranking.devices[0].reason, "first by device class; the figures are within 3% of each other: 100 samples/s vs cpu:0 102");
+  EXPECT_TRUE(starts_with(run.plan["device_choice"]["status"], "cuda:0 by device class, the measured speeds within 3%"))
+      << run.plan["device_choice"];
+}
+
+// The class rule's first, also the fastest but by less than the margin: the measurement did not
+// decide, and the plan does not say it did.
+TEST(DeviceChoice, AFirstByClassThatIsFastestWithinTheMarginIsChosenByClass) {
+  TempDir t;
+  testing::FakePlanServices services;
+  const PlannedRun run = planned_with({{"cuda:0", 100.5}, {"cpu:0", 100}}, t / "c.json", Calibrate::kIfMissing, services);
+  EXPECT_EQ(run.device.id(), "cuda:0");
+  EXPECT_TRUE(starts_with(run.plan["device_choice"]["status"], "cuda:0 by device class")) << run.plan["device_choice"];
+  EXPECT_TRUE(starts_with(run.ranking.devices[0].reason, "first by device class; the figures are within 3%"))
+      << run.ranking.devices[0].reason;
 }
 
 TEST(DeviceChoice, ADeviceWhoseMeasurementFailsRanksAfterTheMeasuredOnesWithTheFailure) {
