@@ -82,6 +82,7 @@ int command_print_plan(const CliOptions& options) {
   MeasurementPolicy measurement =
       measurement_policy(options, Calibrate::kCachedOnly, "a run calibrates first ('host --calibrate' does now)");
   measurement.may_search_batch = false;
+  measurement.previews_a_run = true;
   const RunSetup s = setup_run(options, launch_of(options), measurement);
   if (s.complete) {
     std::cout << *s.complete << "\n";

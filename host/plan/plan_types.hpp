@@ -74,6 +74,8 @@ struct MeasurementPolicy {
   };
   Calibrate calibrate = Calibrate::kCachedOnly;
   std::string why_cached_only;  // shown in the plan: "not calibrated: <why>"
+  // --print-plan: says what a run would do instead (measure, or not on a shared machine).
+  bool previews_a_run = false;
   bool may_search_batch = true; // false: --batch-size auto takes a cached batch only (--print-plan)
   double seconds = 60;          // the time bound of one calibration or batch search
   std::filesystem::path cache_file;  // empty: nothing cached, nothing kept

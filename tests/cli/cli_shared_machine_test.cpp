@@ -113,6 +113,11 @@ TEST_F(SharedMachineTest, CalibrationWaitsForAQuietMachineAndDoesNotCacheABusyOn
   const std::string status = file_json(tmp() / "run" / "plan.json")["calibration"]["status"];
   EXPECT_EQ(status.rfind("not calibrated: the machine is shared (", 0), 0u) << status;
   EXPECT_TRUE(contains(status, " of other runs (")) << status;
+  // --print-plan says what such a run does, not that it would calibrate first.
+  const Result shown = host({"--plugin-dir", toyreg_, "--print-plan", "--algorithm", "toyreg"}, o);
+  ASSERT_EQ(shown.exit_code, 0) << shown.describe();
+  EXPECT_TRUE(contains(shown.out, "not calibrated: the machine is shared (")) << shown.out;
+  EXPECT_FALSE(contains(shown.out, "a run calibrates first")) << shown.out;
 
   // Asked for, it measures; with the other run keeping a CPU busy, nothing is cached.
   const Result calibrated = host({"--plugin-dir", toyreg_, "--calibrate", "--algorithm", "toyreg",

@@ -70,11 +70,11 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
       }
       spdlog::info("the cached calibration never measured {} (installed since): calibrating again", join(untried));
     }
-  if (policy.calibrate == Calibrate::kCachedOnly) {
+  if (policy.calibrate == Calibrate::kCachedOnly && !(policy.previews_a_run && request.sharing.shared())) {
     out.status = "not calibrated: " + policy.why_cached_only;
     return out;
   }
-  if (policy.calibrate == Calibrate::kIfMissing && request.sharing.shared()) {
+  if (policy.calibrate != Calibrate::kAlways && request.sharing.shared()) {
     out.status = "not calibrated: the machine is shared (" + request.sharing.describe() +
                  "); figures measured now would not hold ('host --calibrate' when it is quiet)";
     spdlog::info("{}", out.status);
