@@ -134,11 +134,12 @@ int command_run(const CliOptions& options) {
     throw HostError("--batch-size auto does not run in a distributed launch: find the batch with one process "
                     "(host --algorithm NAME --batch-size auto), then give every rank --batch-size N",
                     kExitBadInput);
-  const RunSetup s = setup_run(options, launch, run_measurement(options, launch));
+  RunSetup s = setup_run(options, launch, run_measurement(options, launch), /*registers=*/true);
   if (s.complete) {
     spdlog::info("{}", *s.complete);
     return 0;
   }
+  replan_if_joined(s, launch);
   if (const int sig = first_stop_signal()) return stopped_before_training(sig);
   const RankedDevice& chosen = s.probe.ranking.devices[*s.probe.ranking.chosen];
   spdlog::info("device: {} ({}), {}", s.device.id(), s.device.name, chosen.reason);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -97,16 +98,28 @@ PlanOverrides overrides(const CliOptions& options) {
 
 // Who else runs here. MLH_MACHINE_SHARING=dedicated plans as if nothing else did (CI jobs
 // and benchmarks that must plan the same way whatever runs beside them).
-MachineShare machine_share(const Launch& launch) {
+bool dedicated_machine() {
   const char* sharing = std::getenv("MLH_MACHINE_SHARING");
-  if (sharing && std::string(sharing) == "dedicated") return {};
+  if (sharing && std::string(sharing) == "dedicated") return true;
   if (sharing && *sharing && std::string(sharing) != "auto")
     throw HostError(std::string("MLH_MACHINE_SHARING='") + sharing + "': expected auto or dedicated", kExitBadInput);
+  return false;
+}
+
+MachineShare machine_share(const Launch& launch, const RunRegistry* registry) {
+  if (dedicated_machine()) return {};
   const std::string own_master =
       launch.external() ? launch.master_addr + ":" + std::to_string(launch.master_port) : std::string();
   // A tenth of a second tells a machine busy now from a quiet one (the run then loads LibTorch
-  // for half a second anyway).
-  return read_machine_share("/proc", ::getpid(), own_master, std::chrono::milliseconds(100));
+  // for half a second anyway); runs entering the registry meanwhile are seen after it.
+  return read_machine_share("/proc", ::getpid(), own_master, std::chrono::milliseconds(100), registry);
+}
+
+int planned_threads(const PlannedRun& planned) {
+  const nlohmann::json& threads = planned.plan.value("threads", nlohmann::json());
+  return threads.is_object() && threads.value("intra_op", nlohmann::json()).is_number_integer()
+             ? threads["intra_op"].get<int>()
+             : 1;
 }
 
 }  // namespace
@@ -121,7 +134,8 @@ MeasurementPolicy measurement_policy(const CliOptions& options, MeasurementPolic
   return policy;
 }
 
-RunSetup setup_run(const CliOptions& options, const Launch& launch, const MeasurementPolicy& measurement) {
+RunSetup setup_run(const CliOptions& options, const Launch& launch, const MeasurementPolicy& measurement,
+                   bool registers) {
   RunSetup s;
   s.discovery = discover_plugins(discovery_options(options));
   PlanRequest request;
@@ -179,15 +193,48 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
   if (const char* path = std::getenv("MLH_ALLOCATOR_PATH")) request.allocators.path = path;
   request.measurement = measurement;
   request.launch = launch;
-  request.sharing = machine_share(launch);
+  // A run enters the registry before it looks, so that one started in the same moment sees
+  // it (--print-plan only looks; distributed ranks share out their machine themselves).
+  if (registers && !launch.distributed() && !dedicated_machine()) {
+    s.registry = RunRegistry::open();
+    if (s.registry) s.registry->enter(0);
+  }
+  request.sharing = machine_share(launch, s.registry.get());
+  if (s.registry)
+    for (const RegisteredRun& r : s.registry->others()) s.planned_beside.push_back(r.pid);
 
   s.settings = request.settings;
   WorkerPlanServices services(s.discovery);
   s.planned = plan_run(request, services);
+  s.request = request;
+  if (s.registry) s.registry->enter(planned_threads(s.planned));
   s.device = s.planned.device;
   s.probe.ranking = s.planned.ranking;
   for (const json& warning : s.planned.plan.value("warnings", json::array())) spdlog::warn("{}", warning.get<std::string>());
   return s;
+}
+
+void replan_if_joined(RunSetup& s, const Launch& launch) {
+  if (!s.registry) return;
+  bool joined = false;
+  for (const RegisteredRun& r : s.registry->others())
+    joined = joined || std::find(s.planned_beside.begin(), s.planned_beside.end(), r.pid) == s.planned_beside.end();
+  if (!joined) return;
+  s.request.sharing = machine_share(launch, s.registry.get());
+  s.planned_beside.clear();
+  for (const RegisteredRun& r : s.registry->others()) s.planned_beside.push_back(r.pid);
+  // The measurements are cached or were skipped by now (the machine is shared): planning
+  // again only redoes the arithmetic.
+  s.request.measurement.calibrate = MeasurementPolicy::Calibrate::kCachedOnly;
+  s.request.measurement.why_cached_only = "another run started beside this one while it planned";
+  s.request.measurement.may_search_batch = false;
+  WorkerPlanServices services(s.discovery);
+  const int before = planned_threads(s.planned);
+  s.planned = plan_run(s.request, services);
+  s.registry->enter(planned_threads(s.planned));
+  spdlog::info("another run started here while this one planned: planned again beside it ({} intra-op threads, "
+               "were {})",
+               planned_threads(s.planned), before);
 }
 
 }  // namespace mlhost

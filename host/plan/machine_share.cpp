@@ -75,32 +75,41 @@ double wall_seconds() {
 }  // namespace
 
 bool MachineShare::shared() const {
-  return looked && (other_workers > 0 || busy_cpus >= kBusyOtherCpus);
+  return looked && (other_workers > 0 || other_runs_planning > 0 || busy_cpus >= kBusyOtherCpus);
 }
 
 std::string MachineShare::describe() const {
   char load[64];
   std::snprintf(load, sizeof load, "other processes busy on %.1f of %d CPUs", busy_cpus, online_cpus);
-  if (other_workers == 0) return load;
-  return std::to_string(other_workers) + " mlhost worker" + (other_workers == 1 ? "" : "s") + " of other runs (" +
-         std::to_string(other_worker_threads) + " thread" + (other_worker_threads == 1 ? "" : "s") + "), " + load;
+  std::string runs;
+  if (other_workers > 0)
+    runs = std::to_string(other_workers) + " mlhost worker" + (other_workers == 1 ? "" : "s") + " of other runs (" +
+           std::to_string(other_worker_threads) + " thread" + (other_worker_threads == 1 ? "" : "s") + "), ";
+  if (other_runs_planning > 0)
+    runs += std::to_string(other_runs_planning) + " other run" + (other_runs_planning == 1 ? "" : "s") +
+            " starting now, ";
+  return runs + load;
 }
 
 MachineShare read_machine_share(const fs::path& proc, pid_t self, const std::string& own_master,
-                                std::chrono::milliseconds sample) {
+                                std::chrono::milliseconds sample, const RunRegistry* registry) {
   MachineShare share;
   share.looked = true;
   share.online_cpus = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   const CpuUseMeter others(proc);
   std::this_thread::sleep_for(sample);
   share.busy_cpus = std::max(0.0, others.others_cpus());
+  const std::vector<RegisteredRun> registered = registry ? registry->others() : std::vector<RegisteredRun>();
   std::error_code ec;
   for (fs::directory_iterator it(proc, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::vector<std::string> argv = nul_separated(read_all(it->path() / "cmdline"));
     if (argv.size() < 2 || argv[1] != kWorkerSpecFlag) continue;
-    if (parent_of(it->path()) == self) continue;  // this host's own (calibration) workers
+    const pid_t parent = parent_of(it->path());
+    if (parent == self) continue;  // this host's own (calibration) workers
+    if (std::any_of(registered.begin(), registered.end(), [parent](const RegisteredRun& r) { return r.pid == parent; }))
+      continue;  // a registered run's: counted below
     std::map<std::string, std::string> env;
     for (const std::string& kv : nul_separated(read_all(it->path() / "environ")))
       if (const size_t eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
@@ -111,6 +120,14 @@ MachineShare read_machine_share(const fs::path& proc, pid_t self, const std::str
     // Another user's worker does not show its environment: count one thread.
     const int threads = env.count("OMP_NUM_THREADS") ? std::atoi(env["OMP_NUM_THREADS"].c_str()) : 0;
     share.other_worker_threads += std::max(1, threads);
+  }
+  for (const RegisteredRun& r : registered) {
+    if (r.threads > 0) {
+      ++share.other_workers;
+      share.other_worker_threads += r.threads;
+    } else {
+      ++share.other_runs_planning;
+    }
   }
   return share;
 }

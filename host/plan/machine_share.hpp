@@ -14,6 +14,9 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "plan/run_registry.hpp"
 
 namespace mlhost {
 
@@ -24,6 +27,7 @@ struct MachineShare {
   bool looked = false;            // false: not read (MLH_MACHINE_SHARING=dedicated, or a test)
   int other_workers = 0;          // mlhost workers of other runs now running here
   int other_worker_threads = 0;   // their intra-op threads (OMP_NUM_THREADS; 1 each where unreadable)
+  int other_runs_planning = 0;    // other runs started here that are still planning (run_registry.hpp)
   double busy_cpus = 0;           // CPUs everything else kept busy over the sample (0: unknown)
   int online_cpus = 0;
 
@@ -36,9 +40,11 @@ struct MachineShare {
 // Reads `proc` (normally /proc): workers are processes whose command line holds the worker
 // flag, apart from the children of `self` (this host's own) and those of `own_master`
 // ("addr:port", the rendezvous of this run's other ranks; empty: none); the CPU use of
-// everything else is sampled over `sample`.
+// everything else is sampled over `sample`. `registry`: the other runs it holds after the
+// sample (runs started meanwhile included), each counted once (its planned threads, or as
+// planning), not again by its workers.
 MachineShare read_machine_share(const std::filesystem::path& proc, pid_t self, const std::string& own_master,
-                                std::chrono::milliseconds sample);
+                                std::chrono::milliseconds sample, const RunRegistry* registry = nullptr);
 
 // The CPU time everything but this process and its children used, from /proc/stat, between
 // the meter's start and others_cpus() (as a number of CPUs kept busy on average). A

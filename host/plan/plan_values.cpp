@@ -281,12 +281,15 @@ void Decisions::threads() {
   // Beside other runs' workers, the cores they hold are not ours: take what they leave, or a
   // fair share when they hold them all (a run of one thread beside a run of all of them
   // still trains, where a second thread per core would make both crawl).
+  // Runs started at the same moment, still planning, hold nothing yet: each is counted at the
+  // fair share all of them will get, so that runs started together split the cores.
   const MachineShare& share = req_.sharing;
-  if (!backend_.accelerator && !chosen_by_user(source.kind) && share.shared() &&
-      share.other_workers > 0) {
+  const int other_runs = share.other_workers + share.other_runs_planning;
+  if (!backend_.accelerator && !chosen_by_user(source.kind) && share.shared() && other_runs > 0) {
     const int64_t cores = d_.recommended_threads > 0 ? d_.recommended_threads : share.online_cpus;
-    const int64_t left = cores - share.other_worker_threads;
-    const int64_t fair = std::max<int64_t>(1, left >= 1 ? left : cores / (share.other_workers + 1));
+    const int64_t each = std::max<int64_t>(1, cores / (other_runs + 1));
+    const int64_t left = cores - share.other_worker_threads - share.other_runs_planning * each;
+    const int64_t fair = std::max<int64_t>(1, left >= 1 ? left : cores / (other_runs + 1));
     if (fair < threads["intra_op"].get<int64_t>()) {
       threads["intra_op"] = fair;
       source.text += "; " + std::to_string(fair) + " on a shared machine (" + share.describe() + ")";

@@ -100,6 +100,40 @@ TEST_F(SharedMachineTest, ARunBesideAnotherLeavesItItsCoreAndSleepsWhenIdle) {
   stop(*other);
 }
 
+// Two runs started in the same moment: neither's worker exists when the other plans, so the
+// machine's run registry is what they see of each other. Together they plan the cores, no
+// more (on two cores: one thread each, where each alone would take both).
+TEST_F(SharedMachineTest, TwoRunsStartedTogetherSplitTheCores) {
+  RunOptions dedicated = looking();
+  dedicated.env["MLH_MACHINE_SHARING"] = "dedicated";
+  ASSERT_EQ(short_run("alone", dedicated).exit_code, 0);
+  const int cores = file_json(tmp() / "alone" / "plan.json")["threads"]["intra_op"];
+  if (cores < 2) GTEST_SKIP() << "one core: two runs cannot split it";
+
+  RunOptions o = looking();
+  o.cwd = tmp();
+  o.env["MLH_RUN_REGISTRY_DIR"] = (tmp() / "registry").string();  // this test's runs alone
+  auto start = [&](const std::string& name) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir",
+                                 (tmp() / name).string(), "--set", "steps=5"},
+        o);
+  };
+  auto first = start("first");
+  auto second = start("second");
+  const Result a = first->wait(kTimeout), b = second->wait(kTimeout);
+  ASSERT_EQ(a.exit_code, 0) << a.describe();
+  ASSERT_EQ(b.exit_code, 0) << b.describe();
+  const json plan_a = file_json(tmp() / "first" / "plan.json"), plan_b = file_json(tmp() / "second" / "plan.json");
+  const int threads_a = plan_a["threads"]["intra_op"], threads_b = plan_b["threads"]["intra_op"];
+  EXPECT_EQ(threads_a + threads_b, cores) << plan_a["sources"]["threads"] << "\n" << plan_b["sources"]["threads"];
+  EXPECT_TRUE(contains(str(plan_a["sources"]["threads"]) + str(plan_b["sources"]["threads"]), "on a shared machine"));
+  // Each left the registry as it ended.
+  EXPECT_TRUE(fs::is_empty(tmp() / "registry") ||
+              (std::distance(fs::directory_iterator(tmp() / "registry"), fs::directory_iterator()) == 1 &&
+               fs::exists(tmp() / "registry" / ".lock")));
+}
+
 TEST_F(SharedMachineTest, CalibrationWaitsForAQuietMachineAndDoesNotCacheABusyOne) {
   const auto other = start_other_run();
   RunOptions o = looking();
