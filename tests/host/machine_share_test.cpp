@@ -8,10 +8,12 @@
 
 #include <chrono>
 #include <initializer_list>
+#include <memory>
 #include <string>
 
 #include "plan/machine_share.hpp"
 #include "plan/planner.hpp"
+#include "plan/run_registry.hpp"
 #include "planning.hpp"
 #include "temp_dir.hpp"
 #include "test_devices.hpp"
@@ -149,6 +151,59 @@ TEST_F(SharedMachinePlan, BesideAnotherRunItTakesTheCoresLeftAndSleepsWhenIdle) 
   p = plan(loaded);
   EXPECT_EQ(p["threads"]["intra_op"], 2);
   EXPECT_EQ(p["omp_wait_policy"], "passive");
+}
+
+// Runs in the registry still planning hold nothing yet: each is counted at the fair share, so
+// that runs started together split the cores; one that planned is counted by its threads.
+TEST_F(SharedMachinePlan, RunsStillPlanningAreCountedAtTheFairShare) {
+  MachineShare planning = beside(0, 0);
+  planning.other_runs_planning = 1;
+  json p = plan(planning);
+  EXPECT_EQ(p["threads"]["intra_op"], 1);
+  EXPECT_NE(p["sources"]["threads"].get<std::string>().find("1 other run starting now"), std::string::npos)
+      << p["sources"].dump(2);
+  EXPECT_EQ(p["omp_wait_policy"], "passive");
+  // The other planned 1 thread of the 2 (it saw this one planning): the one left.
+  EXPECT_EQ(plan(beside(1, 1))["threads"]["intra_op"], 1);
+}
+
+// The registry: an entry per host process with its threads, another process's seen while it
+// lives and dropped by the next reader once it is gone (or its pid taken by another process),
+// this process's own never among the others.
+TEST(RunRegistry, OthersAreTheLiveRunsAndNeverOneself) {
+  TempDir t;
+  const fs::path dir = t.path() / "runs";
+  const std::unique_ptr<RunRegistry> registry = RunRegistry::open(dir);
+  ASSERT_TRUE(registry);
+  registry->enter(0);
+  EXPECT_TRUE(registry->others().empty());
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t other = ::fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    const std::unique_ptr<RunRegistry> r = RunRegistry::open(dir);
+    r->enter(3);
+    char c = 1;
+    (void)!::write(ready[1], &c, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  std::vector<RegisteredRun> others = registry->others();
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].pid, other);
+  EXPECT_EQ(others[0].threads, 3);
+  ::kill(other, SIGKILL);
+  ::waitpid(other, nullptr, 0);
+  EXPECT_TRUE(registry->others().empty());
+  EXPECT_FALSE(fs::exists(dir / std::to_string(other))) << "a stale entry is removed";
+  // A live pid whose start time is not the entry's is another process by that number.
+  testing::write_text(dir / std::to_string(::getppid()), "threads 2\nstart 0\n");
+  EXPECT_TRUE(registry->others().empty());
+  registry->leave();
+  EXPECT_FALSE(fs::exists(dir / std::to_string(::getpid())));
 }
 
 TEST_F(SharedMachinePlan, TheSettingsFileStillWins) {
