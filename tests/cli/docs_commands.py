@@ -11,7 +11,8 @@ snippets that load trained weights into PyTorch), unless the line before its fen
 (a GPU, SLURM, data we do not have, an installation, the test suite itself). The blocks of
 one page run in order, in one temporary folder of the page's own (so that an eval finds the
 run its page trained), with `build` linked to BUILD_DIR, `bench` to the source's and `.venv`
-to the source's (or MLH_TORCH_VENV, as for scripts/torch-venv.sh). They run short:
+to the source's (or MLH_TORCH_VENV, as for scripts/torch-venv.sh), whose bin/ ends PATH
+(torchrun). They run short:
 MLH_MAX_STEPS ends every training run early (the host reads it as --max-steps), MLH_NO_CALIBRATE skips calibration, and the calibration cache and hardware
 settings are the test's own. A block fails on the first command that exits non-zero
 (bash -e -o pipefail); the test fails when a block does, naming the page and line, with the
@@ -83,8 +84,10 @@ def main(argv):
         return 77
 
     work = tempfile.mkdtemp(prefix="mlhost-docs-")
+    # .venv's programs (torchrun, tensorboard) after the system's, as a user's pip install puts them on PATH.
     env = dict(os.environ, MLH_MAX_STEPS=MAX_STEPS, MLH_NO_CALIBRATE="1",
-               XDG_CACHE_HOME=os.path.join(work, "cache"), XDG_CONFIG_HOME=os.path.join(work, "config"))
+               XDG_CACHE_HOME=os.path.join(work, "cache"), XDG_CONFIG_HOME=os.path.join(work, "config"),
+               PATH=os.environ.get("PATH", "/usr/bin:/bin") + os.pathsep + os.path.join(os.path.abspath(venv), "bin"))
     for name in ("MLH_PLUGIN_PATH", "MLH_HARDWARE_CONFIG", "MLFLOW_TRACKING_URI"):
         env.pop(name, None)
     ran = skipped = 0

@@ -55,9 +55,6 @@ int env_int(const char* name, int fallback, int min, int max) {
 
 bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
 
-// How long a LibTorch 1.x worker waits to join torchrun's agent store (see the constructor).
-constexpr std::chrono::milliseconds kAgentStoreJoinBound{20000};
-
 }  // namespace
 
 DistributedSettings DistributedSettings::from_context(const mlh::RunContext& ctx) {
@@ -99,14 +96,23 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
     throw mlh::Error(MLH_ERR_UNSUPPORTED,
                      "distributed training cannot run on MPS: neither Gloo nor NCCL carries MPS tensors "
                      "(run on the CPU with --device cpu, or on one process)");
-  const std::string where = s.master_addr + ":" + std::to_string(s.master_port);
+  // torchrun's agent serves a store at MASTER_PORT that every rank may share
+  // (TORCHELASTIC_USE_AGENT_STORE=True: its static rendezvous, --master-port, always does). A
+  // LibTorch 1.x client does not speak a 2.x agent's store protocol (it is reset, or hangs),
+  // so such ranks meet at a store of their own, served by rank 0 on the next port: every rank
+  // derives the same one from the same MASTER_PORT, and the agent holds only its own.
+  const bool own_store_beside_agent = s.agent_store && TORCH_VERSION_MAJOR < 2;
+  const bool agent_store = s.agent_store && !own_store_beside_agent;
+  const int port = own_store_beside_agent ? (s.master_port < 65535 ? s.master_port + 1 : s.master_port - 1)
+                                          : s.master_port;
+  const std::string where = s.master_addr + ":" + std::to_string(port);
   auto group = std::make_unique<Group>();  // kept only once the group works
   try {
     c10d::TCPStoreOptions options;
-    options.port = static_cast<std::uint16_t>(s.master_port);
+    options.port = static_cast<std::uint16_t>(port);
     // Under torchrun's agent store, a server of our own on its port fails ("Address already in
     // use"): the agent's store is the one every rank meets at.
-    options.isServer = rank_ == 0 && !s.agent_store;
+    options.isServer = rank_ == 0 && !agent_store;
     options.numWorkers = static_cast<std::size_t>(world_size_);
     options.waitWorkers = true;  // clients count themselves in, as torch.distributed's do
     options.timeout = timeout_;
@@ -119,14 +125,7 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
     std::thread(std::move(connect)).detach();
     // Waited for in slices, so that a stop request ends the wait (the scheduler that sent
     // SIGTERM kills a rank that takes the whole timeout to notice).
-    // torchrun's agent serves its store before it starts the workers, so joining it takes
-    // moments; a LibTorch 1.x worker that has not joined in kAgentStoreJoinBound does not speak
-    // a newer agent's protocol (torchrun 2.x's held a 1.13 client for the whole timeout), and
-    // says so at once rather than after the timeout.
-    const bool old_client_of_agent = s.agent_store && TORCH_VERSION_MAJOR < 2;
-    const std::chrono::milliseconds bound =
-        old_client_of_agent ? std::min(timeout_, kAgentStoreJoinBound)
-                            : timeout_ + std::chrono::seconds(5);
+    const std::chrono::milliseconds bound = timeout_ + std::chrono::seconds(5);
     const auto deadline = std::chrono::steady_clock::now() + bound;
     while (connected.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
       if (s.should_stop && s.should_stop())
@@ -137,22 +136,21 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
         throw std::runtime_error("no answer within " + std::to_string(bound.count() / 1000) + " s");
     }
     auto tcp = connected.get();
-    if (s.agent_store)
+    if (agent_store)
       group->store = c10::make_intrusive<c10d::PrefixStore>(s.agent_store_prefix, tcp);
     else
       group->store = tcp;
-    store_ = s.agent_store ? "torchrun agent" : "rank 0";
+    store_ = agent_store ? "torchrun agent" : own_store_beside_agent ? "rank 0, beside torchrun's agent" : "rank 0";
   } catch (const std::exception& e) {
     if (const auto* stop = dynamic_cast<const mlh::Error*>(&e); stop && stop->code() == MLH_ERR_CANCELLED) throw;
-    // Seen with Debian's LibTorch 1.13 under the torchrun of PyTorch 2.15: the agent's store
-    // resets the connection of a client that speaks the older store protocol.
     const std::string agent_hint =
-        s.agent_store ? " (torchrun's agent serves this store, TORCHELASTIC_USE_AGENT_STORE=True; a LibTorch older than "
-                        "torchrun's PyTorch may not speak its store protocol, and this one is " +
-                            std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
-                            ": use the LibTorch 2.x build, or launch with torchrun --rdzv-backend c10d and "
-                            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 so that rank 0 serves a store of its own)"
-                      : std::string();
+        agent_store ? " (torchrun's agent serves this store, TORCHELASTIC_USE_AGENT_STORE=True)"
+        : own_store_beside_agent
+            ? " (rank 0's store on the port after torchrun's MASTER_PORT, which torchrun's agent holds: this "
+              "LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                  " does not speak the agent's store protocol; is port " + std::to_string(port) + " free on rank 0's "
+                  "machine?)"
+            : std::string();
     throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank_) + " of " +
                                               std::to_string(world_size_) + ": rendezvous at " + where +
                                               " failed: " + e.what() + agent_hint);
