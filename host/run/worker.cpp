@@ -160,7 +160,9 @@ int worker_main(const WorkerSpec& spec) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
-  if ((code == kWorkerFailed || code == kWorkerBadInput) && summary.contains("error"))
+  // A refused input of a one-process run is the host's to report (run_workers.cpp, with what
+  // became of the run folder): said here too, the user would read it twice.
+  if ((code == kWorkerFailed || (code == kWorkerBadInput && spec.world_size > 1)) && summary.contains("error"))
     std::fprintf(stderr, "%s%s failed: %s\n",
                  spec.world_size > 1 ? ("[rank " + std::to_string(spec.rank) + "] ").c_str() : "",
                  spec.work_name().c_str(), summary["error"].get<std::string>().c_str());

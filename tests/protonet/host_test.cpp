@@ -421,6 +421,7 @@ TEST_F(ProtonetHost, BadImageFilesAreRefusedNamingTheFileAndLeaveNoRunFolder) {
                           " --set epochs=1 --set episodes_per_epoch=2");
     EXPECT_EQ(r.rc, 2) << r.output;
     EXPECT_NE(r.output.find(named), std::string::npos) << "names " << named << "\n" << r.output;
+    EXPECT_EQ(r.output.find("training failed: "), std::string::npos) << "said once, by the host\n" << r.output;
     EXPECT_FALSE(fs::exists(run)) << "a run folder was left behind";
   };
 
