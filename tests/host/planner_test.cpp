@@ -455,6 +455,29 @@ TEST_F(PlanTest, CalibratesWhenNothingIsCachedAndTakesTheCacheAfter) {
   EXPECT_EQ(none.plan["calibration"]["status"], "not calibrated: algo has no calibrate command");
 }
 
+// The time bound never cuts bf16 out: the allocators and thread counts measured before it stop
+// while its measurement (with the quality check) still fits, and the calibration says it is
+// partial.
+TEST_F(PlanTest, TheTimeBoundLeavesBf16ItsTurn) {
+  if (built_with_address_sanitizer()) GTEST_SKIP() << "AddressSanitizer build: the plan keeps glibc";
+  TempDir t;
+  PlanRequest request = testing::request_for(cpu());
+  request.algorithm = testing::algorithm_info(json::parse(R"({"commands": ["train", "calibrate"]})"));
+  request.allocators.system = true;
+  request.measurement.calibrate = MeasurementPolicy::Calibrate::kIfMissing;
+  request.measurement.cache_file = t / "calibration.json";
+  request.measurement.seconds = 1.0;
+  services_.calibrate_delay = std::chrono::milliseconds(300);
+  services_.throughput = [](const CalibrationSettings& s) { return s.precision == "bf16" ? 3.0 : 1.0; };
+  services_.precision_check = {{"precision", "bf16"}, {"passed", true}, {"fp32_loss", 1.0}, {"reduced_loss", 1.01},
+                               {"steps", 30}};
+  const PlannedRun run = plan_run(request, services_);
+  bool bf16_measured = false;
+  for (const json& plan : services_.calibrate_plans) bf16_measured = bf16_measured || plan["precision"] == "bf16";
+  EXPECT_TRUE(bf16_measured) << services_.calibrate_plans.size() << " measurements, none of bf16";
+  EXPECT_EQ(run.plan["precision"], "bf16") << run.plan["calibration"].dump(2);
+}
+
 // A cached calibration made before an allocator was installed never measured it: a run that
 // may calibrate measures again (and tries it); one that may not keeps the cache and says so.
 TEST_F(PlanTest, AnAllocatorInstalledAfterTheCalibrationIsTriedByTheNextOne) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,9 @@ class FakePlanServices : public PlanServices {
   nlohmann::json batch_search = {{"batch", 48}, {"reason", "the largest that fit"}, {"trials", nlohmann::json::array()},
                                  {"complete", true}};
 
+  // How long each calibrate command takes (the time bound's tests).
+  std::chrono::milliseconds calibrate_delay{0};
+
   int describe_runs = 0, device_preparations = 0;
   std::vector<nlohmann::json> calibrate_plans;       // each calibrate run's plan, in order
   std::vector<WorkerPlacement> calibrate_workers;    // and the worker it ran in
@@ -47,6 +51,7 @@ class FakePlanServices : public PlanServices {
   }
   CalibrateOutcome calibrate(const AlgorithmInfo&, const WorkerPlacement& worker, const nlohmann::json& plan,
                              const nlohmann::json& config, std::chrono::steady_clock::time_point) override {
+    std::this_thread::sleep_for(calibrate_delay);
     calibrate_plans.push_back(plan);
     calibrate_workers.push_back(worker);
     calibrate_configs.push_back(config);

@@ -23,6 +23,9 @@ std::optional<json> installed_allocator(const CalibrationSearch& s, const std::s
                           s.allocator_search_system);
 }
 
+// The bf16 candidate's measurement, its quality check included, against one fp32 candidate's.
+constexpr int kPrecisionShare = 3;
+
 class Calibrator {
  public:
   Calibrator(const CalibrationSearch& search, int planned)
@@ -36,11 +39,20 @@ class Calibrator {
 
   // Runs the algorithm's calibrate command with `settings`; its reply, or nothing when it
   // could not be measured (not installed, failed, or out of time; `stopped()` says which).
-  std::optional<json> measure(const CalibrationSettings& settings, bool check_precision) {
+  // `room_for_precision`: skip this candidate unless the bf16 measurement that comes last
+  // (with its quality check, kPrecisionShare times a measurement) still fits after it, so that
+  // the time bound never cuts bf16 out for one more allocator or thread count.
+  std::optional<json> measure(const CalibrationSettings& settings, bool check_precision,
+                              bool room_for_precision = false) {
     if (first_stop_signal() != 0) stopped_ = stop_requested_ = true;
     if (stopped_) return std::nullopt;
     const auto allocator_plan = installed_allocator(s_, settings.allocator);
     if (!allocator_plan) return std::nullopt;  // not installed here
+    if (room_for_precision && last_duration_ &&
+        Clock::now() + *last_duration_ * (1 + kPrecisionShare) > deadline_) {
+      skipped_ = true;
+      return std::nullopt;
+    }
     if (last_duration_ && Clock::now() + *last_duration_ > deadline_) {
       stopped_ = true;
       return std::nullopt;
@@ -99,7 +111,7 @@ class Calibrator {
     return pick_fastest(subset, incumbent, kCalibrationMargin);
   }
 
-  bool stopped() const { return stopped_; }
+  bool stopped() const { return stopped_ || skipped_; }  // some candidate not measured for time
   bool stop_requested() const { return stop_requested_; }  // stopped by the user or a scheduler
   bool measured(const CalibrationSettings& s) const {
     return std::any_of(measurements_.begin(), measurements_.end(), [&](const auto& m) { return m.settings == s; });
@@ -120,7 +132,7 @@ class Calibrator {
   double step_seconds_;
   int planned_;
   int runs_ = 0;
-  bool stopped_ = false, stop_requested_ = false;
+  bool stopped_ = false, stop_requested_ = false, skipped_ = false;
   std::optional<Clock::duration> last_duration_;
   std::vector<CalibrationMeasurement> measurements_;
   std::string last_error_, unit_, benchmark_;
@@ -152,7 +164,8 @@ CalibrationSearchResult search_calibration(const CalibrationSearch& in, const Ca
   CalibrationSearchResult out;
   CalibrationResult result;
   result.key = key;
-  for (const std::string& a : allocators) m.measure({a, base.threads, base.precision}, false);
+  const bool tries_bf16 = in.vary_precision && base.precision == "fp32";
+  for (const std::string& a : allocators) m.measure({a, base.threads, base.precision}, false, tries_bf16);
   if (!m.measured(base)) {
     m.finish();
     out.failure = m.stop_requested() ? signal_name(first_stop_signal()) + " stopped it; nothing of it is kept"
@@ -169,7 +182,7 @@ CalibrationSearchResult search_calibration(const CalibrationSearch& in, const Ca
 
   if (in.vary_threads) {
     result.varied.push_back("threads");
-    for (int t : threads) m.measure({best.allocator, t, best.precision}, false);
+    for (int t : threads) m.measure({best.allocator, t, best.precision}, false, tries_bf16);
     best = m.pick(best, [&](const CalibrationSettings& s) {
       return s.allocator == best.allocator && s.precision == best.precision;
     });
