@@ -32,6 +32,31 @@ T read(const json& progress, const char* key) {
 
 }  // namespace
 
+namespace {
+
+void start_epoch_sums(TrainProgress& p) {
+  p.episode_in_epoch = 0;
+  p.epoch_loss_sum = p.epoch_acc_sum = 0;
+  p.summed_from = 0;
+}
+
+}  // namespace
+
+void TrainProgress::add_episode(double loss, double acc) {
+  epoch_loss_sum += loss;
+  epoch_acc_sum += acc;
+}
+
+double TrainProgress::epoch_loss() const {
+  const int64_t n = episode_in_epoch - summed_from;
+  return n > 0 ? epoch_loss_sum / static_cast<double>(n) : 0.0;
+}
+
+double TrainProgress::epoch_acc() const {
+  const int64_t n = episode_in_epoch - summed_from;
+  return n > 0 ? epoch_acc_sum / static_cast<double>(n) : 0.0;
+}
+
 bool TrainProgress::end_epoch(double val_loss, double val_acc, int64_t patience) {
   const bool better = !best_val_loss || val_loss < *best_val_loss;
   if (better) {
@@ -43,14 +68,14 @@ bool TrainProgress::end_epoch(double val_loss, double val_acc, int64_t patience)
     ++bad_epochs;
   }
   ++epoch;
-  episode_in_epoch = 0;
+  start_epoch_sums(*this);
   stopped_early = bad_epochs >= patience;
   return better;
 }
 
 void TrainProgress::end_epoch_unvalidated() {
   ++epoch;
-  episode_in_epoch = 0;
+  start_epoch_sums(*this);
   best_epoch = epoch;
 }
 
@@ -58,6 +83,13 @@ json TrainProgress::to_json() const {
   json j = {{"stopped_early", stopped_early}};
   for (const auto& [key, counter] : kCounters) j[key] = this->*counter;
   for (const auto& [key, figure] : kBest) j[key] = (this->*figure) ? json(*(this->*figure)) : json(nullptr);
+  // Only where they hold something: a progress without them (an epoch's start, or an older
+  // checkpoint's mid-epoch one) writes the same text as before they existed.
+  if (summed_from < episode_in_epoch) {
+    j["epoch_loss_sum"] = epoch_loss_sum;
+    j["epoch_acc_sum"] = epoch_acc_sum;
+    j["summed_from"] = summed_from;
+  }
   return j;
 }
 
@@ -68,6 +100,13 @@ TrainProgress TrainProgress::from_json(const json& j) {
     if (read<json>(j, key).is_null()) p.*figure = std::nullopt;
     else p.*figure = read<double>(j, key);
   p.stopped_early = read<bool>(j, "stopped_early");
+  if (j.contains("epoch_loss_sum")) {
+    p.epoch_loss_sum = read<double>(j, "epoch_loss_sum");
+    p.epoch_acc_sum = read<double>(j, "epoch_acc_sum");
+    p.summed_from = read<int64_t>(j, "summed_from");
+  } else {
+    p.summed_from = p.episode_in_epoch;  // an older checkpoint: its epoch's sums are not known
+  }
   return p;
 }
 

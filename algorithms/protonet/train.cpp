@@ -111,8 +111,6 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
         },
         mlh::rt::prefetch_depth(plan.prefetch_factor, plan.dataloader_workers),
         static_cast<int>(plan.dataloader_workers));
-    double loss_sum = 0, acc_sum = 0;
-    int64_t done = 0;
     while (progress.episode_in_epoch < per_epoch) {
       std::optional<Episode> e = batches.next();
       if (!e)
@@ -120,9 +118,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                          "episode " + std::to_string(progress.episode_in_epoch) + " of the epoch was not produced");
       l.set_lr(progress.episode);
       const ProtoLoss r = l.train_step(*e);
-      loss_sum += r.loss.item<double>();
-      acc_sum += r.accuracy.item<double>();
-      ++done;
+      progress.add_episode(r.loss.item<double>(), r.accuracy.item<double>());
       ++progress.episode_in_epoch;
       ++progress.episode;
       speed.record_step(images_per_episode, progress.episode);
@@ -130,10 +126,11 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       at_max_steps = session.after_step(progress.episode, [&] { session.save(state(), progress.episode); });
       if (at_max_steps) break;
     }
-    // Means over every rank's episodes; the validation figures agree everywhere, so every
-    // rank takes the same best-epoch and early-stop decisions.
-    last_train_loss = dist.mean(loss_sum / static_cast<double>(std::max<int64_t>(done, 1)));
-    last_train_acc = dist.mean(acc_sum / static_cast<double>(std::max<int64_t>(done, 1)));
+    // Means over the epoch's episodes (a resumed epoch's before the stop too) and every rank's;
+    // the validation figures agree everywhere, so every rank takes the same best-epoch and
+    // early-stop decisions.
+    last_train_loss = dist.mean(progress.epoch_loss());
+    last_train_acc = dist.mean(progress.epoch_acc());
     ctx.metric("train/loss", last_train_loss, progress.episode);
     ctx.metric("train/acc", last_train_acc, progress.episode);
     ctx.metric("train/lr", l.lr(), progress.episode);

@@ -317,6 +317,11 @@ TEST(ProtonetTraining, StopSavesAndResumeEndsWhereAnUninterruptedRunDoes) {
   ASSERT_EQ(wa.size(), wb.size());
   for (const auto& [name, t] : wa) EXPECT_TRUE(at::equal(t, wb.at(name))) << name;
   EXPECT_EQ(json::parse(a.summary)["best_val_loss"].get<double>(), json::parse(c.summary)["best_val_loss"].get<double>());
+  // The stopped epoch's training means cover all of it, the episodes before the stop too.
+  ASSERT_EQ(a.metrics["train/loss"].size(), 2u);
+  ASSERT_EQ(c.metrics["train/loss"].size(), 1u);
+  EXPECT_DOUBLE_EQ(c.metrics["train/loss"][0], a.metrics["train/loss"][1]);
+  EXPECT_DOUBLE_EQ(c.metrics["train/acc"][0], a.metrics["train/acc"][1]);
 }
 
 TEST(ProtonetTraining, GradientCheckpointingAndDataWorkersTrainTheSameModel) {

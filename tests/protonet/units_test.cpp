@@ -308,6 +308,29 @@ TEST(ProtonetProgress, ReadsAndWritesTheCheckpointsKeysAsTheyWere) {
             protonet::TrainProgress().to_json());
 }
 
+// An epoch stopped midway keeps its sums, so that the resumed epoch's means cover all of it;
+// an older checkpoint's (without them) averages what it trains after the resume.
+TEST(ProtonetProgress, AnEpochStoppedMidwayKeepsItsSums) {
+  protonet::TrainProgress p;
+  for (const double loss : {1.0, 2.0, 3.0}) {
+    p.add_episode(loss, loss / 10);
+    ++p.episode_in_epoch;
+  }
+  protonet::TrainProgress resumed = protonet::TrainProgress::from_json(p.to_json());
+  resumed.add_episode(6.0, 0.6);
+  ++resumed.episode_in_epoch;
+  EXPECT_DOUBLE_EQ(resumed.epoch_loss(), 3.0) << "(1 + 2 + 3 + 6) / 4";
+  EXPECT_DOUBLE_EQ(resumed.epoch_acc(), 0.3);
+  json old = p.to_json();
+  for (const char* key : {"epoch_loss_sum", "epoch_acc_sum", "summed_from"}) old.erase(key);
+  protonet::TrainProgress from_old = protonet::TrainProgress::from_json(old);
+  from_old.add_episode(6.0, 0.6);
+  ++from_old.episode_in_epoch;
+  EXPECT_DOUBLE_EQ(from_old.epoch_loss(), 6.0) << "the episodes since the resume";
+  EXPECT_TRUE(resumed.end_epoch(0.5, 0.5, 3));
+  EXPECT_DOUBLE_EQ(resumed.epoch_loss(), 0.0) << "a new epoch starts its own sums";
+}
+
 TEST(ProtonetProgress, AMissingOrMistypedKeyNamesIt) {
   json progress = protonet::TrainProgress().to_json();
   progress.erase("bad_epochs");
