@@ -4,6 +4,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -78,11 +79,16 @@ TEST(ConfigCompatibility, OldDefaultsAndSavedRunConfigsStillValidateAndParse) {
     const json old_defaults = read_fixture(a.name + ".defaults.json");
     EXPECT_EQ(mlh::config_schema_violation(old_defaults, a.schema), "") << a.name;
     EXPECT_NO_THROW(a.parse(old_defaults)) << a.name;
-    // The old fields' defaults did not change, but for retired fields; fields added since
-    // (with defaults that keep the old behaviour) are the only others.
+    // The old fields' defaults did not change, but for retired fields and the deliberate
+    // changes listed here; fields added since (with defaults that keep the old behaviour) are
+    // the only others.
+    const std::set<std::pair<std::string, std::string>> changed_on_purpose = {
+        // 5, the default data's (Fashion-MNIST's) training classes, where 60 (Omniglot's, which
+        // the omniglot presets keep) was fitted down on every default run.
+        {"protonet", "/train_way"}};
     const json now = a.defaults.flatten(), before = old_defaults.flatten();
     for (const auto& [pointer, value] : before.items()) {
-      if (pointer == "/torch_threads") continue;
+      if (pointer == "/torch_threads" || changed_on_purpose.count({a.name, pointer})) continue;
       ASSERT_TRUE(now.contains(pointer)) << a.name << ": " << pointer << " went";
       EXPECT_EQ(now[pointer], value) << a.name << ": the default of " << pointer << " changed";
     }
