@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file_lock.hpp"
+
 namespace mlhost {
 
 namespace fs = std::filesystem;
@@ -31,22 +33,6 @@ std::string start_time(pid_t pid) {
     if (i == 22) return field;
   return "";
 }
-
-// Held while it lives: the registry's lock.
-class Lock {
- public:
-  explicit Lock(const fs::path& dir) : fd_(::open((dir / ".lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666)) {
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-  }
-  ~Lock() {
-    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-  }
-  Lock(const Lock&) = delete;
-  Lock& operator=(const Lock&) = delete;
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -68,7 +54,7 @@ RunRegistry::RunRegistry(fs::path dir) : dir_(std::move(dir)) {}
 RunRegistry::~RunRegistry() { leave(); }
 
 void RunRegistry::enter(int threads) {
-  const Lock lock(dir_);
+  const FileLock lock(dir_ / ".lock");
   const fs::path entry = dir_ / std::to_string(::getpid());
   const fs::path temp = entry.string() + ".tmp";
   {
@@ -82,7 +68,7 @@ void RunRegistry::enter(int threads) {
 }
 
 std::vector<RegisteredRun> RunRegistry::others() const {
-  const Lock lock(dir_);
+  const FileLock lock(dir_ / ".lock");
   std::vector<RegisteredRun> out;
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {

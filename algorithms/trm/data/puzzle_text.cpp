@@ -5,14 +5,10 @@
 #include <map>
 #include <mlh/plugin.hpp>
 
+#include "token_names.hpp"
+
 namespace trm {
 namespace {
-
-size_t code_points(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
 
 bool one_character_names(const std::vector<std::string>& names) {
   return std::all_of(names.begin(), names.end(), [](const std::string& n) { return code_points(n) == 1; });

@@ -7,14 +7,14 @@
 #include "maze.hpp"
 
 namespace trm {
-namespace {
 
-// UTF-8 code points of a string (its continuation bytes not counted).
 size_t code_points(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
   return n;
 }
+
+namespace {
 
 std::vector<std::string> with_digits(std::vector<std::string> names, int first, int last) {
   for (int d = first; d <= last; ++d) names.push_back(std::to_string(d));

@@ -27,6 +27,9 @@ std::vector<std::string> sudoku_token_names();
 std::vector<std::string> maze_token_names();
 std::vector<std::string> arc_token_names();
 
+// UTF-8 code points of a string (its continuation bytes not counted): a name's width.
+size_t code_points(const std::string& s);
+
 struct TokenNaming {
   std::vector<std::string> names;
   std::string source;  // where they came from, for the log: "dataset.json's token_names", ...

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/file_lock.hpp"
 #include "common/files.hpp"
 
 namespace mlhost {
@@ -188,24 +189,6 @@ std::vector<T> with_entry(std::vector<T> entries, const T& entry, Same same, Rel
   return kept;
 }
 
-// An exclusive lock on `file`.lock for as long as it lives; none when the lock file cannot be
-// made (the store then goes on unlocked, as before locks).
-class FileLock {
- public:
-  explicit FileLock(const fs::path& file) {
-    fd_ = ::open((file.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 }  // namespace
 
 void CalibrationCache::update(const std::function<void()>& change) {
@@ -213,7 +196,7 @@ void CalibrationCache::update(const std::function<void()>& change) {
   std::error_code ec;
   fs::create_directories(file_.parent_path(), ec);
   if (ec) throw std::runtime_error("cannot create '" + file_.parent_path().string() + "': " + ec.message());
-  FileLock lock(file_);
+  FileLock lock(file_.string() + ".lock");
   try {
     load();  // what other runs stored since this one read the file
   } catch (const CalibrationError&) {
