@@ -42,12 +42,14 @@ int command_sync_tracking(const CliOptions& options) {
             << (fs::exists(dir / "summary.json") ? "" : " (no summary.json: the run has not ended; its status is left as it is)")
             << "\n";
   if (!r.artifacts_not_sent.empty()) {
-    // Not everything arrived, and another sync cannot change that: say what and why, and fail.
+    // Everything this server can take arrived; the files it cannot take (its experiment's
+    // artifact store is not behind its proxy) no sync will send: say what stays and why, and
+    // succeed, or a standard `mlflow server --default-artifact-root DIR` would fail every sync.
     std::string names;
     for (const std::string& n : r.artifacts_not_sent) names += (names.empty() ? "" : ", ") + n;
-    spdlog::error("MLflow tracking: {} artifact{} not sent ({}): {}", r.artifacts_not_sent.size(),
-                  r.artifacts_not_sent.size() == 1 ? "" : "s", names, r.artifacts_not_sent_why);
-    return kExitFailure;
+    spdlog::warn("MLflow tracking: everything else arrived; {} artifact{} this server cannot take stay in {} ({}): {}",
+                 r.artifacts_not_sent.size(), r.artifacts_not_sent.size() == 1 ? "" : "s", dir.string(), names,
+                 r.artifacts_not_sent_why);
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 // Python client. A tracker that is down or missing never changes the run's exit status or
 // files.
 #include <algorithm>
+#include <cstdlib>
 
 #include "cli_harness.hpp"
 #include "free_port.hpp"
@@ -110,6 +111,23 @@ TEST_F(TrackingTest, ATrackerThatIsDownCostsTheRunNothingAndSyncTrackingSendsItL
   EXPECT_EQ(live_run["status"], "FINISHED");
   EXPECT_EQ(live_run["experiment_name"], "cli-live");
   EXPECT_EQ(live_run["metrics"]["train/loss"].size(), read_jsonl(live_dir / "metrics.jsonl").size());
+
+  // An experiment whose artifact store is a path of the server's own (a standard `mlflow server
+  // --default-artifact-root DIR`): the sync sends what the server can take and succeeds,
+  // naming the files that stay and why.
+  const std::string python = (mlflow_program().parent_path() / "python").string();
+  const std::string make_experiment =
+      "'" + python + "' -c \"import mlflow; mlflow.set_tracking_uri('" + uri + "'); mlflow.create_experiment('local', "
+      "artifact_location='" + (tmp() / "elsewhere").string() + "')\" >/dev/null 2>&1";
+  ASSERT_EQ(std::system(make_experiment.c_str()), 0) << make_experiment;
+  RunOptions local = tracking_env(uri);
+  local.env["MLFLOW_EXPERIMENT_NAME"] = "local";
+  ASSERT_EQ(train(tmp() / "local", {}, local).exit_code, 0);
+  const Result partial = host({"--sync-tracking", (tmp() / "local").string()}, local);
+  EXPECT_EQ(partial.exit_code, 0) << partial.describe();
+  EXPECT_TRUE(contains(partial.out, "status FINISHED")) << partial.describe();
+  EXPECT_TRUE(contains(partial.err, "this server cannot take stay in " + (tmp() / "local").string()))
+      << partial.describe();
 
   // The settings file's track key does what --track does; --track none turns it off.
   const fs::path ini = tmp() / "hw.ini";
