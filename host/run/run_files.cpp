@@ -57,8 +57,10 @@ bool holds_only_host_records(const fs::path& dir) {
                                                 "metrics.jsonl", "metrics.csv", "summary.json",    "telemetry.jsonl",
                                                 "tensorboard", "metrics.superseded.json"};
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (!records.count(entry.path().filename().string())) return false;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!records.count(name) && name.rfind("events.out.tfevents.", 0) != 0) return false;  // or TensorBoard's
+  }
   return !ec;
 }
 

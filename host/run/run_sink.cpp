@@ -34,7 +34,7 @@ RunSink::RunSink(const fs::path& dir, bool console, std::string console_prefix, 
       superseding_(resumed),
       log_(dir / "log.txt", std::ios::app),
       jsonl_(dir / "metrics.jsonl", std::ios::app),
-      events_(std::make_unique<EventFileWriter>(dir / "tensorboard")),
+      events_(std::make_unique<EventFileWriter>(event_dir(dir))),
       progress_(stderr, ::isatty(STDERR_FILENO) == 1),
       console_(console),
       console_prefix_(std::move(console_prefix)) {

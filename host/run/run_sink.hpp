@@ -19,7 +19,7 @@ namespace mlhost {
 
 class RunSink {
  public:
-  // Opens (appends to) the run folder's files; TensorBoard events go to <dir>/tensorboard.
+  // Opens (appends to) the run folder's files; TensorBoard events go to event_dir(dir).
   // `console` false (the ranks other than 0 of a distributed run): only warnings and errors
   // reach the terminal, prefixed with `console_prefix`, and no progress bar is drawn.
   // `resumed`: this launch continues from a checkpoint, so its first metric's step is where

@@ -170,6 +170,11 @@ nlohmann::json flatten_hparams(const nlohmann::json& value, const std::string& p
   return flat;
 }
 
+std::filesystem::path event_dir(const std::filesystem::path& run_dir) {
+  std::error_code ec;
+  return std::filesystem::is_directory(run_dir / "tensorboard", ec) ? run_dir / "tensorboard" : run_dir;
+}
+
 EventFileWriter::EventFileWriter(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const std::time_t now = std::time(nullptr);

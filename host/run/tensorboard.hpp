@@ -14,6 +14,11 @@
 
 namespace mlhost {
 
+// Where a run's event files go: the run folder itself, so that `tensorboard --logdir runs/`
+// lists the run by its folder's name; a run begun before that keeps its tensorboard/ folder,
+// so that its launches stay one run.
+std::filesystem::path event_dir(const std::filesystem::path& run_dir);
+
 // The hparams plugin's session status (tensorboard/plugins/hparams/api.proto, Status).
 enum class HparamsStatus { kUnknown = 0, kSuccess = 1, kFailure = 2, kRunning = 3 };
 

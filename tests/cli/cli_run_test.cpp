@@ -113,6 +113,10 @@ TEST_F(RunTest, TensorBoardHparamsCompareRuns) {
     EXPECT_NEAR(run["scalars"]["train/loss"].get<double>(), losses.back().second,
                 1e-6 * std::abs(losses.back().second) + 1e-12);
   }
+  // `tensorboard --logdir` on their folder lists each run by its folder's name.
+  const Result names = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", "--runs", tmp().string()}, slow());
+  ASSERT_EQ(names.exit_code, 0) << names.describe();
+  EXPECT_EQ(json::parse(names.out), json({"lr-0.05", "lr-0.1"})) << names.out;
 }
 
 // A run that fails still ends its hparams session, as a failure.
@@ -144,7 +148,7 @@ TEST_F(RunTest, AResumedRunEndsItsHparamsSessionAsItsLastLaunchDid) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
   EXPECT_EQ(status(), "STATUS_SUCCESS");
   size_t session_files = 0;
-  for (const auto& e : fs::directory_iterator(run_dir_ / "tensorboard"))
+  for (const auto& e : fs::directory_iterator(run_dir_))
     session_files += e.path().filename().string().find(".hparams") != std::string::npos;
   EXPECT_EQ(session_files, 1u);
 }
@@ -188,7 +192,7 @@ TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
 
   // TensorBoard events beside the JSONL and CSV metrics (their format: tests/host/tensorboard_test).
   size_t event_files = 0;
-  for (const auto& e : fs::directory_iterator(run_dir_ / "tensorboard"))
+  for (const auto& e : fs::directory_iterator(run_dir_))  // in the run folder: TensorBoard names the run by it
     event_files += e.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && fs::file_size(e.path()) > 1000;
   EXPECT_EQ(event_files, 1u);
   const json summary = file_json(run_dir_ / "summary.json");

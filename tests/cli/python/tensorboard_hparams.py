@@ -2,14 +2,15 @@
 accumulator behind its dashboards, which also applies its data-class migrations) and prints,
 per run folder, the hparams plugin's session start (hyperparameters) and end (status), and the
 last value of each scalar: what the HParams dashboard puts in one row of its table.
-    python tensorboard_hparams.py RUN_DIR...    (each RUN_DIR's tensorboard/ folder is read)
+    python tensorboard_hparams.py RUN_DIR...    (each RUN_DIR's event files, or its tensorboard/ folder's)
+    python tensorboard_hparams.py --runs LOGDIR  (the runs `tensorboard --logdir LOGDIR` lists, by name)
 Exit 77 when the tensorboard package is missing."""
 import json
 import os
 import sys
 
 try:
-    from tensorboard.backend.event_processing import plugin_event_accumulator
+    from tensorboard.backend.event_processing import plugin_event_accumulator, plugin_event_multiplexer
     from tensorboard.plugins.hparams import plugin_data_pb2
     from tensorboard.util import tensor_util
 except ImportError as e:  # the test skips, saying why
@@ -25,7 +26,7 @@ def value_of(v):
 def read_run(run_dir):
     events = os.path.join(run_dir, "tensorboard")
     if not os.path.isdir(events):
-        sys.exit(f"no TensorBoard folder '{events}'")
+        events = run_dir
     acc = plugin_event_accumulator.EventAccumulator(events)
     acc.Reload()
     out = {"hparams": None, "status": None, "scalars": {}}
@@ -47,4 +48,9 @@ def read_run(run_dir):
     return out
 
 
-print(json.dumps({d: read_run(d) for d in sys.argv[1:]}))
+if sys.argv[1:2] == ["--runs"]:
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(sys.argv[2])
+    print(json.dumps(sorted(multiplexer.Runs())))
+else:
+    print(json.dumps({d: read_run(d) for d in sys.argv[1:]}))
