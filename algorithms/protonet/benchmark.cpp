@@ -162,29 +162,65 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
 namespace {
 
 // The reduced-precision quality check on the user's data, judged by what the run is judged by:
-// accuracy on held-out classes. From the same initial weights, the same training episodes (the
-// config's shape, at most kCheckWay-way) in fp32 and in `reduced`, then the same held-out
-// episodes (the config's test shape, on the validation set; without one, data.trainval, on the
-// training set), each model in its own precision. It passes unless the reduced precision's
+// accuracy on classes it never trained on. From the same initial weights, the same training
+// episodes (the config's shape, at most kCheckWay-way) in fp32 and in `reduced`, then the same
+// held-out episodes (the config's test shape) on the validation classes; where the data has none
+// (a validation share of the training classes' images, or data.trainval), on training classes
+// split off for the check (check_sets), each model in its own precision. It passes unless the reduced precision's
 // accuracy is worse beyond the 95% interval of the paired per-episode differences
 // (mlh::rt::held_out_precision_check).
 // The budget follows the host's timing bound (request_seconds, about 2 s): fp32 trains for
 // 3x that (kCheckMinEpisodes to kCheckMaxEpisodes episodes) and is scored for 2x that
 // (kCheckMinHeldOut to kCheckMaxHeldOut episodes); the reduced precision trains and is scored
 // on as many.
+// The check's training and held-out sets, class-disjoint as a few-shot run is judged: the
+// validation classes where the config names them; else a share of the training classes split
+// off (kCheckHeldOutShare, at least the test way where the rest keeps two classes); with fewer
+// than four training classes, held-out images of the training classes, as `held_out` says.
+struct CheckSets {
+  ImageSet train, val;
+  std::string held_out;  // what the held-out episodes are drawn from, for the report
+};
+constexpr size_t kCheckHeldOutShare = 5;  // one class in five
+
+CheckSets check_sets(const Config& cfg, const DataSources& data) {
+  CheckSets sets;
+  if (cfg.has_val_classes) {
+    TrainingSets loaded = load_training_sets(cfg, data);
+    sets.train = std::move(loaded.train);
+    sets.val = std::move(loaded.val);
+    sets.held_out = "the validation classes";
+    return sets;
+  }
+  ImageSet all = load_checked(data.load, cfg.train_data, "training");
+  const size_t classes = class_sizes(all).size();
+  if (classes < 4) {
+    std::tie(sets.train, sets.val) = hold_out(all, cfg.val_fraction, cfg.seed);
+    sets.held_out = "held-out images of the " + std::to_string(classes) +
+                    " training classes (too few classes to hold some out)";
+    return sets;
+  }
+  const size_t held = std::min(std::max(classes / kCheckHeldOutShare, std::min<size_t>(cfg.test.way, classes / 2)),
+                               classes - 2);
+  std::tie(sets.train, sets.val) = split_off_classes(all, held);
+  sets.held_out = std::to_string(held) + " of the " + std::to_string(classes) +
+                  " training classes, held out of the check's training";
+  return sets;
+}
+
 constexpr int kCheckMinEpisodes = 20, kCheckMaxEpisodes = 100, kCheckMinHeldOut = 30, kCheckMaxHeldOut = 100,
               kCheckWay = 20, kHeldOutChunk = 10;
 
 json precision_check_on_data(const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data,
                              mlh::rt::Precision reduced, double request_seconds) {
-  TrainingSets sets;
+  CheckSets sets;
   try {
-    sets = load_training_sets(cfg, data);
+    sets = check_sets(cfg, data);
   } catch (const std::exception& e) {
     return {{"precision", mlh::rt::to_string(reduced)}, {"passed", false},
             {"reason", std::string("the training data could not be loaded for the check: ") + e.what()}};
   }
-  const ImageSet& val_set = sets.val.size() ? sets.val : sets.train;
+  const ImageSet& val_set = sets.val;
   const EpisodeSampler sampler(sets.train), val_sampler(val_set);
   // The training's own episodes, fitted to the data as training fits them (silently: the run
   // says so when it trains), at most kCheckWay-way.
@@ -246,8 +282,8 @@ json precision_check_on_data(const Config& cfg, const mlh::rt::RuntimePlan& plan
   json check = mlh::rt::held_out_precision_check(reduced, fp32.accuracies, low.accuracies, fp32.loss, low.loss,
                                                  fp32.trained);
   check["on"] = std::to_string(fp32.trained) + " training episodes " + shape_name(shape) + ", then " +
-                std::to_string(fp32.accuracies.size()) + " held-out episodes " + shape_name(val_shape) + " of the " +
-                (sets.val.size() ? "validation" : "training") + " set";
+                std::to_string(fp32.accuracies.size()) + " held-out episodes " + shape_name(val_shape) + " of " +
+                sets.held_out;
   return check;
 }
 

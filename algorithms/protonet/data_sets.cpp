@@ -137,6 +137,22 @@ std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uin
   return {subset(set, train), subset(set, val)};
 }
 
+std::pair<ImageSet, ImageSet> split_off_classes(const ImageSet& set, size_t count) {
+  std::vector<int32_t> present;
+  for (const ClassSize& c : class_sizes(set))
+    present.push_back(static_cast<int32_t>(
+        std::find(set.class_names.begin(), set.class_names.end(), c.name) - set.class_names.begin()));
+  // Class k of n goes to the second set where floor((k+1)*count/n) steps up: `count` of them, evenly spread.
+  std::set<int32_t> second;
+  const size_t n = present.size();
+  for (size_t k = 0; k < n; ++k)
+    if ((k + 1) * count / n > k * count / n) second.insert(present[k]);
+  std::vector<int64_t> first_images, second_images;
+  for (size_t i = 0; i < set.size(); ++i)
+    (second.count(set.labels[i]) ? second_images : first_images).push_back(static_cast<int64_t>(i));
+  return {subset(set, first_images), subset(set, second_images)};
+}
+
 double fitted_val_fraction(const std::vector<ClassSize>& classes, const Config& cfg, std::string* why) {
   std::vector<int64_t> sizes;
   for (const ClassSize& c : classes) sizes.push_back(c.images);

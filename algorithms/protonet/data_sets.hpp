@@ -76,6 +76,9 @@ int64_t held_out_count(int64_t images, double fraction);
 // Holds out held_out_count() of each class's images: the training and the validation set, in
 // the set's order.
 std::pair<ImageSet, ImageSet> hold_out(const ImageSet& set, double fraction, uint64_t seed);
+// `set` split by class: `count` of its classes, spread evenly over its class order, make the
+// second set, the rest the first. Both keep every class name, so labels stay valid.
+std::pair<ImageSet, ImageSet> split_off_classes(const ImageSet& set, size_t count);
 
 // The training set and the validation set the config names: the validation classes' own set,
 // else `cfg.val_fraction` of each training class held out; no validation set (empty) with

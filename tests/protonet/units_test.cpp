@@ -10,6 +10,7 @@
 #include <torch/nn/module.h>
 
 #include "config.hpp"
+#include "data_sets.hpp"
 #include "episode_fit.hpp"
 #include "episode_sampler.hpp"
 #include "model.hpp"
@@ -187,6 +188,20 @@ TEST(ProtonetEpisodeFit, TheWayTheQueryAndOnlyThenTheShotAreFittedToTheData) {
               std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("at least 2 classes of at least 2 images"), std::string::npos) << e.what();
   }
+}
+
+// The precision check's held-out classes: evenly spread, disjoint from the rest, every image kept.
+TEST(ProtonetSplit, SplitOffClassesIsClassDisjointAndSpread) {
+  const ImageSet set = protonet::synthetic_set(10, 3);
+  const auto [kept, held] = protonet::split_off_classes(set, 3);
+  std::set<int32_t> kept_labels(kept.labels.begin(), kept.labels.end()),
+      held_labels(held.labels.begin(), held.labels.end());
+  EXPECT_EQ(held_labels, (std::set<int32_t>{3, 6, 9}));
+  EXPECT_EQ(kept_labels.size(), 7u);
+  for (int32_t l : held_labels) EXPECT_EQ(kept_labels.count(l), 0u) << l;
+  EXPECT_EQ(kept.size() + held.size(), set.size());
+  EXPECT_EQ(held.class_names, set.class_names);
+  EXPECT_EQ(held.size(), 9u);
 }
 
 TEST(ProtonetEpisode, AssemblyShapesValuesAndTargets) {
