@@ -30,6 +30,14 @@ json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot
 }  // namespace
 
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
+  if (plan.init_from) {
+    // A --init-from file that does not fit the config's encoder fails before any image is
+    // decoded (a folder of images can take minutes); the generators stay as they were.
+    const mlh::rt::RngState before = mlh::rt::capture_rng_state();
+    Trainer scratch(cfg, loaded_channels(cfg.train_data), plan);
+    mlh::rt::TrainingSession::check_init_weights(plan, *scratch.net, reference_weight_name);
+    mlh::rt::restore_rng_state(before);
+  }
   TrainingSets sets = load_training_sets(cfg, data, [&ctx](const std::string& line) { ctx.info(line); });
   const ImageSet& train_set = sets.train;
   const ImageSet& val_set = sets.val;

@@ -431,6 +431,31 @@ TEST(ProtonetCalibrate, TimesATrainingEpisodeOfTheConfigsShape) {
   EXPECT_NE(timed.value("note", "").find("500-way asked"), std::string::npos) << timed;
 }
 
+// A --init-from file that does not fit the config's encoder is refused before any image is
+// loaded (a folder of images can take minutes to decode), with the tensor named.
+TEST(ProtonetTraining, AnInitFromFileThatDoesNotFitIsRefusedBeforeTheDataLoads) {
+  TempDir dir;
+  const std::string wrong = dir.str() + "/wrong.safetensors";
+  mlh::rt::save_safetensors({{"block0_conv.weight", at::zeros({8, 3, 3, 3})}}, wrong);
+  const json plan = {{"torch_device", "cpu"}, {"precision", "fp32"},
+                     {"init_from", {{"path", wrong}, {"freeze", json::array()}}}};
+  int loads = 0;
+  FakeHost host;
+  std::string error;
+  const mlh_status status = run_in_process(
+      host,
+      [&loads](mlh::RunContext& ctx) {
+        protonet::run_command(ctx, [&loads](const protonet::DatasetSpec& spec) {
+          ++loads;
+          return fake_load(spec);
+        });
+      },
+      {"train", small_config().dump(), dir.str() + "/run", plan.dump(), "{}", false}, &error);
+  EXPECT_EQ(status, MLH_ERR_INVALID_ARGUMENT) << error;
+  EXPECT_NE(error.find("block0_conv.weight"), std::string::npos) << error;
+  EXPECT_EQ(loads, 0) << "the data was loaded before the file was checked";
+}
+
 // The check cannot run without the run's data: it fails, saying why, so the host keeps fp32.
 TEST(ProtonetCalibrate, ThePrecisionCheckFailsWhenTheDataCannotBeLoaded) {
   TempDir dir;

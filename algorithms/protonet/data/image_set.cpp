@@ -69,6 +69,8 @@ std::vector<ClassSize> dataset_class_sizes(const DatasetSpec& spec) {
   return out;
 }
 
+int loaded_channels(const DatasetSpec& spec) { return spec.format == "idx" ? 1 : spec.channels; }
+
 ImageSet load_dataset(const DatasetSpec& spec) {
   check_spec(spec);
   if (spec.format == "idx" && (spec.root.empty() || spec.labels.empty())) return load_idx(spec);  // names the gap

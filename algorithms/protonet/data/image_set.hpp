@@ -52,6 +52,9 @@ struct DatasetSpec {
 
 // Loads (or reads from the cache) the set `spec` describes. Throws DataError.
 ImageSet load_dataset(const DatasetSpec& spec);
+// The channels the images of load_dataset(spec) have, known before loading: IDX files are
+// grayscale whatever spec.channels says; the other formats convert to spec.channels.
+int loaded_channels(const DatasetSpec& spec);
 
 // The class names load_dataset would give, from the file lists alone (no image is decoded).
 // Throws DataError.

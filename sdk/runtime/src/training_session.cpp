@@ -52,6 +52,12 @@ void TrainingSession::init_weights(torch::nn::Module& model, const WeightNameMap
   ctx_.info("--init-from '" + file.path + "' (" + file.format + "): " + report.describe());
 }
 
+void TrainingSession::check_init_weights(const RuntimePlan& plan, torch::nn::Module& scratch,
+                                         const WeightNameMap& rename) {
+  if (!plan.init_from) return;
+  load_weights_into(scratch, read_weights_file(plan.init_from->path), plan.init_from->freeze, rename);
+}
+
 std::optional<LoadedCheckpoint> TrainingSession::resume(TrainingState& state, const RestoreFn& restore) {
   if (!ctx_.resume()) return std::nullopt;
   std::vector<std::string> skipped;

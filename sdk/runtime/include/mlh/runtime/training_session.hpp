@@ -94,6 +94,14 @@ class TrainingSession {
   // `rename` maps another implementation's names to the model's (WeightNameMap).
   void init_weights(torch::nn::Module& model, const WeightNameMap& rename = {});
 
+  // The same check without a session, for an algorithm whose data loads before its model is
+  // built: loads the --init-from file into `scratch` (a model built from the config alone,
+  // thrown away after), so a file that does not fit fails before a long data load, with the
+  // error init_weights would give. Nothing without --init-from. The caller keeps the random
+  // generators' state around building `scratch` (capture_rng_state) where that matters.
+  static void check_init_weights(const RuntimePlan& plan, torch::nn::Module& scratch,
+                                 const WeightNameMap& rename = {});
+
   // Under --resume, loads the newest checkpoint that verifies into `state` (modules and
   // optimizers in place, tensors and values replaced), calls `restore` and logs
   // "resumed <where> (<file>)"; without `restore` (or when it returns ""), "resumed at step
