@@ -23,6 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     mlhfuzz::write_file(labels, cut + 8, static_cast<size_t>(end - cut - 8));
   }
   protonet::DatasetSpec spec;
+  spec.height = spec.width = 28;
+  spec.channels = 1;
   spec.format = "idx";
   spec.root = images;
   spec.labels = labels;

@@ -29,15 +29,29 @@ struct Algorithm {
   json schema, defaults;
   std::function<void(const json&)> parse;  // throws mlh::Error on a bad config
   std::vector<std::string> saved_runs;
+  std::function<json()> blank_struct;     // the table's view of a value-initialized Config
+  std::function<json()> parsed_defaults;  // the table's view of the Config it parses from {}
 };
+
+template <class Config>
+std::function<json()> blank_of(const mlh::ConfigTable<Config>& table) {
+  return [&table] { return table.to_json(Config{}); };
+}
+template <class Config>
+std::function<json()> defaults_of(const mlh::ConfigTable<Config>& table) {
+  return [&table] { return table.to_json(table.parse(json::object())); };
+}
 
 std::vector<Algorithm> algorithms() {
   return {{"protonet", json::parse(protonet::config_schema_json()), json::parse(protonet::config_defaults_json()),
-           [](const json& c) { protonet::parse_config(c); }, {"protonet.run-reduced.json", "protonet.run-omniglot-1shot.json"}},
+           [](const json& c) { protonet::parse_config(c); }, {"protonet.run-reduced.json", "protonet.run-omniglot-1shot.json"},
+           blank_of(protonet::config_table()), defaults_of(protonet::config_table())},
           {"ppo", json::parse(ppo::config_schema_json()), json::parse(ppo::config_defaults_json()),
-           [](const json& c) { ppo::parse_config(c); }, {"ppo.run-puzzle4.json", "ppo.run-cartpole-seed7.json"}},
+           [](const json& c) { ppo::parse_config(c); }, {"ppo.run-puzzle4.json", "ppo.run-cartpole-seed7.json"},
+           blank_of(ppo::config_table()), defaults_of(ppo::config_table())},
           {"trm", json::parse(trm::config_schema_json()), json::parse(trm::config_defaults_json()),
-           [](const json& c) { trm::parse_config(c); }, {"trm.run-sudoku-easy.json", "trm.run-text.json"}}};
+           [](const json& c) { trm::parse_config(c); }, {"trm.run-sudoku-easy.json", "trm.run-text.json"},
+           blank_of(trm::config_table()), defaults_of(trm::config_table())}};
 }
 
 // Every leaf field's dotted path and schema.
@@ -45,6 +59,40 @@ void leaves(const json& schema, const std::string& prefix, std::map<std::string,
   for (const auto& [key, field] : schema["properties"].items()) {
     if (field.value("type", json()) == "object") leaves(field, prefix + key + ".", out);
     else out[prefix + key] = field;
+  }
+}
+
+// Each value-initialized leaf: 0, false, "", [] or null.
+void expect_blank(const json& j, const std::string& where) {
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) expect_blank(value, where + (where.empty() ? "" : ".") + key);
+    return;
+  }
+  const bool blank = j.is_null() || (j.is_boolean() && !j.get<bool>()) || (j.is_number() && j.get<double>() == 0) ||
+                     (j.is_string() && j.get<std::string>().empty()) || (j.is_array() && j.empty());
+  EXPECT_TRUE(blank) << where << " has a default in its struct (" << j.dump()
+                     << "): a field's default is declared in the config table alone";
+}
+
+// The table is the only declaration of a default: the structs carry none (a default written
+// there would be a second one, which parsing always overwrites and nothing would check), and
+// the struct parsed from {} holds exactly the table's defaults.
+TEST(ConfigTables, TheTableIsTheOnlyDefault) {
+  for (const Algorithm& a : algorithms()) {
+    SCOPED_TRACE(a.name);
+    expect_blank(a.blank_struct(), "");
+    // A list field that also takes one string has "" (the empty list) as its default.
+    json defaults = a.defaults;
+    const json parsed = a.parsed_defaults();
+    std::function<void(const json&, json&)> empty_lists = [&](const json& p, json& d) {
+      for (const auto& [key, value] : p.items()) {
+        if (!d.contains(key)) continue;
+        if (value.is_object()) empty_lists(value, d[key]);
+        else if (value == json::array() && d[key] == "") d[key] = json::array();
+      }
+    };
+    empty_lists(parsed, defaults);
+    EXPECT_EQ(parsed, defaults) << "a member's type changes its table default";
   }
 }
 

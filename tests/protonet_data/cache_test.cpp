@@ -16,6 +16,7 @@ struct CacheFixture {
   TempDir d;
   DatasetSpec spec;
   CacheFixture() {
+    spec.channels = 1;
     pdt::write_png(d / "data/a/1.png", 6, 5, 1, pdt::pattern_image(1, 6, 5, 1));
     pdt::write_png(d / "data/a/2.png", 6, 5, 1, pdt::pattern_image(2, 6, 5, 1));
     pdt::write_png(d / "data/b/1.png", 6, 5, 1, pdt::pattern_image(3, 6, 5, 1));
@@ -133,6 +134,8 @@ TEST(Cache, IdxAndGzipThroughTheCache) {
   pdt::write_bytes(d / "i.gz", pdt::idx_images(imgs, 2, 2), true);
   pdt::write_bytes(d / "l.gz", pdt::idx_labels({3, 5}), true);
   DatasetSpec s;
+  s.height = s.width = 28;
+  s.channels = 1;
   s.format = "idx";
   s.root = d / "i.gz";
   s.labels = d / "l.gz";
@@ -148,6 +151,8 @@ TEST(Cache, IdxAndGzipThroughTheCache) {
 
 TEST(Dataset, UnknownFormatListsTheKnownOnes) {
   DatasetSpec s;
+  s.height = s.width = 28;
+  s.channels = 1;
   s.format = "cifar";
   s.root = "/data/cifar";
   EXPECT_DATA_ERROR(load_dataset(s), "/data/cifar", "cifar", "idx", "omniglot", "miniimagenet", "folder");

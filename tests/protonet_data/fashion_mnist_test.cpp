@@ -18,6 +18,8 @@ TEST(FashionMnist, TrainClasses0To4) {
     GTEST_SKIP() << "Fashion-MNIST not installed in " << dir;
   TempDir cache;
   DatasetSpec s;
+  s.height = s.width = 28;
+  s.channels = 1;
   s.format = "idx";
   s.root = images;
   s.labels = labels;

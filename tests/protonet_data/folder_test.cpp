@@ -9,6 +9,8 @@ using namespace protonet;
 namespace {
 DatasetSpec folder_spec(const std::string& root, int h, int w, int c) {
   DatasetSpec s;
+  s.height = s.width = 28;
+  s.channels = 1;
   s.format = "folder";
   s.root = root;
   s.height = h;

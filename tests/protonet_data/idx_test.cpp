@@ -21,6 +21,8 @@ struct IdxFixture {
     pdt::write_bytes(dir / "img", pdt::idx_images(images, 4, 3), gzip);
     pdt::write_bytes(dir / "lab", pdt::idx_labels(labels), gzip);
     DatasetSpec s;
+    s.height = s.width = 28;
+    s.channels = 1;
     s.format = "idx";
     s.root = dir / "img";
     s.labels = dir / "lab";

@@ -7,6 +7,8 @@ using namespace protonet;
 namespace {
 DatasetSpec mini(const std::string& root, const std::string& split) {
   DatasetSpec s;
+  s.height = s.width = 28;
+  s.channels = 1;
   s.format = "miniimagenet";
   s.root = root;
   s.split = split;

@@ -18,6 +18,8 @@ void character(const std::string& base, const std::string& key, int seed, int co
 
 DatasetSpec omni(const std::string& root) {
   DatasetSpec s;
+  s.height = s.width = 28;
+  s.channels = 1;
   s.format = "omniglot";
   s.root = root;
   return s;

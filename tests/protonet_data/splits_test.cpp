@@ -52,6 +52,8 @@ std::set<std::string> characters(const std::string& file) {
 DatasetSpec spec(const std::string& format, const std::string& root, const std::string& split,
                  const std::string& splits) {
   DatasetSpec s;
+  s.height = s.width = 28;
+  s.channels = 1;
   s.format = format;
   s.root = root;
   s.split = split;

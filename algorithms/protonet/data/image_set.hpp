@@ -34,7 +34,8 @@ struct ImageSet {
   const uint8_t* image(size_t i) const { return pixels.data() + i * image_bytes(); }
 };
 
-// Which data to load, from the algorithm's config.
+// Which data to load, from the algorithm's config (its table holds the defaults: a spec made
+// by hand sets the image size and channels).
 struct DatasetSpec {
   std::string format;            // "idx", "omniglot", "miniimagenet" or "folder"
   std::string root;              // the folder (omniglot, miniimagenet, folder) or the IDX images file
@@ -43,10 +44,10 @@ struct DatasetSpec {
   std::string splits;            // omniglot / miniimagenet: where the split lists come from (splits.hpp)
   std::string split_file;        // omniglot: this one split file instead (one "<Alphabet>/<characterNN>/rot000" per line)
   std::vector<int32_t> classes;  // idx: the labels to keep (empty: all)
-  int height = 28, width = 28;   // images are resized to this
-  int channels = 1;              // 1: grayscale, 3: RGB
-  bool invert = false;           // omniglot: white strokes on black, as the reference code does
-  bool rotations = false;        // omniglot: rotations by 90/180/270 as extra classes
+  int height{}, width{};         // images are resized to this
+  int channels{};                // 1: grayscale, 3: RGB
+  bool invert{};                 // omniglot: white strokes on black, as the reference code does
+  bool rotations{};              // omniglot: rotations by 90/180/270 as extra classes
   std::string cache_dir;         // decoded sets are cached here ("": no cache)
 };
 

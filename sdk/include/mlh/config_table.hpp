@@ -91,6 +91,7 @@ inline FieldRule one_of(std::initializer_list<nlohmann::json> values) {
   for (const nlohmann::json& v : values) list.push_back(v);
   return FieldRule().choices(std::move(list));
 }
+[[deprecated("use mlh::any_value().unit(u); see sdk-changelog.md")]]
 inline FieldRule with_unit(std::string u) { return FieldRule().unit(std::move(u)); }
 inline FieldRule speed_neutral() { return FieldRule().speed_neutral(); }
 
@@ -140,9 +141,10 @@ class ConfigTable {
   ConfigTable&& field(const std::string& path, Member member, nlohmann::json default_value, const FieldRule& rule,
                       const std::string& description) && {
     using T = std::decay_t<decltype(member(std::declval<Config&>()))>;
-    Field f{path, schema_of<T>(rule, description), std::move(default_value), true, nullptr};
+    Field f{path, schema_of<T>(rule, description), std::move(default_value), true, nullptr, nullptr};
     const bool one_string = rule.takes_one_string();
     f.read = [member, path, one_string](Config& c, const nlohmann::json& v) { member(c) = convert<T>(v, path, one_string); };
+    f.write = [member](const Config& c) { return to_value(member(c)); };
     add(std::move(f));
     return std::move(*this);
   }
@@ -150,14 +152,14 @@ class ConfigTable {
   // A field the host reads and the algorithm does not (e.g. "preset"): in the schema, with
   // no default and no member.
   ConfigTable&& host_field(const std::string& path, const nlohmann::json& type, const std::string& description) && {
-    add(Field{path, {{"type", type}, {"description", description}}, nullptr, false, nullptr});
+    add(Field{path, {{"type", type}, {"description", description}}, nullptr, false, nullptr, nullptr});
     return std::move(*this);
   }
 
   // A field old configs may still hold, which no longer means anything: accepted with the
   // value `inert` (what every saved config holds), refused otherwise with `instead`.
   ConfigTable&& retired_field(const std::string& path, const nlohmann::json& inert, const std::string& instead) && {
-    Field f{path, {{"description", "retired: " + instead}}, nullptr, false, nullptr};
+    Field f{path, {{"description", "retired: " + instead}}, nullptr, false, nullptr, nullptr};
     f.read = [path, inert, instead](Config&, const nlohmann::json& v) {
       if (v != inert) throw Error(MLH_ERR_INVALID_ARGUMENT, "config field '" + path + "' is retired: " + instead);
     };
@@ -173,6 +175,21 @@ class ConfigTable {
 
   // The struct from `user` (missing fields take the defaults; nested objects merge). Throws
   // mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the first bad field.
+  // The config's fields as JSON, nested as the table declares them: parse(to_json(c)) == c.
+  // Also how a test holds a struct to the table: to_json(Config{}) shows any default a
+  // struct declared beside the table's (there should be none: each member is {}).
+  nlohmann::json to_json(const Config& c) const {
+    nlohmann::json out = nlohmann::json::object();
+    for (const Field& f : fields_) {
+      if (!f.write) continue;
+      nlohmann::json* node = &out;
+      const std::vector<std::string> keys = split(f.path);
+      for (size_t i = 0; i + 1 < keys.size(); ++i) node = &(*node)[keys[i]];
+      (*node)[keys.back()] = f.write(c);
+    }
+    return out;
+  }
+
   Config parse(const nlohmann::json& user) const {
     if (!user.is_object()) throw Error(MLH_ERR_INVALID_ARGUMENT, name_ + " config: expected a JSON object");
     nlohmann::json config = defaults_;
@@ -195,7 +212,14 @@ class ConfigTable {
     nlohmann::json default_value;
     bool has_default;
     std::function<void(Config&, const nlohmann::json&)> read;
+    std::function<nlohmann::json(const Config&)> write;
   };
+
+  template <class T>
+  static nlohmann::json to_value(const T& v) {
+    if constexpr (config_table_detail::is_optional<T>::value) return v ? nlohmann::json(*v) : nlohmann::json();
+    else return nlohmann::json(v);
+  }
 
   template <class T>
   static nlohmann::json schema_of(const FieldRule& rule, const std::string& description) {
