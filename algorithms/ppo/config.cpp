@@ -4,6 +4,8 @@
 #include <mlh/config_table.hpp>
 #include <mlh/plugin.hpp>
 
+#include "env/puzzle.hpp"
+
 namespace ppo {
 
 using nlohmann::json;
@@ -65,11 +67,11 @@ const mlh::ConfigTable<Config>& config_table() {
                  "seeds the environments, the weights and the sampling")
           .field("mask_invalid_moves", MLH_MEMBER(mask_invalid_moves), true, mlh::any_value(),
                  "puzzles: give moves that change nothing probability 0")
-          .field("puzzle.size", MLH_MEMBER(puzzle.size), 4, mlh::between(2, 16).unit("cells per side"),
+          .field("puzzle.size", MLH_MEMBER(puzzle.size), 4, mlh::between(kMinPuzzleSize, kMaxPuzzleSize).unit("cells per side"),
                  "the board's side")
-          .field("puzzle.tiles", MLH_MEMBER(puzzle.tiles), 1, mlh::at_least(1).unit("tiles"),
-                 "tiles that slide (fewer than the cells)")
-          .field("puzzle.blocked_density", MLH_MEMBER(puzzle.blocked_density), 0.15, mlh::between(0, 0.9),
+          .field("puzzle.tiles", MLH_MEMBER(puzzle.tiles), 1, mlh::between(1, kMaxTiles).unit("tiles"),
+                 "tiles that slide (at most half the cells)")
+          .field("puzzle.blocked_density", MLH_MEMBER(puzzle.blocked_density), 0.15, mlh::between(0, kMaxBlockedDensity),
                  "the share of cells that are walls")
           .field("puzzle.multi_color", MLH_MEMBER(puzzle.multi_color), false, mlh::any_value(),
                  "each tile has its own target (else any tile may fill any target)")
@@ -172,7 +174,8 @@ Config parse_config(const json& user) {
                "must divide num_envs x num_steps (" + std::to_string(c.batch_size()) + ")");
   config_check(c.total_timesteps >= c.batch_size(), "total_timesteps",
                "must be at least one iteration, num_envs x num_steps (" + std::to_string(c.batch_size()) + ")");
-  config_check(c.puzzle.tiles < c.puzzle.size * c.puzzle.size, "puzzle.tiles", "must be fewer than the cells");
+  config_check(c.puzzle.tiles <= c.puzzle.size * c.puzzle.size / 2, "puzzle.tiles",
+               "must be at most half the cells (" + std::to_string(c.puzzle.size * c.puzzle.size / 2) + ")");
   config_check(c.puzzle.max_moves >= c.puzzle.min_moves, "puzzle.max_moves", "must be >= puzzle.min_moves");
   return c;
 }

@@ -17,6 +17,16 @@ namespace ppo {
 
 using nlohmann::json;
 
+UpdateOptions update_options(const Config& cfg) {
+  UpdateOptions u;
+  u.loss = {cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv};
+  u.update_epochs = cfg.update_epochs;
+  u.num_minibatches = cfg.num_minibatches;
+  u.max_grad_norm = cfg.max_grad_norm;
+  u.target_kl = cfg.target_kl;
+  return u;
+}
+
 NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, const std::vector<int64_t>& obs_shape,
                          int num_actions) {
   NetworkSpec s;
@@ -91,12 +101,7 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task
   // cost more than they save) and its inference runs in plain float C++.
   autocast_ = spec.kind != "mlp" && plan.precision != mlh::rt::Precision::kFp32;
   use_masks_ = cfg.mask_invalid_moves && cfg.env == "puzzle";
-  UpdateOptions u;
-  u.loss = {cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv};
-  u.update_epochs = cfg.update_epochs;
-  u.num_minibatches = cfg.num_minibatches;
-  u.max_grad_norm = cfg.max_grad_norm;
-  u.target_kl = cfg.target_kl;
+  UpdateOptions u = update_options(cfg);
   u.precision = plan.precision;
   u.autocast = autocast_;
   updater_ = std::make_unique<PpoUpdater>(net_, cfg.lr, u, plan.device, fast_update);

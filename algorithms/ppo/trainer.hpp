@@ -41,6 +41,9 @@ struct Task {
 };
 
 // The network the config asks for on this task (resnet size from the plan's preset when unset).
+// The update's settings from the config (precision and autocast stay fp32 / off: the plan's).
+UpdateOptions update_options(const Config& cfg);
+
 NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, const std::vector<int64_t>& obs_shape,
                          int num_actions);
 

@@ -16,12 +16,16 @@
 #include "fake_graph_recorder.hpp"
 #include "gae.hpp"
 #include "mlp_fast.hpp"
+#include "tasks.hpp"
 #include "ppo_update.hpp"
 #include "trainer.hpp"
 
 namespace {
 
 using nlohmann::json;
+
+// The loss settings of the default config (CleanRL's).
+ppo::LossOptions default_loss() { return ppo::update_options(ppo::parse_config(json::object())).loss; }
 
 TEST(PpoGae, HandComputedTwoEnvs) {
   // [T=3][N=2], gamma 0.9, lambda 0.8.
@@ -74,7 +78,7 @@ ppo::LossTerms example_loss(double ent_coef, bool clip_vloss) {
   const at::Tensor adv = at::tensor({1.0f, -2.0f});
   const at::Tensor returns = at::tensor({2.0f, 1.0f});
   const at::Tensor old_values = at::tensor({0.0f, 0.0f});
-  ppo::LossOptions o;
+  ppo::LossOptions o = default_loss();
   o.clip_coef = 0.2;
   o.norm_adv = false;
   o.ent_coef = ent_coef;
@@ -103,7 +107,7 @@ TEST(PpoLoss, ClippedSurrogateValueAndEntropy) {
 TEST(PpoLoss, ClippingBlocksTheGradient) {
   // Ratio 1.5 with a positive advantage: the clipped term is constant, so no policy gradient.
   at::Tensor logits = at::zeros({1, 2}).requires_grad_();
-  ppo::LossOptions o;
+  ppo::LossOptions o = default_loss();
   o.norm_adv = false;
   o.ent_coef = 0;
   o.vf_coef = 0;
@@ -120,7 +124,7 @@ TEST(PpoLoss, ClippingBlocksTheGradient) {
 }
 
 TEST(PpoLoss, AdvantageNormalisation) {
-  ppo::LossOptions o;
+  ppo::LossOptions o = default_loss();
   o.norm_adv = true;
   o.ent_coef = 0;
   o.vf_coef = 0;
@@ -145,7 +149,7 @@ TEST(PpoMasking, MaskedActionsGetNoProbability) {
   EXPECT_NEAR(p[0][3].item<double>(), 0.0, 1e-12);
   EXPECT_NEAR((p[0][1] + p[0][2]).item<double>(), 1.0, 1e-6);
   // The loss stays finite with masked logits (entropy over the valid actions only).
-  ppo::LossOptions o;
+  ppo::LossOptions o = default_loss();
   const auto t = ppo::ppo_loss(ppo::mask_logits(logits, mask), at::zeros({1}), at::tensor({int64_t{2}}),
                                at::tensor({-1.0f}), at::tensor({1.0f}), at::zeros({1}), at::zeros({1}), o);
   EXPECT_TRUE(std::isfinite(t.loss.item<double>()));
@@ -205,7 +209,7 @@ TEST(PpoUpdate, InferMatchesForwardThroughUpdates) {
   ppo::NetworkSpec spec;
   spec.observation_shape = {4};
   auto net = ppo::make_network(spec);
-  ppo::UpdateOptions o;
+  ppo::UpdateOptions o = ppo::update_options(ppo::parse_config(json::object()));
   o.num_minibatches = 2;
   ppo::PpoUpdater updater(net, 1e-2, o, at::kCPU, use_fast);
   EXPECT_EQ(updater.fast(), use_fast);
@@ -248,7 +252,7 @@ TEST(PpoUpdate, PlainCppMlpStepMatchesAutograd) {
   }
   const at::Tensor adv = at::randn({B}) * 3, returns = at::randn({B}) * 2;
   for (bool clip_vloss : {true, false}) {
-    ppo::LossOptions o;
+    ppo::LossOptions o = default_loss();
     o.clip_vloss = clip_vloss;
     o.ent_coef = 0.05;
     const ppo::FastLoss f = fast->loss_and_grad(obs.data_ptr<float>(), actions.data_ptr<int64_t>(),
@@ -319,6 +323,31 @@ TEST(PpoConfig, ErrorsNameTheField) {
 }
 
 // Levels are puzzles, a share mixes levels in, and each network takes its own environment.
+// Every bound the table declares for the puzzle generator is one the generator accepts, and one
+// step past it the table refuses: a config that passes the host's check never fails when
+// training starts.
+TEST(PpoConfig, ThePuzzleBoundsOfTheTableAreTheGenerators) {
+  const json schema = json::parse(ppo::config_schema_json())["properties"]["puzzle"]["properties"];
+  auto bound = [&](const char* field, const char* key) { return schema[field][key].get<double>(); };
+  const int max_size = static_cast<int>(bound("size", "maximum"));
+  const std::vector<json> edges = {
+      {{"size", bound("size", "minimum")}, {"tiles", 1}, {"blocked_density", 0.0}},
+      {{"size", max_size}, {"tiles", bound("tiles", "maximum")}, {"blocked_density", bound("blocked_density", "maximum")}},
+      {{"size", 4}, {"tiles", 8}, {"min_moves", bound("min_moves", "minimum")}, {"max_moves", 1}}};
+  for (const json& puzzle : edges) {
+    const ppo::Config c = ppo::parse_config({{"env", "puzzle"}, {"puzzle", puzzle}});
+    EXPECT_NO_THROW(ppo::generator_spec(c)) << puzzle.dump();
+  }
+  for (const auto& [field, past] : std::vector<std::pair<std::string, json>>{
+           {"size", max_size + 1}, {"tiles", bound("tiles", "maximum") + 1},
+           {"blocked_density", bound("blocked_density", "maximum") + 0.01}, {"size", bound("size", "minimum") - 1}}) {
+    EXPECT_THROW(ppo::parse_config({{"env", "puzzle"}, {"puzzle", {{field, past}}}}), mlh::Error) << field << past;
+  }
+  // The rule between two fields is the generator's too: at most half the cells hold tiles.
+  EXPECT_NO_THROW(ppo::generator_spec(ppo::parse_config({{"env", "puzzle"}, {"puzzle", {{"size", 3}, {"tiles", 4}}}})));
+  EXPECT_THROW(ppo::parse_config({{"env", "puzzle"}, {"puzzle", {{"size", 3}, {"tiles", 5}}}}), mlh::Error);
+}
+
 TEST(PpoConfig, LevelsNeedPuzzlesAShareNeedsLevelsAndMlpIsCartPolesAlone) {
   EXPECT_NE(config_error({{"puzzle", {{"train_levels", "mine.txt"}}}}).find("'puzzle.train_levels'"),
             std::string::npos);
@@ -356,7 +385,7 @@ TEST(PpoUpdate, MinibatchesThroughTheStepGraphUpdateAsTheEagerStep) {
   auto eager_net = ppo::make_network(spec);
   torch::manual_seed(11);
   auto graphed_net = ppo::make_network(spec);
-  ppo::UpdateOptions o;
+  ppo::UpdateOptions o = ppo::update_options(ppo::parse_config(json::object()));
   o.num_minibatches = 2;
   o.update_epochs = 3;
   ppo::PpoUpdater eager(eager_net, 1e-2, o, at::kCPU, /*use_fast=*/false);

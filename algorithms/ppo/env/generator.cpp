@@ -17,8 +17,9 @@ void validate(const GeneratorSpec& s) {
   if (s.tiles < 1 || s.tiles > kMaxTiles)
     bad("tiles " + std::to_string(s.tiles) + " out of range [1, " + std::to_string(kMaxTiles) + "]");
   if (s.tiles > s.size * s.size / 2) bad("too many tiles for the board");
-  if (!(s.blocked_density >= 0.0 && s.blocked_density <= 0.8))
-    bad("blocked_density " + std::to_string(s.blocked_density) + " out of range [0, 0.8]");
+  if (!(s.blocked_density >= 0.0 && s.blocked_density <= kMaxBlockedDensity))
+    bad("blocked_density " + std::to_string(s.blocked_density) + " out of range [0, " +
+        std::to_string(kMaxBlockedDensity) + "]");
   if (s.min_moves < 1) bad("min_moves must be >= 1");
   if (s.max_moves < s.min_moves) bad("max_moves must be >= min_moves");
   if (s.max_attempts < 1) bad("max_attempts must be >= 1");

@@ -19,7 +19,7 @@ namespace ppo {
 struct GeneratorSpec {
   int size = 5;
   int tiles = 1;
-  double blocked_density = 0.15;  // in [0, 0.8]
+  double blocked_density = 0.15;  // in [0, kMaxBlockedDensity]
   bool multi_color = false;
   int min_moves = 1;
   int max_moves = 8;
@@ -27,7 +27,8 @@ struct GeneratorSpec {
   int64_t max_states = 200'000;     // per attempt's BFS
 };
 
-// Throws std::invalid_argument naming the bad field.
+// Throws std::invalid_argument naming the bad field. PPO's config table declares the same
+// bounds from the same constants (puzzle.hpp), so a config it accepts is one this accepts.
 void validate(const GeneratorSpec& spec);
 // Throws std::runtime_error when max_attempts attempts found nothing.
 Puzzle generate_puzzle(const GeneratorSpec& spec, std::mt19937_64& rng);

@@ -17,6 +17,9 @@ namespace ppo {
 constexpr int kMinPuzzleSize = 2;
 constexpr int kMaxPuzzleSize = 16;  // cells fit in a byte
 constexpr int kMaxTiles = 8;        // a configuration packs into 64 bits (solver)
+// The most walls a generated board may have: denser boards leave too few solvable layouts
+// for the generator to find one within its attempts.
+constexpr double kMaxBlockedDensity = 0.8;
 constexpr int kNumMoves = 4;
 enum Move : int { kUp = 0, kDown = 1, kLeft = 2, kRight = 3 };
 const char* move_name(int move);  // "up", "down", "left", "right"
