@@ -1,13 +1,11 @@
-// ppo's benchmark command (CartPole and puzzle iterations, CartPole's update by each path, the
-// networks' forward passes) and
-// its calibrate command (whole training iterations under the plan's settings).
+// ppo's benchmark command: CartPole and puzzle iterations, CartPole's update by each path, the
+// networks' forward passes (calibrate.cpp times the run's own iterations).
 #include <optional>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <mlh/format.hpp>
 #include <mlh/runtime/benchmark.hpp>
-#include <mlh/runtime/calibration.hpp>
 #include <mlh/runtime/precision.hpp>
 #include <nlohmann/json.hpp>
 
@@ -112,20 +110,6 @@ void benchmark(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::Runt
     }
   }
   ctx.summary(mlh::rt::benchmarks_summary(results).dump());
-}
-
-// calibrate: whole training iterations (collect a rollout, then the PPO update) of the
-// config's task and network, with the plan's settings (mlh/runtime/calibration.hpp). No
-// reduced-precision check: the host keeps PPO in fp32.
-void calibrate(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::RuntimePlan& plan) {
-  const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
-  Config cfg = user_cfg;
-  cfg.total_timesteps = int64_t{1} << 40;  // the LR schedule stays positive
-  Trainer t(cfg, plan, make_task(cfg));
-  const json measured = mlh::rt::time_calibration_step(cfg.env + "_iteration", [&] { t.iterate(); },
-                                                       static_cast<double>(cfg.batch_size()), "env_steps",
-                                                       plan.device, request);
-  ctx.summary(json{{"calibration", measured}}.dump());
 }
 
 }  // namespace ppo

@@ -23,7 +23,7 @@
 // each field (docs/plan.md).
 //
 // The files: train.cpp (train), eval.cpp (eval, play), benchmark.cpp (benchmark, calibrate),
-// describe_run.cpp, trained_policy.cpp (network.json and a trained run's network), and this
+// describe_run.cpp, trained_model.cpp (network.json and a trained run's network), and this
 // file's commands.cpp (the table and the dispatch).
 #pragma once
 

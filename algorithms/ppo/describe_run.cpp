@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "trained_policy.hpp"
+#include "trained_model.hpp"
 
 namespace ppo {
 namespace {

@@ -14,8 +14,9 @@
 
 #include <torch/optim/adam.h>
 
+#include "flat_parameters.hpp"
 #include "networks/networks.hpp"
-#include "ppo_update.hpp"
+#include "ppo_loss.hpp"
 
 namespace ppo {
 

@@ -16,6 +16,15 @@
 
 namespace ppo {
 
+// The loss's settings, with no defaults: they come from the run's config (update_options in
+// trainer.hpp), whose table declares each one once.
+struct LossOptions {
+  double clip_coef{};
+  bool clip_vloss{};
+  double ent_coef{}, vf_coef{};
+  bool norm_adv{};
+};
+
 // A value and its derivative with respect to one input (forward-mode differentiation).
 struct Dual {
   double v = 0, d = 0;

@@ -23,19 +23,14 @@
 #include <mlh/runtime/step_graph.hpp>
 #include <torch/optim/adam.h>
 
+#include "flat_parameters.hpp"
 #include "networks/networks.hpp"
+#include "ppo_loss.hpp"
 
 namespace ppo {
 
 // Logits with invalid actions (mask 0) set to -1e8: probability 0, entropy term 0.
 at::Tensor mask_logits(const at::Tensor& logits, const at::Tensor& masks);
-
-struct LossOptions {
-  double clip_coef = 0.2;
-  bool clip_vloss = true;
-  double ent_coef = 0.01, vf_coef = 0.5;
-  bool norm_adv = true;
-};
 
 struct LossTerms {
   at::Tensor loss, pg_loss, v_loss, entropy;  // loss has the graph; the others are detached
@@ -54,35 +49,16 @@ double annealed_lr(double lr, int64_t iteration, int64_t num_iterations);
 // 1 - Var(y - pred) / Var(y) (NaN when Var(y) is 0).
 double explained_variance(const float* pred, const float* y, int64_t n);
 
-// Moves a module's parameters into one flat buffer (and their gradients into another).
-class FlatParameters {
- public:
-  explicit FlatParameters(torch::nn::Module& module);
-  // Re-points the module's parameters into the buffer after something replaced their
-  // storage (loading a checkpoint), keeping their current values.
-  void rebind();
-  // Bumps every parameter's version counter. Writes through the flat buffer (Adam) bump only
-  // its counter; caches keyed on a parameter's version (the mlp's fast inference keeps
-  // transposed weights) must see that the parameters changed.
-  void mark_changed();
-  at::Tensor& flat() { return flat_; }
-  at::Tensor& grad() { return grad_; }
-  int64_t numel() const { return flat_.numel(); }
-
- private:
-  torch::nn::Module& module_;
-  at::Tensor flat_, grad_;
-};
-
 // The rollout as the update reads it, all [batch, ...] on the training device.
 struct Batch {
   at::Tensor obs, actions, logprobs, advantages, returns, values, masks;  // masks: bool [B, A] or undefined
 };
 
+// The update's settings: like the loss's, from the run's config (update_options in trainer.hpp).
 struct UpdateOptions {
   LossOptions loss;
-  int64_t update_epochs = 4, num_minibatches = 4;
-  double max_grad_norm = 0.5;
+  int64_t update_epochs{}, num_minibatches{};
+  double max_grad_norm{};
   std::optional<double> target_kl;
   mlh::rt::Precision precision = mlh::rt::Precision::kFp32;
   bool autocast = false;  // run the forward pass under the plan's precision

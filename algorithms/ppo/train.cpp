@@ -11,7 +11,7 @@
 #include "commands.hpp"
 #include "evaluate.hpp"
 #include "tasks.hpp"
-#include "trained_policy.hpp"
+#include "trained_model.hpp"
 #include "trainer.hpp"
 
 namespace ppo {

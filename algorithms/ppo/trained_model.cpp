@@ -1,4 +1,4 @@
-#include "trained_policy.hpp"
+#include "trained_model.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -44,7 +44,7 @@ Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt:
   const NetworkSpec spec = read_network_json(trained);
   p.net = make_network(spec);
   p.net->to(plan.device);
-  p.updater = std::make_unique<PpoUpdater>(p.net, cfg.lr, UpdateOptions{}, plan.device);
+  p.updater = std::make_unique<PpoUpdater>(p.net, cfg.lr, update_options(cfg), plan.device);
   mlh::rt::TrainingState s;
   s.add("model", *p.net).add("optimizer", p.updater->optimizer());
   const mlh::rt::LoadedCheckpoint loaded = mlh::rt::load_trained(ctx, s, plan.device, cfg.checkpoint, mlh::rt::Goal::Maximize);

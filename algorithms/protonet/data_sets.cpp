@@ -186,6 +186,15 @@ TrainingSets load_training_sets(const Config& cfg, const DataSources& data, cons
   return sets;
 }
 
+std::vector<Episode> training_episodes(const ImageSet& set, const EpisodeShape& shape, int n, uint64_t seed) {
+  const EpisodeSampler sampler(set);
+  std::mt19937_64 rng(seed);
+  std::vector<Episode> episodes;
+  for (int i = 0; i < n; ++i)
+    episodes.push_back(assemble_episode(set, sampler.sample(shape.way, shape.shot, shape.query, rng)));
+  return episodes;
+}
+
 const ShapeFields& train_shape_fields() {
   static const ShapeFields f{"train_way", "train_shot", "train_query"};
   return f;

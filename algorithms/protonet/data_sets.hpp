@@ -112,6 +112,9 @@ const ShapeFields& test_shape_fields();
 std::vector<EpisodeIndices> sample_episodes(const EpisodeSampler& sampler, const EpisodeShape& shape, int64_t n,
                                             std::mt19937_64& rng);
 
+// `n` training episodes of `shape` drawn from `set`.
+std::vector<Episode> training_episodes(const ImageSet& set, const EpisodeShape& shape, int n, uint64_t seed);
+
 // An episode as the data workers hand it over: page-locked when the plan pins batches for a
 // CUDA device, so that pinning runs in the workers and the copy in the step does not block.
 Episode ready_for(const mlh::rt::RuntimePlan& plan, Episode e);

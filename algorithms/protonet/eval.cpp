@@ -14,6 +14,8 @@
 
 #include "commands.hpp"
 #include "data_sets.hpp"
+#include "evaluate.hpp"
+#include "trained_model.hpp"
 #include "trainer.hpp"
 
 namespace protonet {

@@ -84,18 +84,4 @@ struct Trainer {
   std::optional<mlh::rt::GraphSafeAdam> graph_adam_;
 };
 
-struct EpisodeStats {
-  double loss = 0, accuracy = 0;  // means over the episodes
-  std::vector<double> accuracies;  // each episode's
-};
-
-// Runs `episodes` of `set` in eval mode without gradients, assembled ahead by the plan's data
-// workers; `on_episode` hears the count done after each.
-EpisodeStats evaluate(Trainer& l, const ImageSet& set, const std::vector<EpisodeIndices>& episodes,
-                      const std::function<void(int64_t)>& on_episode = nullptr);
-
-// The run folder's trained weights into `l`: the best checkpoint, or the newest with
-// cfg.checkpoint "latest". None: mlh::Error(MLH_ERR_IO) naming the folder.
-mlh::rt::LoadedCheckpoint load_trained(const mlh::RunContext& ctx, const Config& cfg, Trainer& l);
-
 }  // namespace protonet

@@ -10,9 +10,7 @@
 #include <ATen/Parallel.h>
 #include <mlh/format.hpp>
 #include <mlh/runtime/memory.hpp>
-#include <mlh/runtime/batch_finder.hpp>
 #include <mlh/runtime/benchmark.hpp>
-#include <mlh/runtime/calibration.hpp>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -24,26 +22,6 @@ namespace trm {
 namespace {
 
 using nlohmann::json;
-
-// Random tokens over the model's sequence and vocabulary (Sudoku's by default), puzzle
-// identifiers spread over its table.
-Batch random_batch(int64_t rows, uint64_t seed, int64_t seq_len = 81, int64_t vocab_size = 11,
-                   int64_t puzzle_identifiers = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int32_t> token(1, static_cast<int32_t>(vocab_size - 1)),
-      label(std::min<int32_t>(2, static_cast<int32_t>(vocab_size - 1)), static_cast<int32_t>(vocab_size - 1));
-  std::uniform_int_distribution<int32_t> puzzle(0, static_cast<int32_t>(puzzle_identifiers - 1));
-  Batch b;
-  b.rows = rows;
-  b.seq_len = seq_len;
-  b.valid = rows;
-  for (int64_t i = 0; i < rows * seq_len; ++i) {
-    b.inputs.push_back(token(rng));
-    b.labels.push_back(label(rng));
-  }
-  for (int64_t i = 0; i < rows; ++i) b.puzzle_identifiers.push_back(puzzle(rng));
-  return b;
-}
 
 // FLOP/s of an n x n matmul in `dtype` on `device`: the practical peak MFU is measured against.
 double matmul_peak(c10::Device device, c10::ScalarType dtype, int64_t n) {
@@ -207,88 +185,6 @@ void benchmark_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::
   }
   summary["batch_size"] = batch_size;
   ctx.summary(summary.dump());
-}
-
-// calibrate: a training step of the config's model on Sudoku-shaped batches of at most 32
-// rows (what the CPU benchmarks measure; larger batches only lengthen the measurement), with
-// the plan's threads and precision. The reduced-precision check trains a copy task (each
-// label a function of its input, which a few steps learn) for kCheckSteps steps from the
-// same start in fp32 and in the reduced precision, and compares the mean loss of the last
-// five steps.
-// The batch search of `host --batch-size auto` (batch_finder.hpp): two timed training steps of
-// the run's own model (its data's sequence length, vocabulary and puzzle table; a puzzle run
-// without data.dir builds its dataset in the search's folder first) on random batches of
-// each size tried.
-json batch_search(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
-  ModelConfig model;
-  if (cfg.text()) {
-    model = text_model_config(cfg);
-  } else {
-    const std::string dir = ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
-    model = puzzle_model_config(cfg, DatasetSplit::open(dir + "/train").metadata());
-  }
-  model.gradient_checkpointing = plan.gradient_checkpointing;
-  mlh::rt::BatchSearchOptions options = mlh::rt::BatchSearchOptions::from_plan(ctx.plan_json());
-  options.memory_limit_bytes = mlh::rt::planned_memory_limit(plan);
-  const mlh::rt::BatchSearchResult result = mlh::rt::find_batch_size(
-      [&](int64_t rows) {
-        Trainer t(cfg, plan, model);
-        t.micro_batching().set_backoff(false);  // out of memory: the batch does not fit
-        const Batch batch = random_batch(rows, cfg.seed, model.seq_len, model.vocab_size, model.num_puzzle_identifiers);
-        t.step(batch);
-        const auto start = std::chrono::steady_clock::now();
-        t.step(batch);
-        t.step(batch);
-        return 2.0 * static_cast<double>(rows) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      },
-      plan.device, options);
-  return result.to_json();
-}
-
-void calibrate_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::RuntimePlan& plan) {
-  const auto request = mlh::rt::CalibrationRequest::parse(ctx.plan_json());
-  if (request.batch_search) {
-    ctx.summary(json{{"batch_search", batch_search(ctx, user_cfg, plan)}}.dump());
-    return;
-  }
-  Config cfg = user_cfg;
-  cfg.model.puzzle_emb_ndim = 0;
-  cfg.ema = false;
-  DatasetMetadata sudoku;
-  sudoku.seq_len = 81;
-  sudoku.vocab_size = 11;
-  sudoku.num_puzzle_identifiers = 1;
-  ModelConfig model = puzzle_model_config(cfg, sudoku);
-  model.gradient_checkpointing = plan.gradient_checkpointing;
-  const int64_t rows = std::min<int64_t>(32, cfg.batch_size);
-  const Batch batch = random_batch(rows, cfg.seed);
-  json reply;
-  {
-    Trainer t(cfg, plan, model);
-    reply["calibration"] = mlh::rt::time_calibration_step("train_step", [&] { t.step(batch); },
-                                                          static_cast<double>(rows), "samples", plan.device, request);
-  }
-  if (request.check_precision) {
-    constexpr int64_t kCheckSteps = 15, kCheckRows = 16;
-    Batch copy = random_batch(kCheckRows, cfg.seed + 1);
-    for (size_t i = 0; i < copy.labels.size(); ++i) copy.labels[i] = copy.inputs[i] % 9 + 2;
-    auto loss_after = [&](mlh::rt::Precision precision) {
-      mlh::rt::RuntimePlan p = plan;
-      p.precision = precision;
-      at::manual_seed(static_cast<uint64_t>(cfg.seed));  // the same initial weights in both
-      Trainer t(cfg, p, model);
-      double tail = 0;
-      for (int64_t step = 0; step < kCheckSteps; ++step) {
-        const double loss = t.step(copy).loss;
-        if (step >= kCheckSteps - 5) tail += loss / 5;
-      }
-      return tail;
-    };
-    const double fp32 = loss_after(mlh::rt::Precision::kFp32);
-    const double reduced = loss_after(*request.check_precision);
-    reply["precision_check"] = mlh::rt::precision_check(*request.check_precision, fp32, reduced, 0.05, kCheckSteps);
-  }
-  ctx.summary(reply.dump());
 }
 
 }  // namespace trm

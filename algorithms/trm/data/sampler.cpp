@@ -1,6 +1,7 @@
 #include "sampler.hpp"
 
 #include <algorithm>
+#include <random>
 #include <sstream>
 
 #include <mlh/plugin.hpp>
@@ -202,6 +203,23 @@ bool EvalBatches::next(Batch& b) {
   }
   for (int64_t r = b.valid; r < batch_size_; ++r) index_.append_padding(b);
   return true;
+}
+
+Batch random_batch(int64_t rows, uint64_t seed, int64_t seq_len, int64_t vocab_size, int64_t puzzle_identifiers) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> token(1, static_cast<int32_t>(vocab_size - 1)),
+      label(std::min<int32_t>(2, static_cast<int32_t>(vocab_size - 1)), static_cast<int32_t>(vocab_size - 1));
+  std::uniform_int_distribution<int32_t> puzzle(0, static_cast<int32_t>(puzzle_identifiers - 1));
+  Batch b;
+  b.rows = rows;
+  b.seq_len = seq_len;
+  b.valid = rows;
+  for (int64_t i = 0; i < rows * seq_len; ++i) {
+    b.inputs.push_back(token(rng));
+    b.labels.push_back(label(rng));
+  }
+  for (int64_t i = 0; i < rows; ++i) b.puzzle_identifiers.push_back(puzzle(rng));
+  return b;
 }
 
 }  // namespace trm

@@ -37,6 +37,12 @@ struct Batch {
   std::vector<int64_t> examples, puzzles;
 };
 
+// `rows` rows of random tokens over a sequence and vocabulary (Sudoku's by default), puzzle
+// identifiers spread over a table of `puzzle_identifiers`: benchmarks and calibration time
+// the model, not the data.
+Batch random_batch(int64_t rows, uint64_t seed, int64_t seq_len = 81, int64_t vocab_size = 11,
+                   int64_t puzzle_identifiers = 1);
+
 // Examples, puzzles and groups of all sets in one index space, with the per-example reads
 // the two batchers share.
 class SplitIndex {
