@@ -46,7 +46,9 @@ def use(name, program=None):
     exits 77 (skipped), saying why, where it is absent."""
     path = find(name)
     if path is None:
-        print(f"{program or os.path.basename(sys.argv[0])}: SKIPPED: {why_absent(name)}", flush=True)
+        script = os.path.basename(sys.argv[0])
+        program = program or (script if script not in ("", "-c") else "python -c")  # "-c": a snippet
+        print(f"{program}: SKIPPED: {why_absent(name)}", flush=True)
         sys.exit(77)
     sys.path.insert(0, path)
     return path
