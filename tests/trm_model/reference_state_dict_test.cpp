@@ -1,9 +1,11 @@
-// Warm starts from the TRM reference: its model (bench/reference/trm/models, vendored) is built
+// Warm starts from the TRM reference: its model (models/ of the unmodified reference, read from
+// $MLH_REFERENCE_DIR/trm, default ../shared/reference beside the checkout) is built
 // and saved by PyTorch 2.x in the repo's .venv/ exactly as its pretrain.py saves checkpoints
 // (torch.save of the compiled loss head's state_dict: names under "_orig_mod.model.", a file
 // named step_<N>); our Trm loads that file through --init-from's reader and must give the
 // reference's logits and halting logits on the same batch, for the attention and the MLP variant.
-// Skips, saying why, without .venv/ or without torch, pydantic and einops in it.
+// Skips, saying why, without the reference (python/reference_trm.py exits 77 naming the folder
+// it looked at), without .venv/ or without torch, pydantic and einops in it.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>

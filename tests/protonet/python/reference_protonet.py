@@ -1,6 +1,6 @@
-"""Pickles the ProtoNet reference's model (bench/reference/protonet, vendored from
-jakesnell/prototypical-networks) as its train.py saves best_model.pt: torch.save of the whole
-Protonet module, its classes named by their Python path. Also saves an input batch and the
+"""Pickles the ProtoNet reference's model (jakesnell/prototypical-networks, unmodified, from
+$MLH_REFERENCE_DIR/protonet: see bench/mlh_references.py; exit 77 without it) as its
+train.py saves best_model.pt: torch.save of the whole Protonet module, its classes named by their Python path. Also saves an input batch and the
 reference encoder's embeddings of it, in eval mode, with batch-norm statistics that are not
 the initial ones. The C++ test (ProtonetReference.*) reads both without Python.
 
@@ -14,7 +14,10 @@ import sys
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench", "reference", "protonet"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
+import mlh_references  # noqa: E402
+
+mlh_references.use("protonet", "reference_protonet.py")  # exit 77 without it
 from protonets.models import get_model  # noqa: E402
 
 torch.manual_seed(3)

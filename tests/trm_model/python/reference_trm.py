@@ -1,4 +1,5 @@
-"""Builds the TRM reference's model (bench/reference/trm/models, vendored) with PyTorch,
+"""Builds the TRM reference's model (its models/, unmodified, from $MLH_REFERENCE_DIR/trm: see
+bench/mlh_references.py) with PyTorch,
 saves its weights as the reference's pretrain.py does (torch.save of the compiled ACT loss
 head's state_dict, so every name carries "_orig_mod.model.", in a file named step_<N>), runs one
 evaluation ACT step on a random batch and saves the batch and the outputs for the C++ side:
@@ -9,10 +10,16 @@ writes, per variant (OUT_DIR/attention, OUT_DIR/mlp_t):
     step_0         the state dict, as the reference writes its checkpoints
     expected.pt    inputs, labels, puzzle_identifiers, logits, q_halt_logits (torch.save)
     config.json    the same model's config in mlhost's names (trm::ModelConfig)
-Exit 77 when torch, pydantic or einops is missing (the test skips)."""
+Exit 77 when the reference, torch, pydantic or einops is missing (the test skips, saying why)."""
 import json
 import os
 import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
+import mlh_references  # noqa: E402
+
+mlh_references.use("trm", "reference_trm.py")  # exit 77 without it
 
 try:
     import torch
@@ -22,8 +29,6 @@ except ImportError as e:
     print(f"the TRM reference needs torch, pydantic and einops: {e}", file=sys.stderr)
     sys.exit(77)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench", "reference", "trm"))
 from models.losses import ACTLossHead  # noqa: E402
 from models.recursive_reasoning.trm import TinyRecursiveReasoningModel_ACTV1  # noqa: E402
 
