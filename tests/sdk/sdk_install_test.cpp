@@ -69,19 +69,25 @@ const json* find_device(const json& probe, const std::string& id) {
   return nullptr;
 }
 
+// Configures the CMake project in `source` against the installed prefix into `build` with
+// `build_type` ("": none given), then builds it; the output of the failing step or the build's.
+Result build_project(const fs::path& source, const fs::path& build, const std::string& build_type) {
+  // The prefix alone: the installed package finds the LibTorch the SDK was built with.
+  const std::string prefix_path = kPrefix.string();
+  Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote(source.string()) + " -B " + quote(build.string()) +
+                " -G " + quote(MLH_SDK_TEST_GENERATOR) +
+                (build_type.empty() ? "" : " -DCMAKE_BUILD_TYPE=" + build_type) +
+                " -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) + " -DCMAKE_PREFIX_PATH=" + quote(prefix_path));
+  if (r.exit_code == 0) r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --build " + quote(build.string()));
+  return r;
+}
+
 // Configures and builds an example from the installed prefix into example-<name><suffix>
 // with `build_type` ("": none given); returns its build folder.
 fs::path build_example(const std::string& name, std::string& failure, const std::string& build_type = "Release",
                        const std::string& suffix = "") {
   const fs::path build = kWork / ("example-" + name + suffix);
-  // The prefix alone: the installed package finds the LibTorch the SDK was built with.
-  const std::string prefix_path = kPrefix.string();
-  Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote((kPrefix / "share/mlhost/examples" / name).string()) +
-                " -B " + quote(build.string()) + " -G " + quote(MLH_SDK_TEST_GENERATOR) +
-                (build_type.empty() ? "" : " -DCMAKE_BUILD_TYPE=" + build_type) +
-                " -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) +
-                " -DCMAKE_PREFIX_PATH=" + quote(prefix_path));
-  if (r.exit_code == 0) r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --build " + quote(build.string()));
+  const Result r = build_project(kPrefix / "share/mlhost/examples" / name, build, build_type);
   if (r.exit_code != 0) failure += "building example " + name + " failed:\n" + r.output + "\n";
   return build;
 }
@@ -220,6 +226,38 @@ TEST_F(InstalledSdk, ExampleDeviceIsProbedWithItsCoreSet) {
   ASSERT_NE(d, nullptr) << bad.output;
   EXPECT_EQ((*d)["available"], false);
   EXPECT_NE(d->dump().find("MLH_CPUSET: 'x-1'"), std::string::npos) << d->dump(2);
+}
+
+// A device plugin written against the SDK of ABI 1.1 (tests/sdk/fixtures/device-plugin-sdk-abi-1.1:
+// the cpuset example of then, whose prepare() calls mlh::worker_cpu_environment from
+// mlh/worker_env.hpp as that guide said) still builds against today's prefix, with
+// deprecation warnings that say what to use instead, and the host loads and probes it. The
+// fixture's old_sdk_calls uses the rest of the headers that SDK dropped and checks what the
+// shims now do (docs/sdk-changelog.md).
+TEST_F(InstalledSdk, ADevicePluginWrittenAgainstTheAbi11SdkStillBuildsAndLoads) {
+  const fs::path build = kWork / "device-plugin-sdk-abi-1.1";
+  const Result built = build_project(MLH_SDK_TEST_ABI_1_1_DEVICE_PLUGIN, build, "Release");
+  ASSERT_EQ(built.exit_code, 0) << "a plugin of the ABI 1.1 SDK no longer builds:\n" << built.output;
+  // Each removed declaration's message names what to use instead (GCC and Clang print it).
+  for (const char* replacement : {"mlh::worker_cpu_environment is a no-op",
+                                  "return only your device's own variables from mlh::DevicePlugin::prepare() instead",
+                                  "use mlh::PlanReader::positive_integer(\"threads.intra_op\")",
+                                  "mlh::thread_environment is a no-op", "mlh::allocator_environment is a no-op",
+                                  "mlh::worker_cpu_variable_names:", "mlh::is_worker_cpu_variable:"})
+    EXPECT_NE(built.output.find(replacement), std::string::npos)
+        << "no deprecation warning saying: " << replacement << "\n" << built.output;
+
+  const Result calls = sh(quote((build / "old_sdk_calls").string()));
+  EXPECT_EQ(calls.exit_code, 0) << calls.output;
+
+  const Result probe = sh(host() + " --plugin-dir " + quote((build / "plugins").string()) + " --probe --json",
+                          "MLH_CPUSET=0 ");
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  const json probe_json = parse_json(probe.output);
+  const json* d = find_device(probe_json, "cpuset:0");
+  ASSERT_NE(d, nullptr) << probe.output;
+  EXPECT_EQ((*d)["available"], true) << d->dump(2);
+  EXPECT_EQ((*d)["compute_units"], 1) << d->dump(2);
 }
 
 // What the worker of a run reports (summary.json) agrees with what its plan says, for each
