@@ -137,7 +137,8 @@ TEST_F(InstalledSdk, PrefixHoldsHostPluginsShareAndSdk) {
                         "share/mlhost/examples/mlp-fit/mlp_fit.cpp", "share/mlhost/examples/mlp-fit/CMakeLists.txt",
                         "share/mlhost/examples/c-device/c_device.c",
                         "share/doc/mlhost/README.md", "share/doc/mlhost/docs/plugin-guide.md",
-                        "share/doc/mlhost/docs/plan.md"})
+                        "share/doc/mlhost/docs/plan.md", "share/doc/mlhost/docs/sdk-changelog.md",
+                        "include/mlh/worker_env.hpp", "include/mlh/thread_env.hpp", "include/mlh/allocator_env.hpp"})
     EXPECT_TRUE(fs::exists(kPrefix / f)) << f;
   EXPECT_FALSE(fs::exists(kPrefix / "lib/mlhost/plugins/crash.plugin.json")) << "test plugins must not be installed";
 }
@@ -235,6 +236,14 @@ TEST_F(InstalledSdk, ExampleDeviceIsProbedWithItsCoreSet) {
 // fixture's old_sdk_calls uses the rest of the headers that SDK dropped and checks what the
 // shims now do (docs/sdk-changelog.md).
 TEST_F(InstalledSdk, ADevicePluginWrittenAgainstTheAbi11SdkStillBuildsAndLoads) {
+  // The installed guide sends the author of such a plugin to the SDK's changelog beside it.
+  std::ifstream guide_file(kPrefix / "share/doc/mlhost/docs/plugin-guide.md");
+  const std::string guide((std::istreambuf_iterator<char>(guide_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(guide.find("(sdk-changelog.md)"), std::string::npos) << "the installed plugin guide";
+  std::ifstream changelog_file(kPrefix / "share/doc/mlhost/docs/sdk-changelog.md");
+  const std::string changelog((std::istreambuf_iterator<char>(changelog_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(changelog.find("mlh::worker_cpu_environment"), std::string::npos) << "the installed SDK changelog";
+
   const fs::path build = kWork / "device-plugin-sdk-abi-1.1";
   const Result built = build_project(MLH_SDK_TEST_ABI_1_1_DEVICE_PLUGIN, build, "Release");
   ASSERT_EQ(built.exit_code, 0) << "a plugin of the ABI 1.1 SDK no longer builds:\n" << built.output;

@@ -1,5 +1,6 @@
 // DEPRECATED: kept so that device plugins written against the SDK of ABI 1.1 (commit 92d6261)
-// still compile. Removed no earlier than the SDK's next major version (docs/sdk-changelog.md).
+// still compile. Removed no earlier than the SDK's next major version: docs/sdk-changelog.md
+// (installed as <prefix>/share/doc/mlhost/docs/sdk-changelog.md) says what to use instead.
 //
 // The host now chooses the worker's memory allocator and sets its variables (LD_PRELOAD and
 // MALLOC_CONF, or GLIBC_TUNABLES) from the plan for every device (docs/plan.md, "allocator"

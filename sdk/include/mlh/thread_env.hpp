@@ -1,5 +1,6 @@
 // DEPRECATED: kept so that device plugins written against the SDK of ABI 1.1 (commit 92d6261)
-// still compile. Removed no earlier than the SDK's next major version (docs/sdk-changelog.md).
+// still compile. Removed no earlier than the SDK's next major version: docs/sdk-changelog.md
+// (installed as <prefix>/share/doc/mlhost/docs/sdk-changelog.md) says what to use instead.
 //
 // The host now sets the worker's thread variables (OMP_NUM_THREADS, MKL_NUM_THREADS,
 // OPENBLAS_NUM_THREADS, MLH_INTEROP_THREADS, OMP_PROC_BIND, OMP_WAIT_POLICY) from the plan for

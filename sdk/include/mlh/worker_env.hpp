@@ -1,5 +1,6 @@
 // DEPRECATED: kept so that device plugins written against the SDK of ABI 1.1 (commit 92d6261)
-// still compile. Removed no earlier than the SDK's next major version (docs/sdk-changelog.md).
+// still compile. Removed no earlier than the SDK's next major version: docs/sdk-changelog.md
+// (installed as <prefix>/share/doc/mlhost/docs/sdk-changelog.md) says what to use instead.
 //
 // What it did: a device plugin's prepare() returned the worker's CPU side (OpenMP, MKL and
 // OpenBLAS thread counts, OpenMP binding and wait policy, the memory allocator's LD_PRELOAD,
