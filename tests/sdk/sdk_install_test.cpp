@@ -229,6 +229,30 @@ TEST_F(InstalledSdk, ExampleDeviceIsProbedWithItsCoreSet) {
   EXPECT_NE(d->dump().find("MLH_CPUSET: 'x-1'"), std::string::npos) << d->dump(2);
 }
 
+// What the worker of a run reports (summary.json) agrees with what its plan says, for each
+// value the worker can see: threads, allocator, the OpenMP settings and the CPU memory cap.
+void expect_worker_followed_plan(const json& plan, const json& summary) {
+  const json& applied = summary["result"]["plan_applied"];
+  EXPECT_EQ(applied["threads"]["intra_op"], plan["threads"]["intra_op"]) << applied.dump(2);
+  const std::string planned_allocator = plan["allocator"]["name"];
+  const std::string running_allocator = summary["worker"]["allocator"];
+  EXPECT_EQ(running_allocator.substr(0, running_allocator.find(' ')),
+            planned_allocator == "glibc-tuned" ? "glibc" : planned_allocator)
+      << summary["worker"].dump(2);
+  const json& env = plan["environment"];
+  for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    EXPECT_EQ(env.value(var, ""), std::to_string(plan["threads"]["intra_op"].get<int>())) << var << env.dump(2);
+  for (const char* field : {"omp_proc_bind", "omp_wait_policy"}) {
+    if (plan.contains(field) && !plan[field].is_null()) {
+      EXPECT_EQ(applied[field], plan[field]) << field;
+    }
+  }
+  if (plan.contains("memory_limit_bytes") && plan["memory_limit_bytes"].is_number()) {
+    EXPECT_FALSE(plan["no_effect"].contains("memory_limit_bytes")) << plan.dump(2);
+    EXPECT_EQ(applied["memory_limit_bytes"]["cpu_tensor_cap"], plan["memory_limit_bytes"]) << applied.dump(2);
+  }
+}
+
 // A device plugin written against the SDK of ABI 1.1 (tests/sdk/fixtures/device-plugin-sdk-abi-1.1:
 // the cpuset example of then, whose prepare() calls mlh::worker_cpu_environment from
 // mlh/worker_env.hpp as that guide said) still builds against today's prefix, with
@@ -267,30 +291,18 @@ TEST_F(InstalledSdk, ADevicePluginWrittenAgainstTheAbi11SdkStillBuildsAndLoads) 
   ASSERT_NE(d, nullptr) << probe.output;
   EXPECT_EQ((*d)["available"], true) << d->dump(2);
   EXPECT_EQ((*d)["compute_units"], 1) << d->dump(2);
-}
 
-// What the worker of a run reports (summary.json) agrees with what its plan says, for each
-// value the worker can see: threads, allocator, the OpenMP settings and the CPU memory cap.
-void expect_worker_followed_plan(const json& plan, const json& summary) {
-  const json& applied = summary["result"]["plan_applied"];
-  EXPECT_EQ(applied["threads"]["intra_op"], plan["threads"]["intra_op"]) << applied.dump(2);
-  const std::string planned_allocator = plan["allocator"]["name"];
-  const std::string running_allocator = summary["worker"]["allocator"];
-  EXPECT_EQ(running_allocator.substr(0, running_allocator.find(' ')),
-            planned_allocator == "glibc-tuned" ? "glibc" : planned_allocator)
-      << summary["worker"].dump(2);
-  const json& env = plan["environment"];
-  for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
-    EXPECT_EQ(env.value(var, ""), std::to_string(plan["threads"]["intra_op"].get<int>())) << var << env.dump(2);
-  for (const char* field : {"omp_proc_bind", "omp_wait_policy"}) {
-    if (plan.contains(field) && !plan[field].is_null()) {
-      EXPECT_EQ(applied[field], plan[field]) << field;
-    }
-  }
-  if (plan.contains("memory_limit_bytes") && plan["memory_limit_bytes"].is_number()) {
-    EXPECT_FALSE(plan["no_effect"].contains("memory_limit_bytes")) << plan.dump(2);
-    EXPECT_EQ(applied["memory_limit_bytes"]["cpu_tensor_cap"], plan["memory_limit_bytes"]) << applied.dump(2);
-  }
+  // A short run on it: the host sets the CPU side (the shim gives it nothing to warn about),
+  // the plugin its own variables, and the worker follows the plan.
+  const fs::path run = kWork / "abi-1.1-device-run";
+  const Result train = sh(host() + " --plugin-dir " + quote((build / "plugins").string()) +
+                              " --algorithm ppo --device cpuset:0 --max-steps 2 --run-dir " + quote(run.string()),
+                          "MLH_CPUSET=0 ");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_EQ(train.output.find("not used"), std::string::npos) << train.output;
+  const json plan = read_json(run / "plan.json");
+  EXPECT_EQ(plan["environment"].value("GOMP_CPU_AFFINITY", ""), "0") << plan.dump(2);
+  expect_worker_followed_plan(plan, read_json(run / "summary.json"));
 }
 
 // The example device (built out of tree against the installed prefix) and the example
