@@ -27,7 +27,9 @@ inline std::vector<EnvVar> worker_cpu_environment(const PlanReader& plan, std::o
   return env;
 }
 
-// Every variable worker_cpu_environment() may set.
+// Every variable worker_cpu_environment() may set. The SDK's deprecated
+// sdk/include/mlh/worker_env.hpp repeats this list for plugins written against the ABI 1.1
+// SDK (detail::host_owned_worker_variables): change both together.
 inline const std::vector<std::string>& worker_cpu_variable_names() {
   static const std::vector<std::string> names = {
       "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MLH_INTEROP_THREADS", "OMP_PROC_BIND",

@@ -69,19 +69,25 @@ const json* find_device(const json& probe, const std::string& id) {
   return nullptr;
 }
 
+// Configures the CMake project in `source` against the installed prefix into `build` with
+// `build_type` ("": none given), then builds it; the output of the failing step or the build's.
+Result build_project(const fs::path& source, const fs::path& build, const std::string& build_type) {
+  // The prefix alone: the installed package finds the LibTorch the SDK was built with.
+  const std::string prefix_path = kPrefix.string();
+  Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote(source.string()) + " -B " + quote(build.string()) +
+                " -G " + quote(MLH_SDK_TEST_GENERATOR) +
+                (build_type.empty() ? "" : " -DCMAKE_BUILD_TYPE=" + build_type) +
+                " -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) + " -DCMAKE_PREFIX_PATH=" + quote(prefix_path));
+  if (r.exit_code == 0) r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --build " + quote(build.string()));
+  return r;
+}
+
 // Configures and builds an example from the installed prefix into example-<name><suffix>
 // with `build_type` ("": none given); returns its build folder.
 fs::path build_example(const std::string& name, std::string& failure, const std::string& build_type = "Release",
                        const std::string& suffix = "") {
   const fs::path build = kWork / ("example-" + name + suffix);
-  // The prefix alone: the installed package finds the LibTorch the SDK was built with.
-  const std::string prefix_path = kPrefix.string();
-  Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote((kPrefix / "share/mlhost/examples" / name).string()) +
-                " -B " + quote(build.string()) + " -G " + quote(MLH_SDK_TEST_GENERATOR) +
-                (build_type.empty() ? "" : " -DCMAKE_BUILD_TYPE=" + build_type) +
-                " -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) +
-                " -DCMAKE_PREFIX_PATH=" + quote(prefix_path));
-  if (r.exit_code == 0) r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --build " + quote(build.string()));
+  const Result r = build_project(kPrefix / "share/mlhost/examples" / name, build, build_type);
   if (r.exit_code != 0) failure += "building example " + name + " failed:\n" + r.output + "\n";
   return build;
 }
@@ -131,7 +137,8 @@ TEST_F(InstalledSdk, PrefixHoldsHostPluginsShareAndSdk) {
                         "share/mlhost/examples/mlp-fit/mlp_fit.cpp", "share/mlhost/examples/mlp-fit/CMakeLists.txt",
                         "share/mlhost/examples/c-device/c_device.c",
                         "share/doc/mlhost/README.md", "share/doc/mlhost/docs/plugin-guide.md",
-                        "share/doc/mlhost/docs/plan.md"})
+                        "share/doc/mlhost/docs/plan.md", "share/doc/mlhost/docs/sdk-changelog.md",
+                        "include/mlh/worker_env.hpp", "include/mlh/thread_env.hpp", "include/mlh/allocator_env.hpp"})
     EXPECT_TRUE(fs::exists(kPrefix / f)) << f;
   EXPECT_FALSE(fs::exists(kPrefix / "lib/mlhost/plugins/crash.plugin.json")) << "test plugins must not be installed";
 }
@@ -244,6 +251,58 @@ void expect_worker_followed_plan(const json& plan, const json& summary) {
     EXPECT_FALSE(plan["no_effect"].contains("memory_limit_bytes")) << plan.dump(2);
     EXPECT_EQ(applied["memory_limit_bytes"]["cpu_tensor_cap"], plan["memory_limit_bytes"]) << applied.dump(2);
   }
+}
+
+// A device plugin written against the SDK of ABI 1.1 (tests/sdk/fixtures/device-plugin-sdk-abi-1.1:
+// the cpuset example of then, whose prepare() calls mlh::worker_cpu_environment from
+// mlh/worker_env.hpp as that guide said) still builds against today's prefix, with
+// deprecation warnings that say what to use instead, and the host loads and probes it. The
+// fixture's old_sdk_calls uses the rest of the headers that SDK dropped and checks what the
+// shims now do (docs/sdk-changelog.md).
+TEST_F(InstalledSdk, ADevicePluginWrittenAgainstTheAbi11SdkStillBuildsAndLoads) {
+  // The installed guide sends the author of such a plugin to the SDK's changelog beside it.
+  std::ifstream guide_file(kPrefix / "share/doc/mlhost/docs/plugin-guide.md");
+  const std::string guide((std::istreambuf_iterator<char>(guide_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(guide.find("(sdk-changelog.md)"), std::string::npos) << "the installed plugin guide";
+  std::ifstream changelog_file(kPrefix / "share/doc/mlhost/docs/sdk-changelog.md");
+  const std::string changelog((std::istreambuf_iterator<char>(changelog_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(changelog.find("mlh::worker_cpu_environment"), std::string::npos) << "the installed SDK changelog";
+
+  const fs::path build = kWork / "device-plugin-sdk-abi-1.1";
+  const Result built = build_project(MLH_SDK_TEST_ABI_1_1_DEVICE_PLUGIN, build, "Release");
+  ASSERT_EQ(built.exit_code, 0) << "a plugin of the ABI 1.1 SDK no longer builds:\n" << built.output;
+  // Each removed declaration's message names what to use instead (GCC and Clang print it).
+  for (const char* replacement : {"mlh::worker_cpu_environment is a no-op",
+                                  "return only your device's own variables from mlh::DevicePlugin::prepare() instead",
+                                  "use mlh::PlanReader::positive_integer(\"threads.intra_op\")",
+                                  "mlh::thread_environment is a no-op", "mlh::allocator_environment is a no-op",
+                                  "mlh::worker_cpu_variable_names:", "mlh::is_worker_cpu_variable:"})
+    EXPECT_NE(built.output.find(replacement), std::string::npos)
+        << "no deprecation warning saying: " << replacement << "\n" << built.output;
+
+  const Result calls = sh(quote((build / "old_sdk_calls").string()));
+  EXPECT_EQ(calls.exit_code, 0) << calls.output;
+
+  const Result probe = sh(host() + " --plugin-dir " + quote((build / "plugins").string()) + " --probe --json",
+                          "MLH_CPUSET=0 ");
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  const json probe_json = parse_json(probe.output);
+  const json* d = find_device(probe_json, "cpuset:0");
+  ASSERT_NE(d, nullptr) << probe.output;
+  EXPECT_EQ((*d)["available"], true) << d->dump(2);
+  EXPECT_EQ((*d)["compute_units"], 1) << d->dump(2);
+
+  // A short run on it: the host sets the CPU side (the shim gives it nothing to warn about),
+  // the plugin its own variables, and the worker follows the plan.
+  const fs::path run = kWork / "abi-1.1-device-run";
+  const Result train = sh(host() + " --plugin-dir " + quote((build / "plugins").string()) +
+                              " --algorithm ppo --device cpuset:0 --max-steps 2 --run-dir " + quote(run.string()),
+                          "MLH_CPUSET=0 ");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_EQ(train.output.find("not used"), std::string::npos) << train.output;
+  const json plan = read_json(run / "plan.json");
+  EXPECT_EQ(plan["environment"].value("GOMP_CPU_AFFINITY", ""), "0") << plan.dump(2);
+  expect_worker_followed_plan(plan, read_json(run / "summary.json"));
 }
 
 // The example device (built out of tree against the installed prefix) and the example
