@@ -178,13 +178,16 @@ Config parse_config(const json& user) {
                                                " (idx: data.train_classes, data.val_classes, data.test_classes)");
   const bool split_format = train.format == "omniglot" || train.format == "miniimagenet";
   train.split = split_format ? (c.trainval ? "trainval" : "train") : "";
+  // Derived, not fields: every run validates but a retraining on train + val (data.trainval);
+  // a validation set of its own classes is found below.
+  c.validate = !c.trainval;
+  c.has_val_classes = false;
 
   // The validation and test sets read the data as training does; rotations are training's.
   c.val_data = train;
   c.val_data.rotations = false;
   if (c.trainval) {
     // Retraining: the validation classes join the training ones, and nothing is held out.
-    c.validate = false;
     if (!split_format && !c.val_classes.empty() && !train.classes.empty())
       train.classes.insert(train.classes.end(), c.val_classes.begin(), c.val_classes.end());
   } else if (split_format) {

@@ -30,12 +30,12 @@ struct Config {
   // Data (see the fields' descriptions for how the validation and test sets are chosen).
   DatasetSpec train_data;
   std::vector<int32_t> val_classes;  // data.val_classes as given
-  bool has_val_classes{};  // idx/folder: val from these classes of the training file
+  bool has_val_classes{};  // derived: idx/folder: val from these classes of the training file
   DatasetSpec val_data;              // omniglot/miniimagenet: split "val"; idx with val_classes
   double val_fraction{};  // otherwise: this share of each training class, held out
   DatasetSpec test_data;
   bool trainval{};  // train on train + val classes; no validation (validate false)
-  bool validate{};  // validate each epoch and stop early; false with trainval
+  bool validate{};  // derived: validate each epoch and stop early; false with trainval
   bool allow_class_overlap{};  // the test or validation classes may include training ones
 
   EpisodeShape train;

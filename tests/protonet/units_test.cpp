@@ -63,6 +63,8 @@ TEST(ProtonetConfig, DefaultsSchemaAndPresetsParse) {
   EXPECT_EQ(c.train_data.classes, (std::vector<int32_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(c.test_data.classes, (std::vector<int32_t>{5, 6, 7, 8, 9}));
   EXPECT_FALSE(c.has_val_classes);
+  EXPECT_TRUE(c.validate) << "every run validates but a retraining on train + val";
+  EXPECT_FALSE(protonet::parse_config({{"data", {{"trainval", true}}}}).validate);
   EXPECT_EQ(c.train.way, 5);  // the default data's 5 training classes
   EXPECT_EQ(c.train.query, 5);
   EXPECT_EQ(c.test.way, 5);
