@@ -18,7 +18,7 @@ WorkerEnvironment worker_environment(const json& plan, const Device& device, con
   }
   for (const auto& [name, value] : device_variables.items()) {
     const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-    if (mlh::is_worker_cpu_variable(name)) {
+    if (mlh::is_host_owned_variable(name)) {
       // The CPU side is the plan's, on every device: a plugin written before the host set it
       // may still return the same variables, which only matters where they differ.
       const auto ours = env.variables.find(name);

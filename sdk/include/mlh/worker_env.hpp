@@ -19,6 +19,7 @@
 
 // As the old header did: a plugin may have used their functions through this include alone.
 #include "allocator_env.hpp"
+#include "host_owned_env.hpp"
 #include "plan_reader.hpp"
 #include "plugin.hpp"
 #include "thread_env.hpp"
@@ -36,32 +37,21 @@ inline std::vector<EnvVar> worker_cpu_environment(const PlanReader& /*plan*/,
   return {};
 }
 
-namespace detail {
-// The variables the host owns in every worker's environment. host/plan/worker_env.hpp keeps
-// the list the host uses (not installed): change both together.
-inline const std::vector<std::string>& host_owned_worker_variables() {
-  static const std::vector<std::string> names = {
-      "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MLH_INTEROP_THREADS", "OMP_PROC_BIND",
-      "OMP_WAIT_POLICY", "LD_PRELOAD",      "MALLOC_CONF",          "GLIBC_TUNABLES"};
-  return names;
-}
-}  // namespace detail
 
 // Still true, and no longer needed: the host ignores these names in what prepare() returns.
 [[deprecated(
     "mlh::worker_cpu_variable_names: the host owns these variables and ignores them in what prepare() returns; "
-    "return only your device's own variables from mlh::DevicePlugin::prepare() instead (docs/sdk-changelog.md)")]]
+    "return only your device's own variables from mlh::DevicePlugin::prepare() instead; "
+    "mlh::host_owned_variables() (mlh/host_owned_env.hpp) lists them (docs/sdk-changelog.md)")]]
 inline const std::vector<std::string>& worker_cpu_variable_names() {
-  return detail::host_owned_worker_variables();
+  return host_owned_variables();
 }
 
 [[deprecated(
     "mlh::is_worker_cpu_variable: the host owns these variables and ignores them in what prepare() returns; "
     "return only your device's own variables from mlh::DevicePlugin::prepare() instead (docs/sdk-changelog.md)")]]
 inline bool is_worker_cpu_variable(const std::string& name) {
-  for (const std::string& n : detail::host_owned_worker_variables())
-    if (n == name) return true;
-  return false;
+  return is_host_owned_variable(name);
 }
 
 }  // namespace mlh
