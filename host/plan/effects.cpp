@@ -50,7 +50,6 @@ std::optional<std::string> device_no_effect(PlanField field, const json& plan, c
   // (the planner reads the same table for the defaults, so they agree).
   const TorchBackend& backend = torch_backend(d);
   using MemoryCap = TorchBackend::MemoryCap;
-  const bool mps = std::string(backend.type) == "mps";
   switch (field) {
     case PlanField::kPinnedMemory:
       if (!backend.accelerator) return "batches are in host memory already on " + id;
@@ -71,8 +70,11 @@ std::optional<std::string> device_no_effect(PlanField field, const json& plan, c
       break;
     case PlanField::kEmptyCacheSteps:
       if (!backend.accelerator) return "the CPU keeps no device cache to release";
-      if (mps && in.algorithm_torch && !torch_version_at_least(*in.algorithm_torch, 2, 0))
-        return "LibTorch " + *in.algorithm_torch + " cannot release the MPS cache (2.x can)";
+      if (in.algorithm_torch &&
+          !torch_version_at_least(*in.algorithm_torch, backend.cache_release_torch[0], backend.cache_release_torch[1]))
+        return "LibTorch " + *in.algorithm_torch + " cannot release the " + backend.name + " cache (" +
+               std::to_string(backend.cache_release_torch[0]) +
+               (backend.cache_release_torch[1] ? "." + std::to_string(backend.cache_release_torch[1]) : ".x") + " can)";
       if (!backend.device_cache) return "mlhost releases the caches of CUDA and MPS devices only";
       break;
     case PlanField::kMemoryFraction:
@@ -86,7 +88,7 @@ std::optional<std::string> device_no_effect(PlanField field, const json& plan, c
     case PlanField::kDistributed:
       // A backend this table does not know is left to the plugin's no_distributed.
       if (!backend.distributed && *backend.type)
-        return std::string("neither Gloo nor NCCL carries ") + (mps ? "MPS" : backend.type) +
+        return std::string("neither Gloo nor NCCL carries ") + backend.name +
                " tensors (a distributed launch is refused)";
       break;
     case PlanField::kPrefetchFactor:

@@ -124,16 +124,20 @@ void Decisions::precision() {
     return;
   }
   if (!chosen.empty()) {
-    const bool mps = std::string(backend_.type) == "mps";
+    const bool bf16 = chosen == "bf16";
     if (!(d_.precisions & precision_bit(chosen)))
       throw PlanError("precision " + chosen + " (" + source.text + ") is not supported on " + d_.id() + " (supports " +
                       precision_words(d_.precisions) + ")" +
-                      (mps && chosen == "bf16" ? "; bf16 on MPS needs macOS 14 or later" : ""));
+                      (bf16 && *backend_.bf16_needs ? std::string("; bf16 on ") + backend_.name + " needs " +
+                                                          backend_.bf16_needs
+                                                    : ""));
     const std::optional<std::string>& torch = req_.algorithm ? req_.algorithm->manifest.torch_version : std::nullopt;
-    if (mps && chosen == "bf16" && torch && !torch_version_at_least(*torch, 2, 6))
-      throw PlanError("precision bf16 (" + source.text + ") on " + d_.id() +
-                      " needs LibTorch 2.6 or later, the first with bf16 autocast on MPS; the algorithm was built with "
-                      "LibTorch " + *torch);
+    const int* bf16_torch = backend_.bf16_torch;
+    if (bf16 && torch && !torch_version_at_least(*torch, bf16_torch[0], bf16_torch[1]))
+      throw PlanError("precision bf16 (" + source.text + ") on " + d_.id() + " needs LibTorch " +
+                      std::to_string(bf16_torch[0]) + "." + std::to_string(bf16_torch[1]) +
+                      " or later, the first with bf16 autocast on " + backend_.name +
+                      "; the algorithm was built with LibTorch " + *torch);
     if (chosen == "fp16" && (d_.limitations & MLH_LIMIT_NO_FP16_AUTOCAST))
       throw PlanError("precision fp16 (" + source.text + ") is not used on " + d_.id() +
                       ": its fp16 autocast is unreliable; use fp32");

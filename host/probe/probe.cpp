@@ -1,5 +1,7 @@
 #include "probe/probe.hpp"
 
+#include <mlh/device_traits.hpp>
+
 #include "plugins/isolated.hpp"
 #include "plugins/manifest_notes.hpp"
 #include "plugins/plugin_loader.hpp"
@@ -18,8 +20,13 @@ const char* probe_status_name(PluginProbe::Status s) {
   return "?";
 }
 
+// One per LibTorch backend the host knows (mlh/device_traits.hpp), named by its type.
 const std::vector<std::string>& standard_device_plugins() {
-  static const std::vector<std::string> names = {"cpu", "cuda", "mps"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const mlh::DeviceTraits& t : mlh::kDeviceTraits) n.push_back(t.type);
+    return n;
+  }();
   return names;
 }
 

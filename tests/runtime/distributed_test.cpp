@@ -87,6 +87,23 @@ TEST(Distributed, OneProcessIsANoOp) {
   EXPECT_NE(mlh::rt::seed_for_rank(42, 1), 42u);
 }
 
+// The group's backend is the plan's (the host writes distributed.backend from the device
+// traits it shares with the runtime), else the device's own; what no backend carries is refused.
+TEST(Distributed, TheCommunicationBackendIsThePlans) {
+  using mlh::rt::communication_backend;
+  EXPECT_EQ(communication_backend("", "cpu"), "gloo");
+  EXPECT_EQ(communication_backend("", "cuda:1"), "nccl");
+  EXPECT_EQ(communication_backend("gloo", "cuda:0"), "gloo") << "the plan decides, not the device";
+  EXPECT_EQ(communication_backend("", "xla:0"), "gloo") << "a type the traits do not know: as the host plans it";
+  try {
+    communication_backend("gloo", "mps");
+    ADD_FAILURE() << "MPS tensors are carried by no backend";
+  } catch (const mlh::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("neither Gloo nor NCCL carries MPS tensors"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(communication_backend("mpi", "cpu"), mlh::Error);
+}
+
 TEST(Distributed, BroadcastGivesEveryRankRank0sWeights) {
   at::Tensor weights[2];
   two_ranks([&](int rank, Distributed& dist) {

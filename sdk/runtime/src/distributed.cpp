@@ -1,5 +1,7 @@
 #include "mlh/runtime/distributed.hpp"
 
+#include <mlh/device_traits.hpp>
+
 #include <cstdlib>
 #include <future>
 #include <map>
@@ -11,6 +13,7 @@
 
 #include <mlh/peer_lost.hpp>
 #include <mlh/plugin.hpp>
+#include <nlohmann/json.hpp>
 
 #include "mlh/runtime/compat.hpp"
 
@@ -69,12 +72,32 @@ DistributedSettings DistributedSettings::from_context(const mlh::RunContext& ctx
   s.master_port = env_int("MASTER_PORT", s.master_port, 1, 65535);
   s.timeout = std::chrono::seconds(env_int("MLH_DIST_TIMEOUT_S", 300, 1, 86400));
   s.should_stop = [&ctx] { return ctx.should_stop(); };  // used only while constructing the group
+  try {
+    const nlohmann::json plan = nlohmann::json::parse(ctx.plan_json());
+    if (plan.contains("distributed") && plan["distributed"].is_object())
+      s.backend = plan["distributed"].value("backend", "");
+  } catch (const nlohmann::json::exception&) {
+    // A plan without a readable distributed section: the device's backend.
+  }
   // As torch.distributed's env:// rendezvous reads it (rendezvous.py, _create_c10d_store).
   if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") {
     s.agent_store = true;
     s.agent_store_prefix = "/worker/attempt_" + std::to_string(env_int("TORCHELASTIC_RESTART_COUNT", 0, 0, 1 << 30));
   }
   return s;
+}
+
+std::string communication_backend(const std::string& planned, const std::string& device) {
+  const mlh::DeviceTraits& traits = mlh::device_traits(device);
+  if (*traits.type && !traits.distributed)
+    throw mlh::Error(MLH_ERR_UNSUPPORTED, std::string("distributed training cannot run on ") + traits.name +
+                                              ": neither Gloo nor NCCL carries " + traits.name +
+                                              " tensors (run on the CPU with --device cpu, or on one process)");
+  if (planned.empty()) return traits.distributed ? traits.distributed : "gloo";  // as the host plans it
+  if (planned != "gloo" && planned != "nccl")
+    throw mlh::Error(MLH_ERR_UNSUPPORTED, "the plan's distributed backend '" + planned +
+                                              "' is not one this runtime speaks (gloo, nccl)");
+  return planned;
 }
 
 struct Distributed::Group {
@@ -92,10 +115,7 @@ Distributed::Distributed(const mlh::RunContext& ctx, c10::Device device)
 Distributed::Distributed(const DistributedSettings& s, c10::Device device)
     : rank_(s.rank), world_size_(s.world_size), local_rank_(s.local_rank), timeout_(s.timeout) {
   if (world_size_ <= 1 && !s.group_of_one) return;
-  if (device.is_mps())
-    throw mlh::Error(MLH_ERR_UNSUPPORTED,
-                     "distributed training cannot run on MPS: neither Gloo nor NCCL carries MPS tensors "
-                     "(run on the CPU with --device cpu, or on one process)");
+  const std::string backend = communication_backend(s.backend, device.str());
   // torchrun's agent serves a store at MASTER_PORT that every rank may share
   // (TORCHELASTIC_USE_AGENT_STORE=True: its static rendezvous, --master-port, always does). A
   // LibTorch 1.x client does not speak a 2.x agent's store protocol (it is reset, or hangs),
@@ -157,7 +177,7 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
   }
   try {
 #if MLH_RT_HAS_NCCL
-    if (device.is_cuda()) {
+    if (backend == "nccl") {
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = timeout_;
       group->comm = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, rank_, world_size_, options);
@@ -167,6 +187,9 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
       return;
     }
 #endif
+    if (backend == "nccl")
+      throw mlh::Error(MLH_ERR_UNSUPPORTED, "the plan's distributed backend is NCCL, which this build of the runtime "
+                                            "does not have (LibTorch's NCCL headers were missing)");
 #if MLH_RT_HAS_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(timeout_);
     // Ranks on one machine talk over loopback; across machines Gloo needs the interface

@@ -54,6 +54,9 @@ struct DistributedSettings {
   std::string agent_store_prefix;
   std::chrono::milliseconds timeout{300000};  // MLH_DIST_TIMEOUT_S
   bool group_of_one = false;  // form a group even for world_size 1 (to check a backend initializes)
+  // The c10d backend the plan chose (its distributed.backend: "gloo" or "nccl"); empty: the
+  // device's own (mlh/device_traits.hpp), as the host would have chosen.
+  std::string backend;
   // Asked while waiting for the other ranks at the rendezvous: true ends the wait at once with
   // mlh::Error(MLH_ERR_CANCELLED), so a stop (Ctrl-C, a scheduler's SIGTERM) is not held up
   // for the whole timeout by ranks that never come. from_context asks the run's should_stop().
@@ -63,6 +66,12 @@ struct DistributedSettings {
   // outside [0, world_size).
   static DistributedSettings from_context(const mlh::RunContext& ctx);
 };
+
+// The c10d backend a group on `device` ("cuda:0") uses: `planned` where the plan names one,
+// else the device's (mlh::DeviceTraits::distributed; gloo for a type the table does not know,
+// as the host plans it). A device no backend carries (MPS) or a backend this runtime does not
+// speak is mlh::Error(MLH_ERR_UNSUPPORTED), saying so.
+std::string communication_backend(const std::string& planned, const std::string& device);
 
 // A different random stream per rank from one configured seed; rank 0 keeps `seed`, so a
 // one-process run is unchanged. Seed with it before the model is built only when the model
