@@ -1,223 +1,120 @@
 #include "cli/cli.hpp"
 
+#include "cli/option_table.hpp"
 #include "common/stop_request.hpp"
 #include "probe/torch_backend.hpp"
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
+#include <utility>
 #include <vector>
-
-#include <boost/program_options.hpp>
 
 namespace mlhost {
 
-namespace po = boost::program_options;
-
 namespace {
 
-const char* kUsage =
-    "Usage: host [options]\n"
-    "  host --probe [--json]                    what devices this machine has, and which is chosen\n"
-    "  host --list-plugins [--json]             the plugins found (manifests only, nothing loaded)\n"
-    "  host --describe NAME [--json]            an algorithm's commands, presets and config fields\n"
-    "  host --describe NAME --format markdown   its config reference: every field, default and meaning\n"
-    "  host --algorithm NAME [--command train] [--config FILE] [--set key=value]... [--run-dir DIR] [--resume]\n"
-    "  host --algorithm NAME --benchmark [--json]  the algorithm's benchmarks on the chosen device\n"
-    "  host --print-plan [--algorithm NAME] [--precision P] [--batch-size N] [--hardware-config FILE]\n"
-    "  host --calibrate [--algorithm NAME]      measure the plan's allocator, threads and precision here\n"
-    "  host --algorithm NAME --nproc-per-node N [--nnodes M --node-rank R --master-addr A]  data-parallel ranks\n"
-    "  host --algorithm NAME --track mlflow     also send the run to $MLFLOW_TRACKING_URI (MLflow)\n"
-    "  host --sync-tracking RUN_DIR             send a run folder's data the tracking server has not got yet\n"
-    "  host --algorithm NAME --sweep KEY=V1,V2 [--seeds N] [--run-dir DIR] [--resume]  a grid of runs (or\n"
-    "                                           --sweep KEY=loguniform(A,B) --sweep-random N), with a summary table\n";
+using Action = CliOptions::Action;
+// An action the command line asks for, with the option that asked (for the messages).
+using RequestedAction = std::pair<Action, const char*>;
 
-}  // namespace
+std::vector<const char*> c_strings(const std::vector<std::string>& args) {
+  std::vector<const char*> pointers;
+  for (const std::string& a : args) pointers.push_back(a.c_str());
+  return pointers;
+}
 
-CliOptions parse_cli(int argc, const char* const* argv) {
-  CliOptions o;
-  std::string device = "auto", resume_mode, preempt_signal;
-  // "--resume auto" as "--resume=auto": Boost takes an option's optional value only from the
-  // same token.
-  std::vector<std::string> merged(argv, argv + argc);
-  for (size_t i = 1; i + 1 < merged.size(); ++i)
-    if (merged[i] == "--resume" && merged[i + 1] == "auto") {
-      merged[i] = "--resume=auto";
-      merged.erase(merged.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+// "--resume auto" as "--resume=auto": Boost takes an option's optional value only from the
+// same token.
+std::vector<std::string> join_resume_auto(int argc, const char* const* argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i + 1 < args.size(); ++i)
+    if (args[i] == "--resume" && args[i + 1] == "auto") {
+      args[i] = "--resume=auto";
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     }
-  std::vector<const char*> merged_argv;
-  for (const std::string& a : merged) merged_argv.push_back(a.c_str());
-  argc = static_cast<int>(merged_argv.size());
-  argv = merged_argv.data();
+  return args;
+}
 
-  po::options_description general("General");
-  general.add_options()
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit")
-      ("log-level", po::value(&o.log_level)->default_value("info"),
-       "trace, debug, info, warn, error or off");
-  po::options_description plugins("Plugins and devices");
-  plugins.add_options()
-      ("probe", "probe every device plugin, rank the devices and show the choice")
-      ("json", "with --probe, --list-plugins, --describe or --benchmark: print JSON (probe schema: docs/probe-json.md)")
-      ("list-plugins", "list the plugins found in the search path (no plugin code is loaded)")
-      ("plugin-dir", po::value<std::vector<std::string>>()->composing(),
-       "search this folder for plugins first (repeatable); MLH_PLUGIN_PATH adds more")
-      ("no-default-plugin-dir", "do not search the host's own plugin folder")
-      ("allow-unsafe-plugins", "load plugins from files or folders other users can write to or own")
-      ("plugin-allowlist", po::value<std::string>(),
-       "load only plugins whose library's SHA-256 this file lists ('<sha256>  <name>' lines); "
-       "default: $MLH_PLUGIN_ALLOWLIST")
-      ("device", po::value(&device)->default_value("auto"), "auto, cpu, cuda, cuda:N, mps")
-      ("no-gpu", "never choose a GPU")
-      ("probe-timeout", po::value(&o.probe_timeout_ms)->default_value(10000),
-       "milliseconds a device plugin may take to probe before it is killed");
-  po::options_description run("Running an algorithm");
-  run.add_options()
-      ("describe", po::value(&o.describe),
-       "describe the algorithm plugin NAME: its commands, presets and config fields with their defaults and "
-       "meanings (--json: the schema, defaults and presets as JSON)")
-      ("format", po::value(&o.describe_format)->value_name("text|json|markdown"),
-       "with --describe: text (default), json (as --json), or markdown: the algorithm's config reference (every "
-       "field with its type, default, allowed values, unit and meaning)")
-      ("algorithm", po::value(&o.algorithm), "the algorithm plugin to run")
-      ("command", po::value(&o.command), "what to run (default: the algorithm's first command, e.g. train)")
-      ("config", po::value<std::string>(), "JSON file with config values")
-      ("set", po::value<std::vector<std::string>>()->composing(),
-       "key=value config override (repeatable; dotted keys; wins over --config)")
-      ("run-dir", po::value<std::string>(), "folder for this run's outputs (default runs/<algorithm>-<time>)")
-      ("resume", po::value(&resume_mode)->implicit_value("yes")->value_name("auto"),
-       "continue the run in --run-dir from its newest checkpoint; '--resume auto': continue it if the folder "
-       "holds a run, else start one there (the same command for every launch of a preemptible job)")
-      ("preempt-signal", po::value(&preempt_signal),
-       "a signal that preempts the run as SIGTERM does (e.g. USR1, for SLURM's --signal=USR1@120): every rank "
-       "saves a checkpoint at its next step and the host exits 75; default $MLH_PREEMPT_SIGNAL")
-      ("benchmark", "run the algorithm's benchmark command on the chosen device and print a table (--json: JSON)");
-  po::options_description tracking("Experiment tracking (MLflow's REST API; docs/tracking.md)");
-  tracking.add_options()
-      ("track", po::value(&o.track)->value_name("mlflow"),
-       "send the run's params, metrics, tags and artifacts to the MLflow tracking server $MLFLOW_TRACKING_URI "
-       "while it trains (auth: $MLFLOW_TRACKING_TOKEN, or $MLFLOW_TRACKING_USERNAME and $MLFLOW_TRACKING_PASSWORD); "
-       "a server that is down or refuses costs the run nothing: the folder keeps the data; default: the settings "
-       "file's track key; --track none: no tracking")
-      ("mlflow-experiment", po::value(&o.mlflow_experiment)->value_name("NAME"),
-       "the MLflow experiment (made if missing); default $MLFLOW_EXPERIMENT_NAME, else $MLFLOW_EXPERIMENT_ID, "
-       "else MLflow's Default")
-      ("sync-tracking", po::value<std::string>()->value_name("RUN_DIR"),
-       "send the run folder's params, metrics, artifacts and end status that the tracking server has not got "
-       "yet (after a run whose server was down, or a run without --track)");
-  po::options_description sweeps("Sweeps and seeds (docs/tracking.md)");
-  std::string sweep_parallel;
-  sweeps.add_options()
-      ("sweep", po::value<std::vector<std::string>>()->composing()->value_name("KEY=VALUES"),
-       "run a trial for each value (repeatable: a grid over every combination): lr=0.1,0.01; with --sweep-random "
-       "also a distribution: lr=loguniform(1e-4,1e-1), dropout=uniform(0,0.5), width=randint(32,256); each trial "
-       "is a run folder inside --run-dir")
-      ("sweep-random", po::value(&o.sweep_random)->value_name("N"),
-       "N trials drawn at random from the --sweep values and distributions instead of the grid")
-      ("seeds", po::value(&o.seeds)->value_name("N"),
-       "run every configuration with the seeds 1 to N (or a list: 0,7,42) and give each metric's mean and 95% "
-       "interval over them")
-      ("sweep-parallel", po::value(&sweep_parallel)->value_name("N"),
-       "trials at once: auto (default: one per GPU of the chosen kind, one on a CPU, whose run takes every core) or N");
-  std::string precision, allocator, batch_size, max_steps, threads;
-  po::options_description planning("Planning (docs/plan.md)");
-  planning.add_options()
-      ("precision", po::value(&precision), "auto, fp32, fp16 or bf16 (default: auto, or the settings file)")
-      ("batch-size", po::value(&batch_size),
-       "reference batch size, or auto: the largest that fits, found by trying real training steps "
-       "(default: the rules for the device)")
-      ("hardware-config", po::value<std::string>(), "INI settings file (see share/mlhost/hardware.ini); "
-                                                    "default: $MLH_HARDWARE_CONFIG, else the first of ./mlhost.ini, "
-                                                    "~/.config/mlhost/hardware.ini, /etc/mlhost/hardware.ini")
-      ("no-hardware-config", "read no hardware settings file, not even one found in those places")
-      ("rules", po::value<std::string>(), "JSON file of auto-configuration rules tried before the shipped ones")
-      ("print-plan", "show the plan for the chosen device (and --algorithm), run nothing")
-      ("threads", po::value(&threads)->value_name("N"),
-       "the worker's intra-op threads (LibTorch, OpenMP, BLAS) (default: the settings file's intra_op_threads, "
-       "else calibrated, else the device plugin's recommendation, else all online CPUs)")
-      ("allocator", po::value(&allocator),
-       "the worker's memory allocator: auto, glibc, glibc-tuned, jemalloc or tcmalloc (default: calibrated, "
-       "else jemalloc)")
-      ("calibrate", "measure the algorithm's training speed here under candidate allocators, thread counts and "
-                    "precisions, cache the fastest per machine and algorithm (all algorithms without --algorithm)")
-      ("no-calibrate", "run with cached or default settings; never calibrate first")
-      ("calibration-seconds", po::value(&o.calibration_seconds)->default_value(60),
-       "the most seconds a calibration may take")
-      ("max-steps", po::value(&max_steps),
-       "end training after N steps of its loop (optimizer steps; PPO: iterations, ProtoNet: episodes), "
-       "validating and saving as at a normal end: a smoke test of a plugin or a config")
-      ("init-from", po::value<std::string>(),
-       "start training from these weights: a run's model.safetensors or checkpoints/*.ckpt, or what PyTorch's "
-       "torch.save wrote (a state dict or a whole module; names may carry one prefix more, e.g. '_orig_mod.'); "
-       "shapes are checked per tensor")
-      ("freeze", po::value<std::vector<std::string>>()->composing(),
-       "with --init-from: parameters not to train, by name, dotted prefix ('encoder' freezes 'encoder.0.weight') "
-       "or glob; comma-separated or repeated");
-  po::options_description distributed("Distributed data-parallel training (torchrun's options)");
-  distributed.add_options()
-      ("nproc-per-node", po::value(&o.nproc_per_node), "worker processes (ranks) to start on this machine")
-      ("nnodes", po::value(&o.nnodes), "machines taking part (each runs host with the same options)")
-      ("node-rank", po::value(&o.node_rank), "this machine's place among them, 0 to nnodes-1")
-      ("master-addr", po::value(&o.master_addr), "address of node 0, where the ranks meet (default 127.0.0.1 on one machine)")
-      ("master-port", po::value(&o.master_port), "its TCP port (default: a free port on one machine, else 29500)")
-      ("dist-timeout", po::value(&o.dist_timeout_s)->default_value(300),
-       "seconds a rank waits for the others (rendezvous, collectives) before it fails")
-      ("max-restarts", po::value(&o.max_restarts)->default_value(0),
-       "when a worker this host started crashes, is killed or fails, stop the others and start them all again "
-       "from the last checkpoint, up to N times (give every machine the same N)");
-  po::options_description all;
-  all.add(general).add(plugins).add(run).add(tracking).add(sweeps).add(planning).add(distributed);
+// Boost fills the %placeholders% of its messages with the arguments as typed and loops
+// forever when an argument holds one itself ("--x%canonical_option%"): take the message from
+// a copy with every '%' swapped for a stand-in, then put the '%' back.
+std::string boost_error_message(std::vector<std::string> args, const po::options_description& all) {
+  for (auto& a : args) std::replace(a.begin(), a.end(), '%', '\x1f');
+  const std::vector<const char*> safe_argv = c_strings(args);
+  std::string message = "invalid command line";
+  try {
+    po::variables_map unused;
+    po::store(po::command_line_parser(static_cast<int>(safe_argv.size()), safe_argv.data()).options(all).run(),
+              unused);
+    po::notify(unused);
+  } catch (const po::error& e) {
+    message = e.what();
+  }
+  std::replace(message.begin(), message.end(), '\x1f', '%');
+  return message;
+}
 
-  std::ostringstream help;
-  help << kUsage << "\n" << all;
-  o.help = help.str();
-
+// The command line as Boost reads it; notify() also fills the fields the options are bound to.
+po::variables_map read_command_line(const std::vector<std::string>& args, const po::options_description& all) {
+  const std::vector<const char*> argv = c_strings(args);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    po::store(po::command_line_parser(static_cast<int>(argv.size()), argv.data()).options(all).run(), vm);
     po::notify(vm);
   } catch (const po::error&) {
-    // Boost fills the %placeholders% of its messages with the arguments as typed and loops
-    // forever when an argument holds one itself ("--x%canonical_option%"): take the message
-    // from a copy with every '%' swapped for a stand-in, then put the '%' back.
-    std::vector<std::string> safe(argv, argv + argc);
-    for (auto& a : safe) std::replace(a.begin(), a.end(), '%', '\x1f');
-    std::vector<const char*> safe_argv;
-    for (const auto& a : safe) safe_argv.push_back(a.c_str());
-    std::string message = "invalid command line";
-    try {
-      po::variables_map unused;
-      po::store(po::command_line_parser(argc, safe_argv.data()).options(all).run(), unused);
-      po::notify(unused);
-    } catch (const po::error& e) {
-      message = e.what();
-    }
-    std::replace(message.begin(), message.end(), '\x1f', '%');
-    throw CliError(message);
+    throw CliError(boost_error_message(args, all));
   }
+  return vm;
+}
 
+// The text as a whole number in [min, max], or nothing when it is not one.
+std::optional<long long> whole_number(const std::string& text, long long min, long long max) {
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || n < min || n > max) return std::nullopt;
+  return n;
+}
+
+// Logging, probing and the device request: what every action uses.
+void read_general_options(CliOptions& o, const po::variables_map& vm, const CliRawValues& raw) {
   static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
   if (std::find(levels.begin(), levels.end(), o.log_level) == levels.end())
     throw CliError("--log-level '" + o.log_level + "' is not one of trace, debug, info, warn, error, off");
   if (o.probe_timeout_ms <= 0) throw CliError("--probe-timeout must be a positive number of milliseconds");
   try {
-    o.device = DeviceRequest::parse(device);
+    o.device = DeviceRequest::parse(raw.device);
   } catch (const std::invalid_argument& e) {
     throw CliError(e.what());
   }
   o.json = vm.count("json") > 0;
   o.no_gpu = vm.count("no-gpu") > 0;
-  o.no_default_plugin_dir = vm.count("no-default-plugin-dir") > 0;
-  o.allow_unsafe_plugins = vm.count("allow-unsafe-plugins") > 0;
+}
+
+// What a run runs and where it keeps its outputs: --resume, --benchmark, --config, --set, --run-dir.
+void read_run_selection(CliOptions& o, const po::variables_map& vm, const CliRawValues& raw) {
   if (vm.count("resume")) {
-    if (resume_mode != "yes" && resume_mode != "auto")
-      throw CliError("--resume takes no value, or 'auto'; got '" + resume_mode + "'");
-    o.resume = resume_mode == "yes";
-    o.resume_auto = resume_mode == "auto";
+    if (raw.resume_mode != "yes" && raw.resume_mode != "auto")
+      throw CliError("--resume takes no value, or 'auto'; got '" + raw.resume_mode + "'");
+    o.resume = raw.resume_mode == "yes";
+    o.resume_auto = raw.resume_mode == "auto";
   }
   o.benchmark = vm.count("benchmark") > 0;
+  if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
+  if (vm.count("set")) o.sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("run-dir")) o.run_dir = vm["run-dir"].as<std::string>();
+}
+
+// Where the host looks for plugins and which of them it trusts.
+void read_plugin_search(CliOptions& o, const po::variables_map& vm) {
+  o.no_default_plugin_dir = vm.count("no-default-plugin-dir") > 0;
+  o.allow_unsafe_plugins = vm.count("allow-unsafe-plugins") > 0;
   if (vm.count("plugin-dir"))
     for (const auto& d : vm["plugin-dir"].as<std::vector<std::string>>()) {
       if (d.empty()) throw CliError("--plugin-dir needs a folder");
@@ -227,58 +124,59 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     o.plugin_allowlist = vm["plugin-allowlist"].as<std::string>();
     if (o.plugin_allowlist.empty()) throw CliError("--plugin-allowlist needs a file");
   }
-  if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
-  if (vm.count("set")) o.sets = vm["set"].as<std::vector<std::string>>();
-  if (vm.count("run-dir")) o.run_dir = vm["run-dir"].as<std::string>();
+}
+
+// The plan's values the user sets by hand: --precision, --batch-size, --threads, --allocator.
+void read_plan_overrides(CliOptions& o, const po::variables_map& vm, const CliRawValues& raw) {
   if (vm.count("precision")) {
+    const std::string& precision = raw.precision;
     if (precision != "auto" && precision != "fp32" && precision != "fp16" && precision != "bf16")
       throw CliError("--precision '" + precision + "' is not one of auto, fp32, fp16, bf16");
     o.precision = precision;
   }
   if (vm.count("batch-size")) {
-    if (batch_size == "auto") {
+    if (raw.batch_size == "auto") {
       o.batch_size_auto = true;
+    } else if (const auto n = whole_number(raw.batch_size, 1, LLONG_MAX)) {
+      o.batch_size = *n;
     } else {
-      char* end = nullptr;
-      errno = 0;
-      const long long n = std::strtoll(batch_size.c_str(), &end, 10);
-      if (batch_size.empty() || *end != '\0' || errno != 0 || n < 1)
-        throw CliError("--batch-size must be a whole number of at least 1 or auto, got '" + batch_size + "'");
-      o.batch_size = n;
+      throw CliError("--batch-size must be a whole number of at least 1 or auto, got '" + raw.batch_size + "'");
     }
   }
   if (vm.count("threads")) {
-    char* end = nullptr;
-    errno = 0;
-    const long long n = std::strtoll(threads.c_str(), &end, 10);
-    if (threads.empty() || *end != '\0' || errno != 0 || n < 1 || n > 4096)
-      throw CliError("--threads must be a whole number from 1 to 4096, got '" + threads + "'");
-    o.threads = n;
+    const auto n = whole_number(raw.threads, 1, 4096);
+    if (!n) throw CliError("--threads must be a whole number from 1 to 4096, got '" + raw.threads + "'");
+    o.threads = *n;
   }
   if (vm.count("allocator")) {
     static const std::vector<std::string> allocators = {"auto", "glibc", "glibc-tuned", "jemalloc", "tcmalloc"};
-    if (std::find(allocators.begin(), allocators.end(), allocator) == allocators.end())
-      throw CliError("--allocator '" + allocator + "' is not one of auto, glibc, glibc-tuned, jemalloc, tcmalloc");
-    o.allocator = allocator;
+    if (std::find(allocators.begin(), allocators.end(), raw.allocator) == allocators.end())
+      throw CliError("--allocator '" + raw.allocator + "' is not one of auto, glibc, glibc-tuned, jemalloc, tcmalloc");
+    o.allocator = raw.allocator;
   }
-  // MLH_MAX_STEPS stands in for --max-steps on runs of an algorithm (the docs test runs every
-  // documented training command short with it); elsewhere it is ignored.
+}
+
+// --max-steps, or MLH_MAX_STEPS in its place: MLH_MAX_STEPS stands in for it on runs of an
+// algorithm (the docs test runs every documented training command short with it); elsewhere
+// it is ignored.
+void read_max_steps(CliOptions& o, const po::variables_map& vm, std::string max_steps) {
   std::string max_steps_from = "--max-steps";
   if (!vm.count("max-steps") && vm.count("algorithm"))
     if (const char* env = std::getenv("MLH_MAX_STEPS"); env && *env) {
       max_steps = env;
       max_steps_from = "MLH_MAX_STEPS";
     }
-  if (vm.count("max-steps") || max_steps_from == "MLH_MAX_STEPS") {
-    char* end = nullptr;
-    errno = 0;
-    const long long n = std::strtoll(max_steps.c_str(), &end, 10);
-    if (max_steps.empty() || *end != '\0' || errno != 0 || n < 1 || n > INT32_MAX)
-      throw CliError(max_steps_from + " must be a whole number from 1 to " + std::to_string(INT32_MAX) + ", got '" +
-                     max_steps + "'");
-    o.max_steps = n;
-    o.max_steps_from = max_steps_from;
-  }
+  if (!vm.count("max-steps") && max_steps_from != "MLH_MAX_STEPS") return;
+  const auto n = whole_number(max_steps, 1, INT32_MAX);
+  if (!n)
+    throw CliError(max_steps_from + " must be a whole number from 1 to " + std::to_string(INT32_MAX) + ", got '" +
+                   max_steps + "'");
+  o.max_steps = *n;
+  o.max_steps_from = max_steps_from;
+}
+
+// --init-from and --freeze: the weights training starts from, and which of them stay fixed.
+void read_init_weights(CliOptions& o, const po::variables_map& vm) {
   if (vm.count("init-from")) {
     const std::string path = vm["init-from"].as<std::string>();
     std::error_code ec;
@@ -296,14 +194,22 @@ CliOptions parse_cli(int argc, const char* const* argv) {
       }
     }
   }
+}
+
+// --preempt-signal, else $MLH_PREEMPT_SIGNAL: the signal a job scheduler sends before it
+// preempts the job.
+void read_preempt_signal(CliOptions& o, const po::variables_map& vm, std::string preempt_signal) {
   if (!vm.count("preempt-signal"))
     if (const char* env = std::getenv("MLH_PREEMPT_SIGNAL"); env && *env) preempt_signal = env;
-  if (!preempt_signal.empty()) {
-    o.preempt_signal = parse_signal(preempt_signal);
-    if (o.preempt_signal == 0)
-      throw CliError("--preempt-signal '" + preempt_signal +
-                     "' is not a signal a job can be sent to preempt it (e.g. USR1, USR2, TERM, HUP, QUIT, ALRM, XCPU)");
-  }
+  if (preempt_signal.empty()) return;
+  o.preempt_signal = parse_signal(preempt_signal);
+  if (o.preempt_signal == 0)
+    throw CliError("--preempt-signal '" + preempt_signal +
+                   "' is not a signal a job can be sent to preempt it (e.g. USR1, USR2, TERM, HUP, QUIT, ALRM, XCPU)");
+}
+
+// Where the plan's settings come from: calibration, the hardware settings file, the rules.
+void read_plan_sources(CliOptions& o, const po::variables_map& vm) {
   o.no_calibrate = vm.count("no-calibrate") > 0;
   if (o.calibration_seconds < 1)
     throw CliError("--calibration-seconds must be at least 1, got " + std::to_string(o.calibration_seconds));
@@ -315,31 +221,35 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   o.print_plan = vm.count("print-plan") > 0;
   if (const TorchBackend* b = find_torch_backend(o.device.kind); o.no_gpu && b && b->accelerator)
     throw CliError("--no-gpu contradicts --device " + o.device.str());
+}
 
-  std::vector<std::pair<CliOptions::Action, const char*>> actions;
-  if (vm.count("help")) actions.push_back({CliOptions::Action::kHelp, "--help"});
-  if (vm.count("version")) actions.push_back({CliOptions::Action::kVersion, "--version"});
-  if (vm.count("probe")) actions.push_back({CliOptions::Action::kProbe, "--probe"});
-  if (vm.count("list-plugins")) actions.push_back({CliOptions::Action::kListPlugins, "--list-plugins"});
-  if (vm.count("describe")) actions.push_back({CliOptions::Action::kDescribe, "--describe"});
+// Every action the command line asks for, in the order of precedence: only --help may come
+// with another.
+std::vector<RequestedAction> requested_actions(const CliOptions& o, const po::variables_map& vm) {
+  std::vector<RequestedAction> actions;
+  if (vm.count("help")) actions.push_back({Action::kHelp, "--help"});
+  if (vm.count("version")) actions.push_back({Action::kVersion, "--version"});
+  if (vm.count("probe")) actions.push_back({Action::kProbe, "--probe"});
+  if (vm.count("list-plugins")) actions.push_back({Action::kListPlugins, "--list-plugins"});
+  if (vm.count("describe")) actions.push_back({Action::kDescribe, "--describe"});
   const bool calibrate = vm.count("calibrate") > 0;
-  if (calibrate) actions.push_back({CliOptions::Action::kCalibrate, "--calibrate"});
+  if (calibrate) actions.push_back({Action::kCalibrate, "--calibrate"});
   const bool sweeping = vm.count("sweep") || vm.count("seeds");
   if (vm.count("algorithm") && !o.print_plan && !calibrate)
-    actions.push_back({sweeping ? CliOptions::Action::kSweep : CliOptions::Action::kRun, "--algorithm"});
-  if (o.print_plan) actions.push_back({CliOptions::Action::kPrintPlan, "--print-plan"});
-  if (vm.count("sync-tracking")) actions.push_back({CliOptions::Action::kSyncTracking, "--sync-tracking"});
-  if (actions.size() > 1 && actions[0].first != CliOptions::Action::kHelp)
+    actions.push_back({sweeping ? Action::kSweep : Action::kRun, "--algorithm"});
+  if (o.print_plan) actions.push_back({Action::kPrintPlan, "--print-plan"});
+  if (vm.count("sync-tracking")) actions.push_back({Action::kSyncTracking, "--sync-tracking"});
+  if (actions.size() > 1 && actions[0].first != Action::kHelp)
     throw CliError(std::string(actions[0].second) + " and " + actions[1].second + " cannot be used together");
-  if (actions.empty()) {
-    if (argc > 1)
-      throw CliError("nothing to do: give --probe, --list-plugins, --describe NAME, --algorithm NAME or --sync-tracking RUN_DIR");
-    return o;  // bare `host`: help
-  }
-  o.action = actions[0].first;
+  return actions;
+}
 
-  const bool running = o.action == CliOptions::Action::kRun || o.action == CliOptions::Action::kSweep;
-  if (o.action == CliOptions::Action::kSweep) {
+bool runs_algorithm(const CliOptions& o) { return o.action == Action::kRun || o.action == Action::kSweep; }
+
+// The sweep options: a sweep's trials are single-process training runs, and the sweep options
+// mean nothing without a sweep.
+void read_sweep(CliOptions& o, const po::variables_map& vm, const CliRawValues& raw) {
+  if (o.action == Action::kSweep) {
     if (vm.count("sweep")) o.sweep = vm["sweep"].as<std::vector<std::string>>();
     for (const char* opt : {"benchmark", "nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port", "max-restarts"})
       if (vm.count(opt) && !vm[opt].defaulted()) throw CliError(std::string("--") + opt + " cannot be combined with a sweep (--sweep, --seeds): "
@@ -353,26 +263,28 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     for (const char* opt : {"sweep-random", "sweep-parallel"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm and --sweep or --seeds");
   }
-  if (vm.count("sweep-parallel") && sweep_parallel != "auto") {
-    char* end = nullptr;
-    errno = 0;
-    const long n = std::strtol(sweep_parallel.c_str(), &end, 10);
-    if (sweep_parallel.empty() || *end != '\0' || errno != 0 || n < 1 || n > 1024)
-      throw CliError("--sweep-parallel must be auto or a whole number from 1 to 1024, got '" + sweep_parallel + "'");
-    o.sweep_parallel = static_cast<int>(n);
+  if (vm.count("sweep-parallel") && raw.sweep_parallel != "auto") {
+    const auto n = whole_number(raw.sweep_parallel, 1, 1024);
+    if (!n)
+      throw CliError("--sweep-parallel must be auto or a whole number from 1 to 1024, got '" + raw.sweep_parallel + "'");
+    o.sweep_parallel = static_cast<int>(*n);
   }
-  const bool calibrating = o.action == CliOptions::Action::kCalibrate;
-  const bool planning_action = running || calibrating || o.action == CliOptions::Action::kPrintPlan;
+}
+
+// Run options given to an action that starts no run, and plan options given to one that plans
+// nothing: refused rather than ignored. `action` is the option that chose the action.
+void check_options_fit_action(const CliOptions& o, const po::variables_map& vm, const std::string& action) {
+  const bool running = runs_algorithm(o);
+  const bool planning_action = running || o.action == Action::kCalibrate || o.action == Action::kPrintPlan;
   if (!running) {
     // --print-plan --algorithm X --command eval: the plan of that command (what it uses of it).
-    if (vm.count("command") && !(o.action == CliOptions::Action::kPrintPlan && !o.algorithm.empty()))
+    if (vm.count("command") && !(o.action == Action::kPrintPlan && !o.algorithm.empty()))
       throw CliError("--command only applies with --algorithm");
     for (const char* opt : {"run-dir", "resume", "benchmark", "nnodes", "node-rank", "master-addr", "master-port",
                             "preempt-signal"}) {
       if (!vm.count(opt)) continue;
       if (o.algorithm.empty()) throw CliError(std::string("--") + opt + " only applies with --algorithm");
       // --calibrate or --print-plan with --algorithm: they plan for a config, not for a run.
-      const std::string action = actions[0].second;
       throw CliError(std::string("--") + opt + " applies to a run, not to " + action +
                      (std::string(opt) == "run-dir" || std::string(opt) == "resume"
                           ? " (which uses no run folder): for a run's settings, give --config RUN_DIR/config.json"
@@ -384,22 +296,32 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                             "allocator", "threads", "no-calibrate", "max-steps"})
       if (vm.count(opt)) throw CliError(std::string("--") + opt + " only applies with --algorithm or --print-plan");
   }
+}
+
+// --track, --sync-tracking and --mlflow-experiment, each only where a run or a sync uses it.
+void read_tracking(CliOptions& o, const po::variables_map& vm) {
+  const bool running = runs_algorithm(o);
   if (vm.count("track")) {
     if (!running) throw CliError("--track only applies with --algorithm");
     if (o.track != "mlflow" && o.track != "none")
       throw CliError("--track '" + o.track + "' is not a tracker this host knows (mlflow, or none)");
   }
-  if (o.action == CliOptions::Action::kSyncTracking) {
+  if (o.action == Action::kSyncTracking) {
     o.sync_tracking_dir = vm["sync-tracking"].as<std::string>();
     if (o.sync_tracking_dir.empty()) throw CliError("--sync-tracking needs a run folder");
   }
-  if (vm.count("mlflow-experiment") && !running && o.action != CliOptions::Action::kSyncTracking)
+  if (vm.count("mlflow-experiment") && !running && o.action != Action::kSyncTracking)
     throw CliError("--mlflow-experiment only applies with --algorithm or --sync-tracking");
   if (vm.count("mlflow-experiment") && o.mlflow_experiment.empty())
     throw CliError("--mlflow-experiment needs a name");
-  if (calibrating && (o.no_calibrate || vm.count("nproc-per-node")))
+}
+
+// Options that contradict each other or the action, and the output format: --benchmark picks
+// the command, --json and --format the format.
+void check_action_combinations(CliOptions& o, const po::variables_map& vm) {
+  if (o.action == Action::kCalibrate && (o.no_calibrate || vm.count("nproc-per-node")))
     throw CliError(std::string("--calibrate cannot be combined with ") + (o.no_calibrate ? "--no-calibrate" : "--nproc-per-node"));
-  if (o.action == CliOptions::Action::kPrintPlan && o.algorithm.empty() && (vm.count("config") || vm.count("set")))
+  if (o.action == Action::kPrintPlan && o.algorithm.empty() && (vm.count("config") || vm.count("set")))
     throw CliError("--config and --set need --algorithm (they configure an algorithm)");
   if (o.benchmark) {
     if (!o.command.empty() && o.command != "benchmark")
@@ -407,17 +329,22 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     o.command = "benchmark";
   }
   if (vm.count("format")) {
-    if (o.action != CliOptions::Action::kDescribe) throw CliError("--format only applies with --describe");
+    if (o.action != Action::kDescribe) throw CliError("--format only applies with --describe");
     if (o.describe_format != "text" && o.describe_format != "json" && o.describe_format != "markdown")
       throw CliError("--format '" + o.describe_format + "' is not one of text, json, markdown");
     if (o.json && o.describe_format != "json") throw CliError("--json and --format " + o.describe_format + " disagree");
   }
-  if (o.json && o.action == CliOptions::Action::kDescribe) o.describe_format = "json";
-  if (o.json && o.action != CliOptions::Action::kProbe && o.action != CliOptions::Action::kListPlugins &&
-      o.action != CliOptions::Action::kDescribe && !o.benchmark)
+  if (o.json && o.action == Action::kDescribe) o.describe_format = "json";
+  if (o.json && o.action != Action::kProbe && o.action != Action::kListPlugins && o.action != Action::kDescribe &&
+      !o.benchmark)
     throw CliError("--json only applies with --probe, --list-plugins, --describe or --benchmark");
   if ((o.resume || o.resume_auto) && o.run_dir.empty())
     throw CliError(std::string("--resume") + (o.resume_auto ? " auto" : "") + " needs --run-dir naming the run to continue");
+}
+
+// The ranks and their meeting point: counts in range, and what a launch over several machines
+// cannot do without.
+void check_distributed(const CliOptions& o, const po::variables_map& vm) {
   if (vm.count("nproc-per-node") && o.nproc_per_node < 1)
     throw CliError("--nproc-per-node must be at least 1, got " + std::to_string(o.nproc_per_node));
   if (vm.count("nnodes") && o.nnodes < 1) throw CliError("--nnodes must be at least 1, got " + std::to_string(o.nnodes));
@@ -432,6 +359,42 @@ CliOptions parse_cli(int argc, const char* const* argv) {
   if (o.nnodes > 1 && o.master_addr.empty())
     throw CliError("--nnodes " + std::to_string(o.nnodes) + " needs --master-addr (the address of node 0)");
   if (o.nnodes > 1 && !vm.count("node-rank")) throw CliError("--nnodes " + std::to_string(o.nnodes) + " needs --node-rank");
+}
+
+}  // namespace
+
+// The steps run in this order because it decides which message a command line with several
+// mistakes gets: the values one by one first, then the action, then how the options fit it.
+CliOptions parse_cli(int argc, const char* const* argv) {
+  CliOptions o;
+  CliRawValues raw;
+  const std::vector<std::string> args = join_resume_auto(argc, argv);
+  const po::options_description all = declare_cli_options(o, raw);
+  o.help = cli_help_text(all);
+  const po::variables_map vm = read_command_line(args, all);
+
+  read_general_options(o, vm, raw);
+  read_run_selection(o, vm, raw);
+  read_plugin_search(o, vm);
+  read_plan_overrides(o, vm, raw);
+  read_max_steps(o, vm, raw.max_steps);
+  read_init_weights(o, vm);
+  read_preempt_signal(o, vm, raw.preempt_signal);
+  read_plan_sources(o, vm);
+
+  const std::vector<RequestedAction> actions = requested_actions(o, vm);
+  if (actions.empty()) {
+    if (args.size() > 1)
+      throw CliError("nothing to do: give --probe, --list-plugins, --describe NAME, --algorithm NAME or --sync-tracking RUN_DIR");
+    return o;  // bare `host`: help
+  }
+  o.action = actions[0].first;
+
+  read_sweep(o, vm, raw);
+  check_options_fit_action(o, vm, actions[0].second);
+  read_tracking(o, vm);
+  check_action_combinations(o, vm);
+  check_distributed(o, vm);
   return o;
 }
 

@@ -98,159 +98,214 @@ void mark_preempted(const fs::path& run_dir, const std::string& signal) {
   write_summary(run_dir, summary);
 }
 
+// The run folder before any worker starts. Rank 0's host makes it (unless resuming) and writes
+// the config, plan and probe the workers read; any other host waits for that.
+void set_up_run_folder(const RunJob& job, bool owns_run_dir) {
+  const PlannedRun& planned = *job.planned;
+  const fs::path& run_dir = job.run_dir;
+  if (!owns_run_dir) {
+    wait_for_run_folder(run_dir, job.launch);
+    return;
+  }
+  if (!job.resume) {
+    try {
+      prepare_run_dir(run_dir, false);
+    } catch (const std::exception& e) {
+      throw HostError(e.what(), kExitBadInput);
+    }
+  }
+  write_file_atomically(run_dir / "config.json", planned.config.dump(2) + "\n");
+  write_file_atomically(run_dir / "plan.json", planned.plan.dump(2) + "\n");
+  write_file_atomically(run_dir / "probe.json", job.probe.dump(2) + "\n");
+  spdlog::info("run folder {}\n{}", run_dir.string(), plan_to_text(planned.plan));
+}
+
+// One spec per rank this host starts, as the plan places them.
+std::vector<WorkerSpec> worker_specs(const RunJob& job) {
+  const PlannedRun& planned = *job.planned;
+  std::vector<WorkerSpec> specs;
+  for (const WorkerPlacement& worker : planned.workers) {
+    WorkerSpec spec = worker_spec(job.algorithm, planned.command, worker, planned.config, planned.plan, job.run_dir);
+    spec.resume = job.resume;
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+// The kernel's OOM kills in this cgroup before the run, to tell afterwards whether one ended it.
+struct OomKillsBefore {
+  fs::path memory_events = cgroup_memory_events();
+  std::optional<int64_t> count = oom_kill_count(memory_events);
+};
+
+// Starts the workers and waits for their end, while the device plugin samples the first one
+// into telemetry.jsonl (rank 0's host only: one file per run).
+GroupOutcome supervise_with_telemetry(const RunJob& job, const std::vector<WorkerSpec>& specs, bool owns_run_dir) {
+  const PlannedRun& planned = *job.planned;
+  std::unique_ptr<TelemetrySampler> telemetry;
+  const GroupOutcome group = supervise_workers(specs, [&](pid_t worker) {
+    if (owns_run_dir)
+      telemetry = std::make_unique<TelemetrySampler>(job.device_plugin, planned.workers.front().device.index, worker,
+                                                     job.run_dir / "telemetry.jsonl", kTelemetryInterval);
+  });
+  telemetry.reset();
+  if (owns_run_dir && !fs::exists(job.run_dir / "telemetry.jsonl"))
+    spdlog::info("no telemetry.jsonl: device plugin '{}' gave no sample of {} during the run", job.device_plugin.name,
+                 planned.workers.front().device.id());
+  return group;
+}
+
+// A distributed run that a rank ended: record which and why, and throw: HostError (exit 2) when
+// the rank refused its input, WorkersFailed (what --max-restarts restarts) otherwise.
+[[noreturn]] void fail_distributed_run(const RunJob& job, const std::vector<WorkerSpec>& specs,
+                                       const GroupOutcome& group, int failed, bool owns_run_dir) {
+  const fs::path& run_dir = job.run_dir;
+  const WorkerSpec& spec = specs[static_cast<size_t>(failed)];
+  std::string message = describe_rank_end(spec, group.workers[static_cast<size_t>(failed)]);
+  if (!group.stopped_by_host.empty()) {
+    std::string stopped;
+    for (int j : group.stopped_by_host)
+      stopped += (stopped.empty() ? "" : ", ") + std::to_string(specs[static_cast<size_t>(j)].rank);
+    message += "; stopped the other ranks here (" + stopped + ")";
+  }
+  if (owns_run_dir)
+    write_summary(run_dir, {{"algorithm", job.algorithm.name}, {"command", job.planned->command}, {"status", "failed"},
+                            {"failed_rank", spec.rank}, {"error", message}});
+  // A rank that refused its input (a config or file the algorithm rejects before training)
+  // is the user's to fix, not a failure a restart would get past: exit 2, as one process.
+  const WorkerOutcome& end = group.workers[static_cast<size_t>(failed)];
+  if (end.signal == 0 && end.exit_code == kWorkerBadInput)
+    throw HostError("distributed " + specs[0].work_name() + ": " + message + "; outputs kept in " +
+                        run_dir.string(),
+                    kExitBadInput);
+  throw WorkersFailed("distributed " + specs[0].work_name() + " failed: " + message + "; outputs kept in " + run_dir.string() + " (" +
+                          (spec.output_dir() / "log.txt").string() + ")",
+                      message);
+}
+
+// A stop request that came before the workers started: nothing trained, but the run may be
+// started again (resumed) as it is.
+int end_before_workers_started(const RunJob& job, int stop) {
+  const bool preempted = is_preemption(stop);
+  write_summary(job.run_dir, {{"algorithm", job.algorithm.name}, {"command", job.planned->command},
+                              {"status", preempted ? "preempted" : "cancelled"}, {"stop_signal", signal_name(stop)},
+                              {"resumable", true}, {"error", signal_name(stop) + " came before the workers started"}});
+  spdlog::warn("{} before training started; nothing trained", signal_name(stop));
+  return preempted ? kExitPreempted : kWorkerCancelled;
+}
+
+// The user stopped the run twice: a cancellation, though the worker could not save.
+int end_killed_on_request(const RunJob& job) {
+  write_summary(job.run_dir, {{"algorithm", job.algorithm.name}, {"command", job.planned->command}, {"status", "cancelled"},
+                              {"error", "killed by a second stop request (Ctrl-C) before it finished stopping"}});
+  spdlog::warn("run killed on a second stop request; outputs kept in {}", job.run_dir.string());
+  return kWorkerCancelled;
+}
+
+// A worker killed by a signal could not write its summary: record how it ended, keeping what
+// it wrote, with the memory hint when the kernel's OOM killer sent the SIGKILL.
+[[noreturn]] void fail_killed_worker(const RunJob& job, const WorkerSpec& spec, const WorkerOutcome& outcome,
+                                     const OomKillsBefore& oom_kills) {
+  const PlannedRun& planned = *job.planned;
+  const fs::path& run_dir = job.run_dir;
+  std::string error = std::string("worker killed by signal ") + std::to_string(outcome.signal) + " (" +
+                      strsignal(outcome.signal) + ")";
+  if (outcome.signal == SIGKILL)
+    if (auto why = memory_kill_explanation(oom_kills.count, oom_kill_count(oom_kills.memory_events),
+                                           run_dir / "telemetry.jsonl", planned.plan, job.resume_command,
+                                           job.algorithm.name,
+                                           planned.config.is_object() && planned.config.contains("batch_size")))
+      error += "; " + *why;
+  write_summary(run_dir, {{"algorithm", job.algorithm.name}, {"command", planned.command}, {"status", "crashed"},
+                          {"signal", outcome.signal}, {"error", error}});
+  throw WorkersFailed(spec.work_name() + " " + error + "; outputs kept in " + run_dir.string() + " (log.txt)", error);
+}
+
+// The worker stopped on request, having saved where it had begun training. A preemption says
+// so, and that the run is resumable.
+int end_stopped_run(const RunJob& job, int stop, bool owns_run_dir) {
+  const fs::path& run_dir = job.run_dir;
+  if (!is_preemption(stop)) {
+    spdlog::warn("run stopped on request; outputs in {}", run_dir.string());
+    return kWorkerCancelled;
+  }
+  // The worker wrote "cancelled", having saved a checkpoint where it had begun training (a
+  // stop while the ranks met has none): say it was preempted and resumable.
+  if (owns_run_dir) mark_preempted(run_dir, signal_name(stop));
+  spdlog::warn("run preempted ({}): {}; the same command with --resume (or --resume auto) {}; outputs in {}",
+               signal_name(stop),
+               holds_checkpoint(run_dir) ? "a checkpoint was saved" : "it stopped before its first checkpoint",
+               holds_checkpoint(run_dir) ? "continues it" : "starts it from the beginning", run_dir.string());
+  return kExitPreempted;
+}
+
+// The algorithm refused its input (exit 2, the user's to fix). A folder this launch made holds
+// nothing of value yet, so it goes again and the same command works once the input is fixed.
+[[noreturn]] void refuse_input(const RunJob& job, const WorkerSpec& spec, bool fresh_folder) {
+  const fs::path& run_dir = job.run_dir;
+  const json summary = read_summary(spec);
+  std::string message = spec.work_name() + " refused its input" +
+                        (summary.is_object() && summary.value("error", json()).is_string()
+                             ? ": " + summary["error"].get<std::string>()
+                             : std::string());
+  if (fresh_folder && holds_only_host_records(run_dir)) {
+    std::error_code ec;
+    fs::remove_all(run_dir, ec);
+    message += ec ? "; nothing was trained (the run folder could not be removed: " + ec.message() + ")"
+                  : "; nothing was trained, and " +
+                        (run_dir.parent_path().filename() == "commands"
+                             ? "this command's folder " + run_dir.string() + " is gone again (the run's own files "
+                               "are as they were)"
+                             : std::string("the run folder is gone again")) +
+                        ": the same command runs once the input is fixed";
+  } else {
+    message += "; outputs kept in " + run_dir.string();
+  }
+  throw HostError(message, kExitBadInput);
+}
+
+// Any other failed exit: the worker's own error, from its summary, is the cause.
+[[noreturn]] void fail_worker(const RunJob& job, const WorkerSpec& spec, const WorkerOutcome& outcome) {
+  const json summary = read_summary(spec);
+  const std::string cause = summary.is_object() && summary.value("error", json()).is_string()
+                                ? "the worker failed: " + summary["error"].get<std::string>()
+                                : "the worker failed (exit status " + std::to_string(outcome.exit_code) + ")";
+  throw WorkersFailed(spec.work_name() + " failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
+                          (job.run_dir / "summary.json").string(),
+                      cause);
+}
+
 }  // namespace
 
 int run_workers(const RunJob& job) {
-  const PlannedRun& planned = *job.planned;
   const Launch& launch = job.launch;
   const fs::path& run_dir = job.run_dir;
-  const std::string& algorithm = job.algorithm.name;
-  const std::string& command = planned.command;
 
   const bool owns_run_dir = launch.first_rank == 0;  // rank 0's host; the only one unless another launcher started us
   std::error_code ec;
   // A folder this launch makes (or finds empty) holds nothing but its own records until the
   // algorithm writes: if the algorithm refuses its input, the folder goes again.
   const bool fresh_folder = owns_run_dir && !job.resume && (!fs::exists(run_dir, ec) || fs::is_empty(run_dir, ec));
-  if (owns_run_dir) {
-    if (!job.resume) {
-      try {
-        prepare_run_dir(run_dir, false);
-      } catch (const std::exception& e) {
-        throw HostError(e.what(), kExitBadInput);
-      }
-    }
-    write_file_atomically(run_dir / "config.json", planned.config.dump(2) + "\n");
-    write_file_atomically(run_dir / "plan.json", planned.plan.dump(2) + "\n");
-    write_file_atomically(run_dir / "probe.json", job.probe.dump(2) + "\n");
-    spdlog::info("run folder {}\n{}", run_dir.string(), plan_to_text(planned.plan));
-  } else {
-    wait_for_run_folder(run_dir, launch);
-  }
+  set_up_run_folder(job, owns_run_dir);
 
-  std::vector<WorkerSpec> specs;
-  for (const WorkerPlacement& worker : planned.workers) {
-    WorkerSpec spec = worker_spec(job.algorithm, command, worker, planned.config, planned.plan, run_dir);
-    spec.resume = job.resume;
-    specs.push_back(std::move(spec));
-  }
+  const std::vector<WorkerSpec> specs = worker_specs(job);
   if (launch.distributed())
     spdlog::info("starting ranks {}-{} of {} ({}), meeting at {}:{}", launch.first_rank,
                  launch.first_rank + launch.workers_here - 1, launch.world_size, launch.source, launch.master_addr,
                  launch.master_port);
-  // The kernel's OOM kills in this cgroup so far, to tell afterwards whether one ended the run.
-  const fs::path memory_events = cgroup_memory_events();
-  const std::optional<int64_t> oom_kills_before = oom_kill_count(memory_events);
-  std::unique_ptr<TelemetrySampler> telemetry;
-  const GroupOutcome group = supervise_workers(specs, [&](pid_t worker) {
-    if (owns_run_dir)
-      telemetry = std::make_unique<TelemetrySampler>(job.device_plugin, planned.workers.front().device.index, worker,
-                                                     run_dir / "telemetry.jsonl", kTelemetryInterval);
-  });
-  telemetry.reset();
-  if (owns_run_dir && !fs::exists(run_dir / "telemetry.jsonl"))
-    spdlog::info("no telemetry.jsonl: device plugin '{}' gave no sample of {} during the run", job.device_plugin.name,
-                 planned.workers.front().device.id());
+  const OomKillsBefore oom_kills;
+  const GroupOutcome group = supervise_with_telemetry(job, specs, owns_run_dir);
 
-  if (launch.distributed() && !group.killed_on_request) {
-    const int failed = culprit(specs, group);
-    if (failed >= 0) {
-      const WorkerSpec& spec = specs[static_cast<size_t>(failed)];
-      std::string message = describe_rank_end(spec, group.workers[static_cast<size_t>(failed)]);
-      if (!group.stopped_by_host.empty()) {
-        std::string stopped;
-        for (int j : group.stopped_by_host)
-          stopped += (stopped.empty() ? "" : ", ") + std::to_string(specs[static_cast<size_t>(j)].rank);
-        message += "; stopped the other ranks here (" + stopped + ")";
-      }
-      if (owns_run_dir)
-        write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "failed"},
-                                {"failed_rank", spec.rank}, {"error", message}});
-      // A rank that refused its input (a config or file the algorithm rejects before training)
-      // is the user's to fix, not a failure a restart would get past: exit 2, as one process.
-      const WorkerOutcome& end = group.workers[static_cast<size_t>(failed)];
-      if (end.signal == 0 && end.exit_code == kWorkerBadInput)
-        throw HostError("distributed " + specs[0].work_name() + ": " + message + "; outputs kept in " +
-                            run_dir.string(),
-                        kExitBadInput);
-      throw WorkersFailed("distributed " + specs[0].work_name() + " failed: " + message + "; outputs kept in " + run_dir.string() + " (" +
-                              (spec.output_dir() / "log.txt").string() + ")",
-                          message);
-    }
-  }
+  if (launch.distributed() && !group.killed_on_request)
+    if (const int failed = culprit(specs, group); failed >= 0) fail_distributed_run(job, specs, group, failed, owns_run_dir);
   const int stop = first_stop_signal();
-  const bool preempted = is_preemption(stop);
-  if (group.not_started) {
-    write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", preempted ? "preempted" : "cancelled"},
-                            {"stop_signal", signal_name(stop)}, {"resumable", true},
-                            {"error", signal_name(stop) + " came before the workers started"}});
-    spdlog::warn("{} before training started; nothing trained", signal_name(stop));
-    return preempted ? kExitPreempted : kWorkerCancelled;
-  }
+  if (group.not_started) return end_before_workers_started(job, stop);
   const WorkerOutcome& outcome = group.workers[0];  // this machine's first rank speaks for the run
-  if (group.killed_on_request) {
-    // The user stopped the run twice: a cancellation, though the worker could not save.
-    write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "cancelled"},
-                            {"error", "killed by a second stop request (Ctrl-C) before it finished stopping"}});
-    spdlog::warn("run killed on a second stop request; outputs kept in {}", run_dir.string());
-    return kWorkerCancelled;
-  }
-  if (outcome.signal != 0) {
-    // The worker could not write its summary: record how it ended, keeping what it wrote.
-    std::string error = std::string("worker killed by signal ") + std::to_string(outcome.signal) + " (" +
-                        strsignal(outcome.signal) + ")";
-    if (outcome.signal == SIGKILL)
-      if (auto why = memory_kill_explanation(oom_kills_before, oom_kill_count(memory_events), run_dir / "telemetry.jsonl",
-                                             planned.plan, job.resume_command, algorithm,
-                                             planned.config.is_object() && planned.config.contains("batch_size")))
-        error += "; " + *why;
-    write_summary(run_dir, {{"algorithm", algorithm}, {"command", command}, {"status", "crashed"},
-                            {"signal", outcome.signal}, {"error", error}});
-    throw WorkersFailed(specs[0].work_name() + " " + error + "; outputs kept in " + run_dir.string() + " (log.txt)", error);
-  }
-  if (outcome.exit_code == kWorkerCancelled) {
-    if (preempted) {
-      // The worker wrote "cancelled", having saved a checkpoint where it had begun training (a
-      // stop while the ranks met has none): say it was preempted and resumable.
-      if (owns_run_dir) mark_preempted(run_dir, signal_name(stop));
-      spdlog::warn("run preempted ({}): {}; the same command with --resume (or --resume auto) {}; outputs in {}",
-                   signal_name(stop),
-                   holds_checkpoint(run_dir) ? "a checkpoint was saved" : "it stopped before its first checkpoint",
-                   holds_checkpoint(run_dir) ? "continues it" : "starts it from the beginning", run_dir.string());
-      return kExitPreempted;
-    }
-    spdlog::warn("run stopped on request; outputs in {}", run_dir.string());
-    return kWorkerCancelled;
-  }
-  if (outcome.exit_code == kWorkerBadInput && !launch.distributed()) {
-    const json summary = read_summary(specs[0]);
-    std::string message = specs[0].work_name() + " refused its input" +
-                          (summary.is_object() && summary.value("error", json()).is_string()
-                               ? ": " + summary["error"].get<std::string>()
-                               : std::string());
-    if (fresh_folder && holds_only_host_records(run_dir)) {
-      fs::remove_all(run_dir, ec);
-      message += ec ? "; nothing was trained (the run folder could not be removed: " + ec.message() + ")"
-                    : "; nothing was trained, and " +
-                          (run_dir.parent_path().filename() == "commands"
-                               ? "this command's folder " + run_dir.string() + " is gone again (the run's own files "
-                                 "are as they were)"
-                               : std::string("the run folder is gone again")) +
-                          ": the same command runs once the input is fixed";
-    } else {
-      message += "; outputs kept in " + run_dir.string();
-    }
-    throw HostError(message, kExitBadInput);
-  }
-  if (outcome.exit_code != kWorkerCompleted) {
-    const json summary = read_summary(specs[0]);
-    const std::string cause = summary.is_object() && summary.value("error", json()).is_string()
-                                  ? "the worker failed: " + summary["error"].get<std::string>()
-                                  : "the worker failed (exit status " + std::to_string(outcome.exit_code) + ")";
-    throw WorkersFailed(specs[0].work_name() + " failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
-                            (run_dir / "summary.json").string(),
-                        cause);
-  }
+  if (group.killed_on_request) return end_killed_on_request(job);
+  if (outcome.signal != 0) fail_killed_worker(job, specs[0], outcome, oom_kills);
+  if (outcome.exit_code == kWorkerCancelled) return end_stopped_run(job, stop, owns_run_dir);
+  if (outcome.exit_code == kWorkerBadInput && !launch.distributed()) refuse_input(job, specs[0], fresh_folder);
+  if (outcome.exit_code != kWorkerCompleted) fail_worker(job, specs[0], outcome);
   spdlog::info("run completed; outputs in {}", run_dir.string());
   return 0;
 }
