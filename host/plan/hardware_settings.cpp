@@ -50,80 +50,69 @@ Check fraction() {
   };
 }
 
-// How each key's value is checked. Which keys there are is the plan's table's to say
-// (mlh::kPlanFields' settings) and the launcher's (kLauncherKeys); checks() holds the two
-// lists to each other on first use.
-const std::map<std::string, Check>& value_checks() {
-  static const std::map<std::string, Check> c = {
-      {"precision", one_of({"auto", "fp32", "fp16", "bf16"})},
-      {"batch_size", integer_at_least(1, true)},
-      {"gradient_checkpointing", one_of({"auto", "true", "false"})},
-      {"preset",
-       [](const std::string& v) -> std::string {
-         static const std::regex name("^[a-z0-9][a-z0-9_-]{0,63}$");
-         return std::regex_match(v, name) ? "" : "must be auto or a preset name ([a-z0-9_-])";
-       }},
-      {"memory_fraction", fraction()},
-      {"memory_limit_gb",
-       [](const std::string& v) -> std::string {
-         if (v == "auto") return "";
-         char* end = nullptr;
-         const double x = std::strtod(v.c_str(), &end);
-         return v.empty() || *end != '\0' || !std::isfinite(x) || x <= 0 ? "must be a number of GiB > 0 or auto" : "";
-       }},
-      {"empty_cache_steps", integer_at_least(0, true)},
-      {"pinned_memory", one_of({"auto", "true", "false"})},
-      {"prefetch_factor", integer_at_least(1, true)},
-      {"dataloader_workers", integer_at_least(0, true)},
-      {"intra_op_threads", integer_at_least(1, true)},
-      {"inter_op_threads", integer_at_least(1, true)},
-      {"omp_proc_bind", one_of({"auto", "false", "true", "close", "spread", "master"})},
-      {"omp_wait_policy", one_of({"auto", "active", "passive"})},
-      {"cudnn_benchmark", one_of({"auto", "true", "false"})},
-      {"tf32_matmul", one_of({"auto", "true", "false"})},
-      {"deterministic", one_of({"auto", "true", "false"})},
-      {"channels_last", one_of({"auto", "true", "false"})},
-      {"cuda_graphs", one_of({"auto", "true", "false"})},
-      {"allocator", one_of({"auto", "glibc", "glibc-tuned", "jemalloc", "tcmalloc"})},
-      // glibc ignores an mmap threshold above 32 MiB (half its largest heap).
-      {"malloc_mmap_threshold",
-       [](const std::string& v) -> std::string {
-         const std::string problem = integer_at_least(0, true)(v);
-         if (!problem.empty() || v == "auto") return problem;
-         return std::stoll(v) <= (32LL << 20) ? "" : "must be at most 33554432 (32 MiB, glibc's limit) or auto";
-       }},
-      {"malloc_trim_threshold", integer_at_least(0, true)},
-      {"malloc_top_pad", integer_at_least(0, true)},
-      // Experiment tracking (host/run/tracking): the launcher's, not the plan's.
-      {"track", one_of({"auto", "none", "mlflow"})},
-      {"mlflow_experiment",
-       [](const std::string& v) -> std::string {
-         return v.empty() || v.size() > 500 ? "must be an MLflow experiment name (1 to 500 characters)" : "";
-       }},
-      {"jemalloc_conf",
-       [](const std::string& v) -> std::string {
-         static const std::regex conf("^(auto|[a-z_]+:[^,: ]+(,[a-z_]+:[^,: ]+)*)$");
-         return std::regex_match(v, conf) ? "" : "must be jemalloc's MALLOC_CONF, option:value[,option:value...]";
-       }},
-  };
-  return c;
+// The check of a plan setting's value, from what the plan's table says it accepts.
+Check check_of(const mlh::PlanSetting& setting) {
+  switch (setting.kind) {
+    case mlh::SettingKind::kSwitch:
+      return one_of({"auto", "true", "false"});
+    case mlh::SettingKind::kChoice: {
+      std::vector<std::string> words{"auto"};
+      std::istringstream choices(setting.choices);
+      for (std::string w; std::getline(choices, w, '|');) words.push_back(w);
+      return one_of(words);
+    }
+    case mlh::SettingKind::kCount: {
+      const Check at_least = integer_at_least(static_cast<long>(setting.min), true);
+      if (!setting.max) return at_least;
+      const long long max = setting.max;
+      const std::string note = setting.max_note;
+      return [at_least, max, note](const std::string& v) -> std::string {
+        const std::string problem = at_least(v);
+        if (!problem.empty() || v == "auto") return problem;
+        return std::stoll(v) <= max ? ""
+                                    : "must be at most " + std::to_string(max) + (note.empty() ? "" : " (" + note + ")") +
+                                          " or auto";
+      };
+    }
+    case mlh::SettingKind::kShare:
+      return fraction();
+    case mlh::SettingKind::kGib:
+      return [](const std::string& v) -> std::string {
+        if (v == "auto") return "";
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        return v.empty() || *end != '\0' || !std::isfinite(x) || x <= 0 ? "must be a number of GiB > 0 or auto" : "";
+      };
+    case mlh::SettingKind::kName:
+      return [](const std::string& v) -> std::string {
+        static const std::regex name("^[a-z0-9][a-z0-9_-]{0,63}$");
+        return std::regex_match(v, name) ? "" : "must be auto or a preset name ([a-z0-9_-])";
+      };
+    case mlh::SettingKind::kAllocatorConf:
+      return [](const std::string& v) -> std::string {
+        static const std::regex conf("^(auto|[a-z_]+:[^,: ]+(,[a-z_]+:[^,: ]+)*)$");
+        return std::regex_match(v, conf) ? "" : "must be jemalloc's MALLOC_CONF, option:value[,option:value...]";
+      };
+  }
+  return nullptr;
 }
 
-// Keys of the launcher's own, not the plan's: experiment tracking (host/run/tracking).
-constexpr const char* kLauncherKeys[] = {"track", "mlflow_experiment"};
-
+// Every key's check: the plan's settings, as its table declares them (mlh::kPlanFields), and
+// the launcher's own keys, experiment tracking (host/run/tracking), which are not the plan's.
 const std::map<std::string, Check>& checks() {
-  static const std::map<std::string, Check>& c = [] () -> const std::map<std::string, Check>& {
-    std::vector<std::string> keys(std::begin(kLauncherKeys), std::end(kLauncherKeys));
+  static const std::map<std::string, Check> c = [] {
+    std::map<std::string, Check> all = {
+        {"track", one_of({"auto", "none", "mlflow"})},
+        {"mlflow_experiment",
+         [](const std::string& v) -> std::string {
+           return v.empty() || v.size() > 500 ? "must be an MLflow experiment name (1 to 500 characters)" : "";
+         }},
+    };
     for (const mlh::PlanFieldInfo& f : mlh::kPlanFields)
-      for (const char* key : f.settings)
-        if (key) keys.push_back(key);
-    if (keys.size() != value_checks().size())
-      throw std::logic_error("hardware settings: " + std::to_string(keys.size()) + " keys in the plan's table and the "
-                             "launcher's, " + std::to_string(value_checks().size()) + " value checks");
-    for (const std::string& key : keys)
-      if (!value_checks().count(key)) throw std::logic_error("hardware settings: no value check for key '" + key + "'");
-    return value_checks();
+      for (const mlh::PlanSetting& setting : f.settings)
+        if (setting.key && !all.emplace(setting.key, check_of(setting)).second)
+          throw std::logic_error(std::string("hardware settings: key '") + setting.key + "' declared twice");
+    return all;
   }();
   return c;
 }

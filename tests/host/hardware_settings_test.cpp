@@ -1,6 +1,7 @@
 #include "plan/hardware_settings.hpp"
 
 #include <gtest/gtest.h>
+#include <mlh/plan_fields.hpp>
 
 #include <fstream>
 #include <sstream>
@@ -49,6 +50,30 @@ TEST(HardwareSettings, SectionsOverrideTheTopAndAutoIsUnset) {
   EXPECT_FALSE(s.get("intra_op_threads", "cuda").has_value());
   EXPECT_FALSE(s.get("batch_size", "cpu").has_value()) << "auto means: not set";
   EXPECT_EQ(s.get("precision", "cuda")->origin, (t / "hw.ini").string() + ":8");
+}
+
+// The file's keys and their checks come from the plan's table (mlh::kPlanFields' settings):
+// every key it declares is read, takes auto, and refuses a value of the wrong kind, naming
+// the key; a bounded count refuses one past its bound.
+TEST(HardwareSettings, EveryKeyOfThePlansTableIsCheckedByItsKind) {
+  int keys = 0;
+  for (const mlh::PlanFieldInfo& f : mlh::kPlanFields) {
+    for (const mlh::PlanSetting& setting : f.settings) {
+      if (!setting.key) continue;
+      ++keys;
+      const std::string key = setting.key;
+      EXPECT_EQ(error_of(key + " = auto\n"), "") << key;
+      const std::string bad = setting.kind == mlh::SettingKind::kAllocatorConf ? "not a conf" : "%bad%";
+      EXPECT_NE(error_of(key + " = " + bad + "\n").find("key '" + key + "'"), std::string::npos) << key;
+      if (setting.kind == mlh::SettingKind::kCount && setting.max) {
+        EXPECT_EQ(error_of(key + " = " + std::to_string(setting.max) + "\n"), "") << key;
+        EXPECT_NE(error_of(key + " = " + std::to_string(setting.max + 1) + "\n").find("must be at most"),
+                  std::string::npos)
+            << key;
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<size_t>(keys) + 2, hardware_setting_keys().size()) << "the plan's keys and the launcher's two";
 }
 
 TEST(HardwareSettings, ErrorsNameFileLineAndKey) {

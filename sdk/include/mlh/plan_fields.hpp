@@ -51,53 +51,90 @@ enum class PlanFieldDecider { kWorker, kAlgorithm };
 // field as "plan.<name>": the values that change what a run learns, not how fast.
 enum class RunParameter { kNo, kYes };
 
+// What a hardware settings key (share/mlhost/hardware.ini) accepts besides "auto": the
+// settings file's parser checks every value by it, so a key's type is declared here alone.
+enum class SettingKind {
+  kSwitch,         // true or false
+  kChoice,         // one of `choices`
+  kCount,          // an integer, at least `min` (and at most `max` where it is not 0)
+  kShare,          // a number in (0, 1]
+  kGib,            // a number of GiB above 0
+  kName,           // a preset's name: [a-z0-9_-], up to 64 characters
+  kAllocatorConf,  // jemalloc's MALLOC_CONF: option:value[,option:value...]
+};
+
+struct PlanSetting {
+  const char* key = nullptr;
+  SettingKind kind = SettingKind::kSwitch;
+  long long min = 0, max = 0;  // kCount
+  const char* choices = "";    // kChoice: the values, '|'-separated
+  const char* max_note = "";   // kCount: why `max`, for the message
+};
+
 struct PlanFieldInfo {
   PlanField field;
   const char* name;  // the key in plan.json
   PlanFieldDecider decider;
   const char* label;  // its line in the printed plan (host --print-plan); nullptr: not printed
-  // The hardware settings file's keys that set it (share/mlhost/hardware.ini), up to five.
-  const char* settings[5];
+  // The hardware settings file's keys that set it, with what each accepts; up to five.
+  PlanSetting settings[5];
   RunParameter run_parameter;
 };
 
 // Every setting, in the order the printed plan and docs/plan.md's "What each field does"
 // table list them.
 inline constexpr PlanFieldInfo kPlanFields[] = {
-    {PlanField::kBatchSize, "batch_size", PlanFieldDecider::kAlgorithm, "batch size", {"batch_size"}, RunParameter::kYes},
+    {PlanField::kBatchSize, "batch_size", PlanFieldDecider::kAlgorithm, "batch size",
+     {{"batch_size", SettingKind::kCount, 1}}, RunParameter::kYes},
     {PlanField::kGradientCheckpointing, "gradient_checkpointing", PlanFieldDecider::kAlgorithm, "gradient checkpointing",
-     {"gradient_checkpointing"}, RunParameter::kNo},
-    {PlanField::kPrecision, "precision", PlanFieldDecider::kAlgorithm, "precision", {"precision"}, RunParameter::kYes},
-    {PlanField::kPreset, "preset", PlanFieldDecider::kAlgorithm, "model preset", {"preset"}, RunParameter::kYes},
-    {PlanField::kThreads, "threads", PlanFieldDecider::kWorker, "threads", {"intra_op_threads", "inter_op_threads"},
+     {{"gradient_checkpointing"}}, RunParameter::kNo},
+    {PlanField::kPrecision, "precision", PlanFieldDecider::kAlgorithm, "precision",
+     {{"precision", SettingKind::kChoice, 0, 0, "fp32|fp16|bf16"}}, RunParameter::kYes},
+    {PlanField::kPreset, "preset", PlanFieldDecider::kAlgorithm, "model preset",
+     {{"preset", SettingKind::kName}}, RunParameter::kYes},
+    {PlanField::kThreads, "threads", PlanFieldDecider::kWorker, "threads",
+     {{"intra_op_threads", SettingKind::kCount, 1}, {"inter_op_threads", SettingKind::kCount, 1}},
      RunParameter::kNo},
     {PlanField::kAllocator, "allocator", PlanFieldDecider::kWorker, "allocator",
-     {"allocator", "malloc_mmap_threshold", "malloc_trim_threshold", "malloc_top_pad", "jemalloc_conf"}, RunParameter::kNo},
-    {PlanField::kMemoryFraction, "memory_fraction", PlanFieldDecider::kWorker, "memory fraction", {"memory_fraction"},
+     {{"allocator", SettingKind::kChoice, 0, 0, "glibc|glibc-tuned|jemalloc|tcmalloc"},
+      // glibc ignores an mmap threshold above 32 MiB (half its largest heap).
+      {"malloc_mmap_threshold", SettingKind::kCount, 0, 32LL << 20, "", "32 MiB, glibc's limit"},
+      {"malloc_trim_threshold", SettingKind::kCount, 0},
+      {"malloc_top_pad", SettingKind::kCount, 0},
+      {"jemalloc_conf", SettingKind::kAllocatorConf}},
      RunParameter::kNo},
-    {PlanField::kMemoryLimitBytes, "memory_limit_bytes", PlanFieldDecider::kWorker, "memory limit", {"memory_limit_gb"},
+    {PlanField::kMemoryFraction, "memory_fraction", PlanFieldDecider::kWorker, "memory fraction",
+     {{"memory_fraction", SettingKind::kShare}},
+     RunParameter::kNo},
+    {PlanField::kMemoryLimitBytes, "memory_limit_bytes", PlanFieldDecider::kWorker, "memory limit",
+     {{"memory_limit_gb", SettingKind::kGib}},
      RunParameter::kNo},
     {PlanField::kMemory, "memory", PlanFieldDecider::kWorker, nullptr, {}, RunParameter::kNo},
     {PlanField::kEmptyCacheSteps, "empty_cache_steps", PlanFieldDecider::kAlgorithm, "empty cache every",
-     {"empty_cache_steps"}, RunParameter::kNo},
-    {PlanField::kPinnedMemory, "pinned_memory", PlanFieldDecider::kAlgorithm, "pinned memory", {"pinned_memory"},
+     {{"empty_cache_steps", SettingKind::kCount, 0}}, RunParameter::kNo},
+    {PlanField::kPinnedMemory, "pinned_memory", PlanFieldDecider::kAlgorithm, "pinned memory", {{"pinned_memory"}},
      RunParameter::kNo},
     {PlanField::kDataloaderWorkers, "dataloader_workers", PlanFieldDecider::kAlgorithm, "data workers",
-     {"dataloader_workers"}, RunParameter::kNo},
-    {PlanField::kPrefetchFactor, "prefetch_factor", PlanFieldDecider::kAlgorithm, "prefetch factor", {"prefetch_factor"},
+     {{"dataloader_workers", SettingKind::kCount, 0}}, RunParameter::kNo},
+    {PlanField::kPrefetchFactor, "prefetch_factor", PlanFieldDecider::kAlgorithm, "prefetch factor",
+     {{"prefetch_factor", SettingKind::kCount, 1}},
      RunParameter::kNo},
-    {PlanField::kOmpProcBind, "omp_proc_bind", PlanFieldDecider::kWorker, "OpenMP binding", {"omp_proc_bind"},
+    {PlanField::kOmpProcBind, "omp_proc_bind", PlanFieldDecider::kWorker, "OpenMP binding",
+     {{"omp_proc_bind", SettingKind::kChoice, 0, 0, "false|true|close|spread|master"}},
      RunParameter::kNo},
-    {PlanField::kOmpWaitPolicy, "omp_wait_policy", PlanFieldDecider::kWorker, "OpenMP wait policy", {"omp_wait_policy"},
+    {PlanField::kOmpWaitPolicy, "omp_wait_policy", PlanFieldDecider::kWorker, "OpenMP wait policy",
+     {{"omp_wait_policy", SettingKind::kChoice, 0, 0, "active|passive"}},
      RunParameter::kNo},
-    {PlanField::kCudnnBenchmark, "cudnn_benchmark", PlanFieldDecider::kAlgorithm, "cuDNN benchmark", {"cudnn_benchmark"},
+    {PlanField::kCudnnBenchmark, "cudnn_benchmark", PlanFieldDecider::kAlgorithm, "cuDNN benchmark",
+     {{"cudnn_benchmark"}},
      RunParameter::kNo},
-    {PlanField::kTf32Matmul, "tf32_matmul", PlanFieldDecider::kWorker, "TF32 matmul", {"tf32_matmul"}, RunParameter::kNo},
-    {PlanField::kDeterministic, "deterministic", PlanFieldDecider::kWorker, "deterministic", {"deterministic"},
+    {PlanField::kTf32Matmul, "tf32_matmul", PlanFieldDecider::kWorker, "TF32 matmul",
+     {{"tf32_matmul"}}, RunParameter::kNo},
+    {PlanField::kDeterministic, "deterministic", PlanFieldDecider::kWorker, "deterministic", {{"deterministic"}},
      RunParameter::kNo},
-    {PlanField::kChannelsLast, "channels_last", PlanFieldDecider::kAlgorithm, "channels last", {"channels_last"},
+    {PlanField::kChannelsLast, "channels_last", PlanFieldDecider::kAlgorithm, "channels last", {{"channels_last"}},
      RunParameter::kNo},
-    {PlanField::kCudaGraphs, "cuda_graphs", PlanFieldDecider::kAlgorithm, "CUDA graphs", {"cuda_graphs"},
+    {PlanField::kCudaGraphs, "cuda_graphs", PlanFieldDecider::kAlgorithm, "CUDA graphs", {{"cuda_graphs"}},
      RunParameter::kNo},
     {PlanField::kMaxSteps, "max_steps", PlanFieldDecider::kAlgorithm, "max steps", {}, RunParameter::kNo},
     {PlanField::kInitFrom, "init_from", PlanFieldDecider::kAlgorithm, "initial weights", {}, RunParameter::kNo},
