@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include <ATen/ATen.h>
 #include <mlh/runtime/calibration.hpp>
@@ -21,18 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-// The reduced-precision quality check on the user's data, judged by what the run is judged by:
-// accuracy on classes it never trained on. From the same initial weights, the same training
-// episodes (the config's shape, at most kCheckWay-way) in fp32 and in `reduced`, then the same
-// held-out episodes (the config's test shape) on the validation classes; where the data has none
-// (a validation share of the training classes' images, or data.trainval), on training classes
-// split off for the check (check_sets), each model in its own precision. It passes unless the reduced precision's
-// accuracy is worse beyond the 95% interval of the paired per-episode differences
-// (mlh::rt::held_out_precision_check).
-// The budget follows the host's timing bound (request_seconds, about 2 s): fp32 trains for
-// 3x that (kCheckMinEpisodes to kCheckMaxEpisodes episodes) and is scored for 2x that
-// (kCheckMinHeldOut to kCheckMaxHeldOut episodes); the reduced precision trains and is scored
-// on as many.
 // The check's training and held-out sets, class-disjoint as a few-shot run is judged: the
 // validation classes where the config names them; else a share of the training classes split
 // off (kCheckHeldOutShare, at least the test way where the rest keeps two classes); with fewer
@@ -68,6 +58,17 @@ CheckSets check_sets(const Config& cfg, const DataSources& data) {
   return sets;
 }
 
+// The reduced-precision quality check on the user's data, judged by what the run is judged by:
+// accuracy on classes it never trained on. From the same initial weights, the same training
+// episodes (the config's shape, at most kCheckWay-way) in fp32 and in `reduced`, then the same
+// held-out episodes (the config's test shape) on classes the check did not train on
+// (check_sets), each model in its own precision. It passes unless the reduced precision's
+// accuracy is worse beyond the 95% interval of the paired per-episode differences
+// (mlh::rt::held_out_precision_check).
+// The budget follows the host's timing bound (request_seconds, about 2 s): fp32 trains for
+// 3x that (kCheckMinEpisodes to kCheckMaxEpisodes episodes) and is scored for 2x that
+// (kCheckMinHeldOut to kCheckMaxHeldOut episodes); the reduced precision trains and is scored
+// on as many.
 constexpr int kCheckMinEpisodes = 20, kCheckMaxEpisodes = 100, kCheckMinHeldOut = 30, kCheckMaxHeldOut = 100,
               kCheckWay = 20, kHeldOutChunk = 10;
 

@@ -51,6 +51,39 @@ TEST(TrmConfig, DefaultsAreTheReferences) {
   EXPECT_EQ(c.model.loss, "stablemax");
 }
 
+// The model's own checks (validate, in model_config.cpp) accept every value at the table's
+// bounds that the config's checks accept: a config that parses never fails when the model is
+// built. Each bound of each model.* field is tried in puzzle mode and in text mode.
+TEST(TrmConfig, TheModelAcceptsEveryBoundTheTableDeclares) {
+  const json fields = json::parse(trm::config_schema_json())["properties"]["model"]["properties"];
+  trm::DatasetMetadata sudoku;
+  sudoku.seq_len = 81;
+  sudoku.vocab_size = 11;
+  sudoku.num_puzzle_identifiers = 1;
+  int tried = 0;
+  for (const auto& [key, field] : fields.items()) {
+    std::vector<double> edges;
+    if (field.contains("minimum")) edges.push_back(field["minimum"].get<double>());
+    if (field.contains("maximum")) edges.push_back(field["maximum"].get<double>());
+    if (field.contains("exclusiveMinimum")) edges.push_back(field["exclusiveMinimum"].get<double>() + 1e-3);
+    for (const double edge : edges) {
+      const json value = field["type"] == "integer" ? json(static_cast<int64_t>(edge)) : json(edge);
+      for (const char* mode : {"puzzle", "text"}) {
+        trm::Config cfg;
+        try {
+          cfg = trm::parse_config({{"mode", mode}, {"model", {{key, value}}}});
+        } catch (const mlh::Error&) {
+          continue;  // a rule between fields refuses it before any model is built
+        }
+        ++tried;
+        EXPECT_NO_THROW(std::string(mode) == "text" ? trm::text_model_config(cfg) : trm::puzzle_model_config(cfg, sudoku))
+            << "model." << key << " = " << value.dump() << " (" << mode << ")";
+      }
+    }
+  }
+  EXPECT_GT(tried, 15);
+}
+
 TEST(TrmConfig, EveryPresetParses) {
   const json presets = json::parse(trm::presets_json());
   for (const auto& [name, preset] : presets.items()) {
