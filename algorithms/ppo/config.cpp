@@ -15,10 +15,17 @@ const mlh::ConfigTable<Config>& config_table() {
   static const auto table =
       mlh::ConfigTable<Config>("ppo")
           .host_field("preset", "string", "a preset of this algorithm (cartpole, puzzle4, puzzle5, full, reduced)")
-          .field("env", MLH_MEMBER(env), "cartpole", mlh::one_of({"cartpole", "puzzle"}),
-                 "the environment: CartPole-v1, or tiler-slider puzzles (generated, or yours: puzzle.train_levels)")
+          .field("env", MLH_MEMBER(env), "cartpole", mlh::one_of({"cartpole", "puzzle", "library"}),
+                 "the environment: CartPole-v1, tiler-slider puzzles (generated, or yours: puzzle.train_levels), "
+                 "or your own environment's shared library (library.path)")
+          .field("library.path", MLH_MEMBER(library.path), "", mlh::any_value(),
+                 "env=library: the environment's shared library (.so), written with mlh/rl_env.hpp "
+                 "(docs/plugin-guide.md, Writing an environment)")
+          .field("library.settings", MLH_MEMBER(library.settings), json::object(), mlh::any_value(),
+                 "env=library: the environment's own settings, a JSON object passed to it as it is")
           .field("network.kind", MLH_MEMBER(network.kind), "auto", mlh::one_of({"auto", "mlp", "recursive", "resnet"}),
-                 "the policy and value network; auto: mlp for cartpole, recursive for puzzles; mlp is CartPole's "
+                 "the policy and value network; auto: mlp for cartpole and flat observations, recursive for "
+                 "puzzles and {planes, height, width} observations; mlp is CartPole's "
                  "network, recursive and resnet the puzzles' (docs/ppo.md, The networks)")
           .field("network.mlp_hidden", MLH_MEMBER(network.mlp_hidden), {64, 64},
                  mlh::FieldRule().items_at_least(1).unit("units per layer"), "mlp: the hidden layers' widths")
@@ -150,7 +157,7 @@ const char* presets_json() {
 }
 
 std::string Config::network_kind() const {
-  if (network.kind != "auto") return network.kind;
+  if (network.kind != "auto" || env == "library") return network.kind;
   return env == "cartpole" ? "mlp" : "recursive";
 }
 
@@ -160,16 +167,22 @@ Config parse_config(const json& user) {
   config_check(c.network.hidden_dim % c.network.num_heads == 0, "network.num_heads",
                "must divide network.hidden_dim (" + std::to_string(c.network.hidden_dim) + ")");
   // Which network fits which environment: docs/ppo.md's table says the same.
-  config_check(c.env == "puzzle" || c.network_kind() == "mlp", "network.kind",
+  config_check(c.env != "cartpole" || c.network_kind() == "mlp", "network.kind",
                "cartpole's observation is a vector of 4 numbers: use mlp, CartPole's network (got '" +
                    c.network_kind() + "'; docs/ppo.md, The networks)");
-  config_check(c.env == "cartpole" || c.network_kind() != "mlp", "network.kind",
+  config_check(c.env != "puzzle" || c.network_kind() != "mlp", "network.kind",
                "a puzzle's observation is 8 planes of N x N cells, which mlp (CartPole's network, for a vector) "
                "cannot take: use recursive (the default for puzzles) or resnet (docs/ppo.md, The networks)");
   config_check(c.env == "puzzle" || c.puzzle.train_levels.empty(), "puzzle.train_levels",
                "levels are puzzles: set env=puzzle (or a puzzle preset) to train on them");
   config_check(c.puzzle.train_levels_share == 1.0 || !c.puzzle.train_levels.empty(), "puzzle.train_levels_share",
                "mixes puzzle.train_levels with generated puzzles: name your levels in puzzle.train_levels too");
+  config_check(c.env != "library" || !c.library.path.empty(), "library.path",
+               "env=library needs the environment's shared library: set library.path to its .so file");
+  config_check(c.env == "library" || c.library.path.empty(), "library.path",
+               "names an environment library: set env=library too (env is '" + c.env + "')");
+  config_check(c.library.settings.is_object(), "library.settings",
+               "must be a JSON object of the environment's own settings (got " + c.library.settings.dump() + ")");
   config_check(c.batch_size() % c.num_minibatches == 0, "num_minibatches",
                "must divide num_envs x num_steps (" + std::to_string(c.batch_size()) + ")");
   config_check(c.total_timesteps >= c.batch_size(), "total_timesteps",

@@ -26,7 +26,7 @@ const char* presets_json();
 // The structs below carry no defaults: every value comes from config_table() through
 // parse_config (the table is the only place a field's default and bounds are declared).
 struct NetworkConfig {
-  std::string kind;  // "auto": mlp for cartpole, recursive for puzzles
+  std::string kind;  // "auto": mlp for cartpole, recursive for puzzles, by shape for a library
   std::vector<int64_t> mlp_hidden;
   int64_t hidden_dim{}, num_heads{}, num_recursive_steps{};
   int64_t blocks{}, channels{};  // 0: from the plan's preset
@@ -54,8 +54,16 @@ struct PuzzleConfig {
   std::string eval_level_file;     // or a level file ("" = generated)
 };
 
+// env=library: the environment's shared library and its own settings (docs/ppo.md,
+// "Training on your own environment").
+struct LibraryConfig {
+  std::string path;
+  nlohmann::json settings;  // a JSON object, passed to the library as text
+};
+
 struct Config {
   std::string env;
+  LibraryConfig library;
   NetworkConfig network;
   int64_t total_timesteps{};
   int64_t num_envs{}, num_steps{}, num_minibatches{}, update_epochs{};
@@ -80,7 +88,9 @@ struct Config {
   int64_t batch_size() const { return num_envs * num_steps; }
   int64_t minibatch_size() const { return batch_size() / num_minibatches; }
   int64_t num_iterations() const { return total_timesteps / batch_size(); }
-  std::string network_kind() const;  // kind with "auto" resolved
+  // kind with "auto" resolved; a library's stays "auto" until its observation shape is known
+  // (network_spec resolves it).
+  std::string network_kind() const;
 };
 
 // Parses a config (missing fields take the defaults). Throws

@@ -10,21 +10,30 @@
 
 namespace ppo {
 
-CartPoleEval evaluate_cartpole(ActorCritic& net, int64_t episodes, uint64_t seed, bool deterministic) {
-  CartPoleEval r;
-  CartPole env;
+EpisodeEval evaluate_episodes(ActorCritic& net, Env& env, int64_t episodes, uint64_t seed, bool deterministic,
+                              bool mask) {
+  EpisodeEval r;
   std::mt19937_64 rng(seed), sampler(seed + 1);
-  float obs[4], logits[2], value;
+  const int actions = env.num_actions();
+  std::vector<float> obs(static_cast<size_t>(env.observation_size())), logits(actions);
+  std::vector<uint8_t> masks(actions, 1);
+  float value;
   for (int64_t e = 0; e < episodes; ++e) {
-    env.reset(rng, obs);
+    env.reset(rng, obs.data());
     double ret = 0;
     for (;;) {
-      net.infer(obs, 1, logits, &value);
+      net.infer(obs.data(), 1, logits.data(), &value);
+      if (mask) env.action_mask(masks.data());
+      const uint8_t* m = mask ? masks.data() : nullptr;
       float lp;
-      const int a = deterministic ? greedy_action(logits, nullptr, 2) : sample_action(logits, nullptr, 2, sampler, &lp);
-      const StepResult s = env.step(a, obs);
+      const int a = deterministic ? greedy_action(logits.data(), m, actions)
+                                  : sample_action(logits.data(), m, actions, sampler, &lp);
+      const StepResult s = env.step(a, obs.data());
       ret += s.reward;
-      if (s.terminated || s.truncated) break;
+      if (s.terminated || s.truncated) {
+        r.solved += s.solved ? 1 : 0;
+        break;
+      }
     }
     r.returns.push_back(ret);
   }

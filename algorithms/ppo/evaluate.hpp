@@ -1,4 +1,4 @@
-// Evaluating a policy: CartPole episodes, puzzle solve rates (a trained network or, with
+// Evaluating a policy: CartPole's or an environment library's episodes, puzzle solve rates (a trained network or, with
 // none, a uniformly random policy over the valid moves), and playing one puzzle move by
 // move.
 #pragma once
@@ -8,17 +8,22 @@
 #include <string>
 #include <vector>
 
+#include "env/env.hpp"
 #include "env/puzzle.hpp"
 #include "env/puzzle_env.hpp"
 #include "networks/networks.hpp"
 
 namespace ppo {
 
-struct CartPoleEval {
+struct EpisodeEval {
   double mean_return = 0, std_return = 0;
   std::vector<double> returns;
+  int64_t solved = 0;  // episodes whose last step said solved (environment libraries may)
 };
-CartPoleEval evaluate_cartpole(ActorCritic& net, int64_t episodes, uint64_t seed, bool deterministic);
+// `episodes` episodes of `env` (CartPole's, or an environment library's) played by `net`,
+// one at a time; mask: with the env's action_mask().
+EpisodeEval evaluate_episodes(ActorCritic& net, Env& env, int64_t episodes, uint64_t seed, bool deterministic,
+                              bool mask);
 
 struct PuzzleEval {
   double solve_rate = 0;

@@ -10,6 +10,7 @@
 #include "env/cartpole.hpp"
 #include "env/curriculum.hpp"
 #include "env/level_file.hpp"
+#include "env/library_env.hpp"
 #include "env/puzzle_source.hpp"
 
 namespace ppo {
@@ -44,6 +45,40 @@ TrainingLevels load_training_levels(const Config& cfg) {
   t.set = load_checked(t.path, "puzzle.train_levels", l);
   t.share = cfg.puzzle.train_levels_share;
   t.results = std::make_shared<SolveWindow>(100);
+  return t;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// env=library: one instance tells the shape every instance must have and whether the
+// network asked for takes it; VectorEnv then makes num_envs more.
+Task library_task(const Config& cfg) {
+  std::shared_ptr<const EnvLibrary> library = EnvLibrary::open(cfg.library.path);
+  const std::string settings = cfg.library.settings.dump();
+  const LibraryEnv probe(library, settings);
+  const std::vector<int64_t> shape = probe.observation_shape();
+  const std::string kind = cfg.network.kind;
+  const std::string what = library->who() + " gives observations of shape " + shape_text(shape);
+  if (shape.size() == 1 && kind != "auto" && kind != "mlp")
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'network.kind': " + what + ", a flat vector, which " +
+                                                   kind + " cannot take: use mlp (or auto)");
+  if (shape.size() == 3 && kind == "mlp")
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'network.kind': " + what +
+                                                   ", {planes, height, width}, which mlp (for a flat vector) cannot "
+                                                   "take: use recursive or resnet (or auto)");
+  if (shape.size() != 1 && shape.size() != 3)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
+                     what + ": PPO's networks take a flat vector (mlp) or {planes, height, width} (recursive, "
+                            "resnet); flatten it in the environment");
+  Task t;
+  t.make_env = [library, settings, shape] { return std::make_unique<LibraryEnv>(library, settings, shape); };
+  t.observation_shape = shape;
+  t.num_actions = probe.num_actions();
+  t.action_masks = probe.has_action_mask();
   return t;
 }
 
@@ -100,6 +135,7 @@ Task make_task(const Config& cfg) {
     t.num_actions = 2;
     return t;
   }
+  if (cfg.env == "library") return library_task(cfg);
   const uint64_t seed = cfg.seed * 7919ULL + 101;
   const bool curriculum_on = cfg.puzzle.curriculum.enabled;
   CurriculumOptions co;
@@ -163,6 +199,7 @@ Task make_task(const Config& cfg) {
   }
   t.observation_shape = {PuzzleEnv::kNumPlanes, options.obs_size, options.obs_size};
   t.num_actions = kNumMoves;
+  t.action_masks = true;
   t.levels = levels;
   if (curriculum || levels) {
     t.metrics = [curriculum, levels, level_curriculum] {

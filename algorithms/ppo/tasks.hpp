@@ -1,4 +1,5 @@
-// The environment families PPO trains on, built from the config: CartPole-v1, and the
+// The environment families PPO trains on, built from the config: CartPole-v1, an environment
+// library (env=library), and the
 // tiler-slider puzzle fed by a curriculum (or a plain generator stream), by the user's levels
 // (puzzle.train_levels), or by a mix of both, plus the held-out evaluation puzzles. ENV's
 // errors (std::invalid_argument, LevelError) become mlh::Errors naming the field, or
@@ -32,7 +33,9 @@ struct TrainingLevels {
 // What the run trains on, for its log: "12 puzzles from 'levels.txt' (...), 50% of the episodes".
 std::string describe(const TrainingLevels& levels, const Config& cfg);
 
-// The task a config trains on. Reads and checks puzzle.train_levels (an mlh::DataError when bad).
+// The task a config trains on. Reads and checks puzzle.train_levels (an mlh::DataError when
+// bad); env=library loads library.path and makes one instance (env/library_env.hpp), refusing
+// a library or a network that does not fit (an mlh::Error naming the library).
 Task make_task(const Config& cfg);
 
 // A level file named by config field `field`, each puzzle solved and checked

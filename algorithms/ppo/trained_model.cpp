@@ -60,6 +60,10 @@ NetworkSpec network_of_run(const mlh::RunContext& ctx, const std::string& comman
   if ((command == "eval" || command == "play") && fs::exists(network_json_path(ctx.run_dir())))
     return read_network_json(ctx.run_dir());
   if (cfg.env == "cartpole") return network_spec(cfg, plan, {4}, 2);
+  if (cfg.env == "library") {
+    const Task task = make_task(cfg);  // loads the library: its shape sizes the network
+    return network_spec(cfg, plan, task.observation_shape, task.num_actions);
+  }
   const int obs = puzzle_env_options(cfg, cfg.puzzle.size).obs_size;
   return network_spec(cfg, plan, {PuzzleEnv::kNumPlanes, obs, obs}, kNumMoves);
 }

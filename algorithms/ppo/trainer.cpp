@@ -31,6 +31,7 @@ NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, co
                          int num_actions) {
   NetworkSpec s;
   s.kind = cfg.network_kind();
+  if (s.kind == "auto") s.kind = obs_shape.size() == 1 ? "mlp" : "recursive";  // a library env's
   s.observation_shape = obs_shape;
   s.num_actions = num_actions;
   s.mlp_hidden = cfg.network.mlp_hidden;
@@ -100,7 +101,7 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task
   // The CartPole MLP stays fp32 whatever the plan: it is tiny and overhead-bound (casts would
   // cost more than they save) and its inference runs in plain float C++.
   autocast_ = spec.kind != "mlp" && plan.precision != mlh::rt::Precision::kFp32;
-  use_masks_ = cfg.mask_invalid_moves && cfg.env == "puzzle";
+  use_masks_ = cfg.mask_invalid_moves && task.action_masks;
   UpdateOptions u = update_options(cfg);
   u.precision = plan.precision;
   u.autocast = autocast_;

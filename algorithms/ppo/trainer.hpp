@@ -36,6 +36,7 @@ struct Task {
   EnvFactory make_env;
   std::vector<int64_t> observation_shape;
   int num_actions = 0;
+  bool action_masks = false;  // the envs' action_mask() can say no (puzzles; libraries with one)
   std::function<std::map<std::string, double>()> metrics;  // e.g. curriculum level
   std::shared_ptr<TrainingLevels> levels;                  // null unless puzzle.train_levels
 };

@@ -109,9 +109,10 @@ nlohmann::json type_of() {
   else if constexpr (std::is_integral_v<T>) return "integer";
   else if constexpr (std::is_floating_point_v<T>) return "number";
   else if constexpr (std::is_same_v<T, std::string>) return "string";
+  else if constexpr (std::is_same_v<T, nlohmann::json>) return "object";  // a JSON object passed on as it is
   else if constexpr (is_optional<T>::value) return nlohmann::json::array({type_of<typename T::value_type>(), "null"});
   else {
-    static_assert(is_vector<T>::value, "a config field is a bool, number, string, optional number or vector");
+    static_assert(is_vector<T>::value, "a config field is a bool, number, string, optional number, vector or nlohmann::json object");
     return "array";
   }
 }
