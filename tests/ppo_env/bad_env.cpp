@@ -1,0 +1,70 @@
+// Environment libraries that misbehave, one per BAD_ENV_KIND (tests/ppo_env/CMakeLists.txt
+// builds each as its own .so), for the loader's error paths (library_env_test.cpp) and the
+// host's (tests/ppo/host_test.cpp). Each is a working 3-float, 2-action environment until its
+// fault: on step BAD_ENV_AT of an instance (counted across its episodes).
+//   throw_step  step throws std::runtime_error("the simulator diverged")
+//   throw_reset reset throws std::runtime_error("no level to start")
+//   nan_obs     step writes NaN into observation[1]
+//   inf_reward  step returns an infinite reward
+//   overrun     step writes one float past the observation
+//   shapes      the second instance has shape {4}
+//   wrong_abi   the table says ABI 2.0
+//   no_entry    exports no entry symbol at all
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <mlh/rl_env.hpp>
+
+#ifndef BAD_ENV_AT
+#define BAD_ENV_AT 5
+#endif
+
+namespace {
+
+const std::string kKind = BAD_ENV_KIND;
+int instances = 0;
+
+class BadEnv final : public mlh::Environment {
+ public:
+  BadEnv() : size_(kKind == "shapes" && instances++ > 0 ? 4 : 3) {}
+  std::string name() const override { return "bad-" + kKind; }
+  std::vector<int64_t> observation_shape() const override { return {size_}; }
+  int num_actions() const override { return 2; }
+  void reset(std::mt19937_64& rng, float* observation) override {
+    if (kKind == "throw_reset") throw std::runtime_error("no level to start");
+    for (int64_t i = 0; i < size_; ++i) observation[i] = float(rng() % 7) / 7.0f;
+    episode_ = 0;
+  }
+  mlh::StepResult step(int action, float* observation) override {
+    ++steps_;
+    ++episode_;
+    for (int64_t i = 0; i < size_; ++i) observation[i] = float(action + i) * 0.25f;
+    mlh::StepResult r;
+    r.reward = 1.0f;
+    r.truncated = episode_ >= 4;
+    if (steps_ == BAD_ENV_AT) {
+      if (kKind == "throw_step") throw std::runtime_error("the simulator diverged");
+      if (kKind == "nan_obs") observation[1] = std::numeric_limits<float>::quiet_NaN();
+      if (kKind == "inf_reward") r.reward = std::numeric_limits<float>::infinity();
+      if (kKind == "overrun") observation[size_] = 1.0f;
+    }
+    return r;
+  }
+
+ private:
+  int64_t size_;
+  int steps_ = 0, episode_ = 0;
+};
+
+}  // namespace
+
+#if defined(BAD_ENV_WRONG_ABI)
+extern "C" MLH_EXPORT const mlh_rl_env_table* mlh_rl_env_entry(void) {
+  static mlh_rl_env_table t = *::mlh::detail::RlEnvTable<BadEnv>::table("bad-wrong_abi");
+  t.abi_major = 2;
+  return &t;
+}
+#elif !defined(BAD_ENV_NO_ENTRY)
+MLH_RL_ENV(BadEnv, "bad-env")
+#endif
