@@ -3,6 +3,7 @@
 // host's (tests/ppo/host_test.cpp). Each is a working 3-float, 2-action environment until its
 // fault: on step BAD_ENV_AT of an instance (counted across its episodes).
 //   throw_step  step throws std::runtime_error("the simulator diverged")
+//   throw_late  the same on step 600 (after a run's first checkpoints)
 //   throw_reset reset throws std::runtime_error("no level to start")
 //   nan_obs     step writes NaN into observation[1]
 //   inf_reward  step returns an infinite reward
@@ -44,7 +45,7 @@ class BadEnv final : public mlh::Environment {
     r.reward = 1.0f;
     r.truncated = episode_ >= 4;
     if (steps_ == BAD_ENV_AT) {
-      if (kKind == "throw_step") throw std::runtime_error("the simulator diverged");
+      if (kKind == "throw_step" || kKind == "throw_late") throw std::runtime_error("the simulator diverged");
       if (kKind == "nan_obs") observation[1] = std::numeric_limits<float>::quiet_NaN();
       if (kKind == "inf_reward") r.reward = std::numeric_limits<float>::infinity();
       if (kKind == "overrun") observation[size_] = 1.0f;

@@ -1,0 +1,123 @@
+// Environment libraries (config env=library) through the real host: the example grid world
+// (examples/grid-world-env, built in the tree) learns, and a run stopped and resumed ends as
+// one that was never stopped (its env snapshots); libraries and networks that do not fit are
+// refused before anything trains; a library that fails mid-run stops it with a message naming
+// the library and the step, and keeps what the run wrote before.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "algorithm_host_test.hpp"
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+HostResult host(const std::string& args) { return run_host(PPO_HOST_BIN, PPO_PLUGIN_DIR, args); }
+
+std::string bad_env(const std::string& kind) {
+  return std::string(PPO_TEST_BAD_ENV_DIR) + "/libppo_test_bad_env_" + kind + ".so";
+}
+
+const std::string kGrid = std::string(" --algorithm ppo --device cpu --threads 1 --set env=library --set library.path=") +
+                          PPO_TEST_GRID_WORLD + " --set num_envs=8 --set num_steps=64 --set lr=0.002";
+
+class PpoLibraryHost : public HostTempDirTest {
+ protected:
+  PpoLibraryHost() : HostTempDirTest("ppo-library-") {}
+};
+
+// The metric values (not times) of a run's metrics.jsonl, as "name@step=value" lines.
+std::vector<std::string> metric_values(const std::string& run) {
+  std::vector<std::string> out;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const json m = json::parse(line, nullptr, false);
+    if (!m.is_object() || m.value("name", "").rfind("perf/", 0) == 0) continue;
+    out.push_back(m["name"].get<std::string>() + "@" + m["step"].dump() + "=" + m["value"].dump());
+  }
+  return out;
+}
+
+TEST_F(PpoLibraryHost, TheGridWorldLearnsAndAStoppedRunResumesExactly) {
+  const std::string whole = dir_ + "/whole";
+  const HostResult straight = host(kGrid + " --run-dir " + whole + " --set total_timesteps=8192");
+  ASSERT_EQ(straight.rc, 0) << straight.output;
+  EXPECT_NE(straight.output.find("(grid-world): network mlp"), std::string::npos) << straight.output;
+  // 16 iterations: far above a random walk's -0.93 already.
+  EXPECT_GT(read_json_file(whole + "/summary.json")["result"]["avg_return_100"].get<double>(), 0.3);
+
+  const std::string legs = dir_ + "/legs";
+  const HostResult first = host(kGrid + " --run-dir " + legs + " --set total_timesteps=8192 --max-steps 7");
+  ASSERT_EQ(first.rc, 0) << first.output;
+  const HostResult second = host(kGrid + " --run-dir " + legs + " --set total_timesteps=8192 --resume");
+  ASSERT_EQ(second.rc, 0) << second.output;
+  const std::vector<std::string> a = metric_values(whole), b = metric_values(legs);
+  ASSERT_FALSE(a.empty());
+  // What the second leg logged is what the straight run logged from the same iterations on.
+  ASSERT_GE(a.size(), b.size());
+  EXPECT_EQ(std::vector<std::string>(a.end() - static_cast<std::ptrdiff_t>(b.size() / 2), a.end()),
+            std::vector<std::string>(b.end() - static_cast<std::ptrdiff_t>(b.size() / 2), b.end()));
+  EXPECT_EQ(read_json_file(whole + "/summary.json")["result"]["avg_return_100"],
+            read_json_file(legs + "/summary.json")["result"]["avg_return_100"]);
+}
+
+// Refused before anything trains: exit 2, the message, and no run folder left.
+void expect_refused(const HostResult& r, const std::string& run, const std::string& what) {
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find(what), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(run)) << "the run folder is removed";
+}
+
+TEST_F(PpoLibraryHost, LibrariesAndNetworksThatDoNotFitAreRefusedBeforeAnythingTrains) {
+  const std::string run = dir_ + "/run";
+  expect_refused(host("--algorithm ppo --device cpu --set env=library --set library.path=" + dir_ +
+                      "/missing.so --run-dir " + run),
+                 run, "environment library '" + dir_ + "/missing.so' (config field 'library.path'): no such file");
+  expect_refused(host("--algorithm ppo --device cpu --set env=library --set library.path=" + bad_env("wrong_abi") +
+                      " --run-dir " + run),
+                 run, "it speaks environment ABI 2.0, this host speaks 1.x");
+  expect_refused(host(kGrid + " --set network.kind=recursive --run-dir " + run), run,
+                 "config field 'network.kind': environment library '" + std::string(PPO_TEST_GRID_WORLD) +
+                     "' (grid-world) gives observations of shape [2], a flat vector, which recursive cannot take: "
+                     "use mlp");
+  expect_refused(host(kGrid + " --set library.settings={\"size\":1} --run-dir " + run), run,
+                 "(grid-world): create (settings {\"size\":1}) failed: grid-world: setting 'size' must be 2 to 32, got 1");
+  expect_refused(host("--algorithm ppo --device cpu --set env=library --run-dir " + run), run,
+                 "config field 'library.path': env=library needs the environment's shared library");
+}
+
+// A step that throws after the run's first checkpoints: the run stops (not 0), naming the
+// library, the step and the exception's message; its checkpoints and metrics stay.
+TEST_F(PpoLibraryHost, AFailingStepStopsTheRunNamingTheLibraryAndKeepsWhatWasWritten) {
+  const std::string run = dir_ + "/run";
+  const HostResult r = host("--algorithm ppo --device cpu --threads 1 --set env=library --set library.path=" +
+                            bad_env("throw_late") + " --set num_envs=2 --set num_steps=64 --set checkpoint_every=2"
+                            " --set total_timesteps=4096 --run-dir " + run);
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("environment library '" + bad_env("throw_late") +
+                          "' (bad-env): step 4 of episode 150 (600 steps of this env in all), action"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("failed: uncaught exception: the simulator diverged"), std::string::npos) << r.output;
+  int checkpoints = 0;
+  for (const auto& e : fs::directory_iterator(run + "/checkpoints"))
+    checkpoints += e.path().filename().string().rfind("step-", 0) == 0 ? 1 : 0;
+  EXPECT_GE(checkpoints, 1) << "iterations 2-8 were checkpointed before the failure: " << r.output;
+  EXPECT_FALSE(metric_values(run).empty());
+
+  const std::string nan_run = dir_ + "/nan";
+  const HostResult nan = host("--algorithm ppo --device cpu --set env=library --set library.path=" +
+                              bad_env("nan_obs") + " --run-dir " + nan_run);
+  EXPECT_NE(nan.rc, 0) << nan.output;
+  EXPECT_NE(nan.output.find("(bad-env): the observation of step 1 of episode 2 (5 steps of this env in all) holds "
+                            "nan at index 1"),
+            std::string::npos)
+      << nan.output;
+}
+
+}  // namespace
