@@ -85,7 +85,7 @@ TEST_F(PpoLibraryHost, LibrariesAndNetworksThatDoNotFitAreRefusedBeforeAnythingT
                  "config field 'network.kind': environment library '" + std::string(PPO_TEST_GRID_WORLD) +
                      "' (grid-world) gives observations of shape [2], a flat vector, which recursive cannot take: "
                      "use mlp");
-  expect_refused(host(kGrid + " --set library.settings={\"size\":1} --run-dir " + run), run,
+  expect_refused(host(kGrid + " --set library.settings.size=1 --run-dir " + run), run,
                  "(grid-world): create (settings {\"size\":1}) failed: grid-world: setting 'size' must be 2 to 32, got 1");
   expect_refused(host("--algorithm ppo --device cpu --set env=library --run-dir " + run), run,
                  "config field 'library.path': env=library needs the environment's shared library");
