@@ -54,10 +54,11 @@ std::vector<Algorithm> algorithms() {
            blank_of(trm::config_table()), defaults_of(trm::config_table())}};
 }
 
-// Every leaf field's dotted path and schema.
+// Every leaf field's dotted path and schema. A group has "properties"; an object without them
+// is a leaf (a JSON object passed on as it is, e.g. ppo's library.settings).
 void leaves(const json& schema, const std::string& prefix, std::map<std::string, json>& out) {
   for (const auto& [key, field] : schema["properties"].items()) {
-    if (field.value("type", json()) == "object") leaves(field, prefix + key + ".", out);
+    if (field.value("type", json()) == "object" && field.contains("properties")) leaves(field, prefix + key + ".", out);
     else out[prefix + key] = field;
   }
 }

@@ -113,4 +113,26 @@ TEST(ConfigTable, AFieldDeclaredTwiceIsAProgrammingError) {
                std::logic_error);
 }
 
+// An nlohmann::json member is a leaf field holding a JSON object as it is (an environment
+// library's own settings): schema type object without properties, any keys inside.
+struct WithSettings {
+  nlohmann::json settings;
+};
+
+TEST(ConfigTable, AJsonMemberHoldsAnObjectAsItIs) {
+  const auto table = mlh::ConfigTable<WithSettings>("lib").field("settings", MLH_MEMBER(settings), json::object(),
+                                                                 mlh::any_value(), "passed on");
+  EXPECT_EQ(table.schema()["properties"]["settings"]["type"], "object");
+  EXPECT_FALSE(table.schema()["properties"]["settings"].contains("properties"));
+  EXPECT_EQ(table.parse(json::object()).settings, json::object());
+  const json given = {{"settings", {{"size", 7}, {"walls", {1, 2}}}}};
+  EXPECT_EQ(table.parse(given).settings, given["settings"]);
+  try {
+    table.parse(json{{"settings", 5}});
+    ADD_FAILURE() << "a number is not an object";
+  } catch (const mlh::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("config field 'settings'"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
