@@ -87,8 +87,27 @@ TEST_F(PpoLibraryHost, LibrariesAndNetworksThatDoNotFitAreRefusedBeforeAnythingT
                      "use mlp");
   expect_refused(host(kGrid + " --set library.settings.size=1 --run-dir " + run), run,
                  "(grid-world): create (settings {\"size\":1}) failed: grid-world: setting 'size' must be 2 to 32, got 1");
+  const std::string planes = " --algorithm ppo --device cpu --set env=library --set library.path=" + bad_env("planes");
+  expect_refused(host(planes + " --set network.kind=mlp --run-dir " + run), run,
+                 "(bad-env) gives observations of shape [2, 3, 3], {planes, height, width}, which mlp (for a flat "
+                 "vector) cannot take: use recursive or resnet (or auto)");
+  expect_refused(host("--algorithm ppo --device cpu --set env=library --set library.path=" + bad_env("rank2") +
+                      " --run-dir " + run),
+                 run, "(bad-env) gives observations of shape [3, 3]: PPO's networks take a flat vector (mlp) or "
+                      "{planes, height, width} (recursive, resnet); flatten it in the environment");
   expect_refused(host("--algorithm ppo --device cpu --set env=library --run-dir " + run), run,
                  "config field 'library.path': env=library needs the environment's shared library");
+}
+
+// {planes, height, width} observations train the puzzles' recursive network (auto's choice).
+TEST_F(PpoLibraryHost, PlanesTrainTheRecursiveNetwork) {
+  const std::string run = dir_ + "/planes";
+  const HostResult r = host("--algorithm ppo --device cpu --set env=library --set library.path=" + bad_env("planes") +
+                            " --set network.hidden_dim=16 --set network.num_heads=2 --set network.num_recursive_steps=1"
+                            " --set num_envs=2 --set num_steps=16 --set total_timesteps=64 --run-dir " + run);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("(bad-env): network recursive"), std::string::npos) << r.output;
+  EXPECT_EQ(read_json_file(run + "/network.json")["observation_shape"], json({2, 3, 3}));
 }
 
 // A step that throws after the run's first checkpoints: the run stops (not 0), naming the

@@ -1,4 +1,4 @@
-// Environment libraries that misbehave, one per BAD_ENV_KIND (tests/ppo_env/CMakeLists.txt
+// Environment libraries that misbehave (or have an unusual shape), one per BAD_ENV_KIND (tests/ppo_env/CMakeLists.txt
 // builds each as its own .so), for the loader's error paths (library_env_test.cpp) and the
 // host's (tests/ppo/host_test.cpp). Each is a working 3-float, 2-action environment until its
 // fault: on step BAD_ENV_AT of an instance (counted across its episodes).
@@ -9,6 +9,8 @@
 //   inf_reward  step returns an infinite reward
 //   overrun     step writes one float past the observation
 //   shapes      the second instance has shape {4}
+//   planes      no fault: observations of shape {2, 3, 3} (for the network checks)
+//   rank2       no fault but observations of shape {3, 3}, which no PPO network takes
 //   wrong_abi   the table says ABI 2.0
 //   no_entry    exports no entry symbol at all
 #include <cmath>
@@ -28,9 +30,15 @@ int instances = 0;
 
 class BadEnv final : public mlh::Environment {
  public:
-  BadEnv() : size_(kKind == "shapes" && instances++ > 0 ? 4 : 3) {}
+  BadEnv() : size_(kKind == "shapes" && instances++ > 0 ? 4 : 3) {
+    if (kKind == "planes") shape_ = {2, 3, 3};
+    else if (kKind == "rank2") shape_ = {3, 3};
+    else shape_ = {size_};
+    size_ = 1;
+    for (int64_t d : shape_) size_ *= d;
+  }
   std::string name() const override { return "bad-" + kKind; }
-  std::vector<int64_t> observation_shape() const override { return {size_}; }
+  std::vector<int64_t> observation_shape() const override { return shape_; }
   int num_actions() const override { return 2; }
   void reset(std::mt19937_64& rng, float* observation) override {
     if (kKind == "throw_reset") throw std::runtime_error("no level to start");
@@ -54,7 +62,8 @@ class BadEnv final : public mlh::Environment {
   }
 
  private:
-  int64_t size_;
+  int64_t size_;  // observation floats
+  std::vector<int64_t> shape_;
   int steps_ = 0, episode_ = 0;
 };
 
