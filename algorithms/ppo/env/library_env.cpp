@@ -97,11 +97,13 @@ LibraryEnv::LibraryEnv(std::shared_ptr<const EnvLibrary> library, const std::str
     : library_(std::move(library)) {
   const mlh_rl_env_table& t = library_->table();
   mlh_error error = empty_error();
-  mlh_status s = t.create(settings_json.c_str(), &instance_, &error);
-  if (s != MLH_OK || !instance_) fail("create (settings " + settings_json + ")", s, error);
+  mlh_rl_env* created = nullptr;
+  mlh_status s = t.create(settings_json.c_str(), &created, &error);
+  instance_ = {created, t.destroy};
+  if (s != MLH_OK || !created) fail("create (settings " + settings_json + ")", s, error);
   mlh_rl_env_spec spec{};
   spec.struct_size = sizeof spec;
-  s = t.describe(instance_, &spec, &error);
+  s = t.describe(instance_.get(), &spec, &error);
   if (s != MLH_OK) fail("describe", s, error);
   if (spec.observation_rank < 1 || spec.observation_rank > MLH_RL_ENV_MAX_RANK)
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": its observation has " +
@@ -124,10 +126,6 @@ LibraryEnv::LibraryEnv(std::shared_ptr<const EnvLibrary> library, const std::str
                      library_->who() + ": " + std::to_string(spec.num_actions) + " actions (at least 1)");
   num_actions_ = spec.num_actions;
   scratch_.assign(static_cast<size_t>(size_ + kGuardBand), 0.0f);
-}
-
-LibraryEnv::~LibraryEnv() {
-  if (instance_) library_->table().destroy(instance_);
 }
 
 void LibraryEnv::fail(const std::string& what, mlh_status code, const mlh_error& error) const {
@@ -159,7 +157,7 @@ void LibraryEnv::reset(std::mt19937_64& rng, float* observation) {
   mlh_error error = empty_error();
   ++episodes_;
   episode_steps_ = 0;
-  const mlh_status s = library_->table().reset(instance_, rng(), scratch_.data(), &error);
+  const mlh_status s = library_->table().reset(instance_.get(), rng(), scratch_.data(), &error);
   if (s != MLH_OK) fail("reset of episode " + std::to_string(episodes_), s, error);
   take_observation(observation, "reset of episode " + std::to_string(episodes_));
 }
@@ -171,7 +169,7 @@ StepResult LibraryEnv::step(int action, float* observation) {
   out.struct_size = sizeof out;
   ++episode_steps_;
   ++total_steps_;
-  const mlh_status s = library_->table().step(instance_, action, scratch_.data(), &out, &error);
+  const mlh_status s = library_->table().step(instance_.get(), action, scratch_.data(), &out, &error);
   if (s != MLH_OK) fail(at_step() + ", action " + std::to_string(action), s, error);
   take_observation(observation, at_step());
   if (!std::isfinite(out.reward))
@@ -190,7 +188,7 @@ StepResult LibraryEnv::step(int action, float* observation) {
 void LibraryEnv::action_mask(uint8_t* mask) const {
   if (!has_action_mask()) return Env::action_mask(mask);
   mlh_error error = empty_error();
-  const mlh_status s = library_->table().action_mask(instance_, mask, &error);
+  const mlh_status s = library_->table().action_mask(instance_.get(), mask, &error);
   if (s != MLH_OK) fail("action_mask after " + at_step(), s, error);
 }
 
@@ -199,11 +197,11 @@ std::vector<double> LibraryEnv::snapshot() const {
   if (!t.snapshot) return {};
   mlh_error error = empty_error();
   uint64_t size = 0;
-  mlh_status s = t.snapshot(instance_, nullptr, 0, &size, &error);
+  mlh_status s = t.snapshot(instance_.get(), nullptr, 0, &size, &error);
   if (s != MLH_OK) fail("snapshot", s, error);
   std::vector<double> values(size);
   if (size > 0) {
-    s = t.snapshot(instance_, values.data(), size, &size, &error);
+    s = t.snapshot(instance_.get(), values.data(), size, &size, &error);
     if (s != MLH_OK) fail("snapshot", s, error);
     if (size != values.size()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": snapshot changed size");
   }
@@ -212,7 +210,7 @@ std::vector<double> LibraryEnv::snapshot() const {
 
 void LibraryEnv::restore(const std::vector<double>& snapshot) {
   mlh_error error = empty_error();
-  const mlh_status s = library_->table().restore(instance_, snapshot.data(), snapshot.size(), &error);
+  const mlh_status s = library_->table().restore(instance_.get(), snapshot.data(), snapshot.size(), &error);
   if (s != MLH_OK) fail("restore of a checkpointed episode", s, error);
 }
 

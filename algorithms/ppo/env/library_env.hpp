@@ -49,7 +49,6 @@ class LibraryEnv final : public Env {
   // `expected_shape` (when not empty): the shape every instance must have.
   LibraryEnv(std::shared_ptr<const EnvLibrary> library, const std::string& settings_json,
              const std::vector<int64_t>& expected_shape = {});
-  ~LibraryEnv() override;
   LibraryEnv(const LibraryEnv&) = delete;
   LibraryEnv& operator=(const LibraryEnv&) = delete;
 
@@ -70,7 +69,8 @@ class LibraryEnv final : public Env {
   void take_observation(float* observation, const std::string& when) const;
   std::string at_step() const;
   std::shared_ptr<const EnvLibrary> library_;
-  mlh_rl_env* instance_ = nullptr;
+  // Destroyed by the table's destroy, also when the constructor throws after create.
+  std::unique_ptr<mlh_rl_env, void (*)(mlh_rl_env*)> instance_{nullptr, nullptr};
   std::vector<int64_t> shape_;
   int64_t size_ = 0;
   int num_actions_ = 0;
