@@ -124,7 +124,8 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
                  plan.channels_last, onednn);
     time_variant(plan.channels_last ? "NCHW" : "channels-last", !plan.channels_last, onednn);
     time_variant("oneDNN off (ATen im2col + GEMM)", plan.channels_last, false);
-    time_variant("batch norm, ReLU and pooling unfused (ATen's ops)", plan.channels_last, onednn, false);
+    if (l.net->has_fused_cpu_block())
+      time_variant("batch norm, ReLU and pooling unfused (ATen's ops)", plan.channels_last, onednn, false);
     extra["convolution_variants"] = variants;
   }
   {

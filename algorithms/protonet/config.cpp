@@ -100,7 +100,15 @@ const mlh::ConfigTable<Config>& config_table() {
                  "similarity")
           .field("cosine_scale", MLH_MEMBER(cosine_scale), 10.0, mlh::above(0),
                  "distance cosine: logits = scale x cosine similarity")
-          .field("width", MLH_MEMBER(width), 64, mlh::at_least(1).unit("filters"), "Conv-4 filters per block")
+          .field("model.encoder", MLH_MEMBER(encoder), "conv4", mlh::one_of({"conv4", "resnet12"}),
+                 "the encoder: Conv-4 (Snell et al.'s, 112k parameters at width 64) or ResNet-12 (MetaOptNet's and "
+                 "FEAT's, 12.4M parameters at width 64: slower, more accurate on natural images)")
+          .field("model.drop_rate", MLH_MEMBER(drop_rate), 0.1, mlh::at_least(0).below(1),
+                 "resnet12: in training, dropout after stages 1 and 2 and DropBlock (5x5 blocks) after stages 3 and 4 "
+                 "at this rate (0: none); conv4 has none")
+          .field("width", MLH_MEMBER(width), 64, mlh::at_least(1).unit("filters"),
+                 "conv4: filters per block; resnet12: the first stage's channels, the stages having width x (1, 2.5, "
+                 "5, 10) (64: 64-160-320-640), so an even number")
           .field("micro_batch", MLH_MEMBER(micro_batch), 0, mlh::at_least(0).unit("queries"),
                  "training queries per micro-batch from the start, gradients accumulated; 0: the whole episode (out "
                  "of memory halves it)")
@@ -171,6 +179,11 @@ const char* presets_json() {
 
 Config parse_config(const json& user) {
   Config c = config_table().parse(user);
+  if (c.encoder == "resnet12" && c.width % 2 != 0)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'width': " + std::to_string(c.width) +
+                                               " gives ResNet-12 (model.encoder resnet12) a stage of width x 2.5 = " +
+                                               std::to_string(c.width * 5 / 2) + ".5 channels; use an even width "
+                                               "(64 gives 64-160-320-640)");
   DatasetSpec& train = c.train_data;
   if (!train.splits.empty() && train.format != "omniglot" && train.format != "miniimagenet")
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'data.splits': split lists are for the omniglot and "
