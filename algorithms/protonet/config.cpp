@@ -132,9 +132,12 @@ const char* config_schema_json() { return config_table().schema_text().c_str(); 
 const char* config_defaults_json() { return config_table().defaults_text().c_str(); }
 
 // Conv-4 at width 64 on 1-channel input has 111,936 parameters (3 channels: 113,088). Every
-// preset keeps the reference's Conv-4 (the accuracy ProtoNet is held to is the reference's,
-// and 112k parameters is small for any device); full and reduced size the schedule, the
-// others are the reference's protocols (Snell et al. 2017 and their code,
+// preset keeps the reference's Conv-4 as its encoder (the accuracy ProtoNet is held to is the
+// reference's, and 112k parameters is small for any device), and "$parameters" is Conv-4's:
+// the host prints it only for a plan whose algorithm does not describe the run's model, and
+// ProtoNet's describe_run does, from the encoder the config builds (with --set
+// model.encoder=resnet12 the plan says ResNet-12's 12,424,320; host_test checks both). Full
+// and reduced size the schedule, the others are the reference's protocols (Snell et al. 2017 and their code,
 // github.com/jakesnell/prototypical-networks):
 //   Omniglot: the Vinyals split with rotations, 28x28 inverted, 60-way training with 5 queries
 //   at the shot tested, 5-way 15-query testing over 1000 episodes; epochs of 100 episodes,
