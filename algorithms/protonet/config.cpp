@@ -116,6 +116,9 @@ const mlh::ConfigTable<Config>& config_table() {
                  "seeds the episodes' sampling and the initial weights")
           .field("eval_episodes", MLH_MEMBER(eval_episodes), 1000, mlh::at_least(1).unit("episodes").speed_neutral(),
                  "eval: test episodes whose mean accuracy (and 95% interval) is reported")
+          .field("benchmark.compare_encoders", MLH_MEMBER(compare_encoders), false, mlh::speed_neutral(),
+                 "benchmark: also time Conv-4 and ResNet-12 training the same 5-way 1-shot episode on 28x28x1 and on "
+                 "84x84x3 images, in images/s with their ratio (a minute or two on a CPU)")
           .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3,
                  mlh::at_least(1).unit("checkpoints").speed_neutral(),
                  "the newest checkpoints kept on disk (the best one is kept besides)")

@@ -51,6 +51,7 @@ struct Config {
   int64_t micro_batch{};  // training queries per micro-batch; 0: the whole episode
   uint64_t seed{};
   int64_t eval_episodes{};
+  bool compare_encoders{};  // benchmark.compare_encoders
   int keep_checkpoints{};
 
   // classify
