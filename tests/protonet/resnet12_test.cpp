@@ -207,4 +207,45 @@ TEST(ProtonetResNet12, StopAndResumeEndWhereAnUninterruptedRunDoes) {
   for (const auto& [name, t] : wa) EXPECT_TRUE(at::equal(t, wb.at(name))) << name;
 }
 
+// Calibration times ResNet-12's episode, and the bf16 quality check trains and judges it.
+TEST(ProtonetResNet12, CalibrationAndTheBf16CheckRunOnIt) {
+  TempDir dir;
+  FakeHost host;
+  const json plan = {{"torch_device", "cpu"}, {"precision", "fp32"},
+                     {"calibration", {{"seconds", 0.2}, {"check_precision", "bf16"}}}};
+  std::string error;
+  ASSERT_EQ(run(host, "calibrate", resnet_run_config(), dir.path(), false, &error, plan.dump()), MLH_OK) << error;
+  const json summary = json::parse(host.summary);
+  EXPECT_GT(summary["calibration"]["throughput"].get<double>(), 0) << summary;
+  const json& check = summary.at("precision_check");
+  EXPECT_EQ(check["precision"], "bf16");
+  EXPECT_TRUE(check.contains("passed")) << check.dump();
+  EXPECT_GT(check["fp32_accuracy"].get<double>(), 0.4) << check.dump();
+  EXPECT_GE(check["steps"].get<int>(), 20) << check.dump();
+}
+
+// benchmark.compare_encoders: both encoders on both image sizes, with their ratio.
+TEST(ProtonetResNet12, TheBenchmarkComparesTheEncoders) {
+  TempDir dir;
+  FakeHost host;
+  json config = small_config();
+  config["width"] = 8;
+  config["benchmark"] = {{"compare_encoders", true}};
+  std::string error;
+  ASSERT_EQ(run(host, "benchmark", config, dir.path(), false, &error), MLH_OK) << error;
+  const json summary = json::parse(host.summary);
+  ASSERT_TRUE(summary.contains("encoders")) << summary.dump(2);
+  for (const char* size : {"28x28x1", "84x84x3"}) {
+    const json& row = summary["encoders"][size];
+    EXPECT_GT(row["conv4"].get<double>(), 0) << row;
+    EXPECT_GT(row["resnet12"].get<double>(), 0) << row;
+    EXPECT_NEAR(row["conv4_over_resnet12"].get<double>(), row["conv4"].get<double>() / row["resnet12"].get<double>(),
+                1e-9);
+  }
+  bool named = false;
+  for (const auto& b : summary["benchmarks"])
+    named = named || b["name"] == "compare_resnet12_train_episode_5way_1shot_3query_84x84x3";
+  EXPECT_TRUE(named) << summary["benchmarks"].dump();
+}
+
 }  // namespace
