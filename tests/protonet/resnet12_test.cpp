@@ -1,6 +1,9 @@
 // ProtoNet's ResNet-12 encoder (model.encoder resnet12): its shapes, FEAT's tensor names and
 // its size, dropout/DropBlock only in training, gradient checkpointing per stage, the config's
-// refusals, and the commands with it (training that learns, resume, eval, the exported file).
+// refusals, and the commands with it (training that learns, resume, eval, the exported file,
+// --init-from a FEAT-style file, micro-batches and checkpointing, calibration and its bf16
+// check, the benchmark's comparison).
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -246,6 +249,62 @@ TEST(ProtonetResNet12, TheBenchmarkComparesTheEncoders) {
   for (const auto& b : summary["benchmarks"])
     named = named || b["name"] == "compare_resnet12_train_episode_5way_1shot_3query_84x84x3";
   EXPECT_TRUE(named) << summary["benchmarks"].dump();
+}
+
+// FEAT's checkpoints hold the encoder under "encoder.": such a file starts a ResNet-12 run
+// (--init-from), its prefix dropped, every parameter and buffer loaded.
+TEST(ProtonetResNet12, AFeatStyleFileInitialisesTheRun) {
+  TempDir dir;
+  at::manual_seed(21);
+  protonet::ResNet12 feat(1, 8, 0.1);
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& p : feat->named_parameters()) tensors["encoder." + p.key()] = p.value().detach();
+  for (const auto& b : feat->named_buffers()) tensors["encoder." + b.key()] = b.value();
+  ASSERT_EQ(tensors.size(), 96u);  // 4 stages x (4 convolutions + 4 batch norms x 5 tensors)
+  const std::string file = dir.str() + "/feat.safetensors";
+  mlh::rt::save_safetensors(tensors, file);
+  json config = resnet_run_config();
+  config["epochs"] = 1;
+  config["episodes_per_epoch"] = 1;
+  config["val_episodes"] = 1;
+  const json plan = {{"torch_device", "cpu"}, {"precision", "fp32"},
+                     {"init_from", {{"path", file}, {"freeze", json::array()}}}};
+  FakeHost host;
+  std::string error;
+  ASSERT_EQ(run(host, "train", config, dir.str() + "/run", false, &error, plan.dump()), MLH_OK) << error;
+  bool logged = false;
+  for (const auto& line : host.logs)
+    logged = logged || line.find("96 tensors (names without the prefix 'encoder.')") != std::string::npos;
+  EXPECT_TRUE(logged);
+  // One Adam step (lr 1e-3) away from the file's weights, not a fresh initialisation's.
+  const auto trained = mlh::rt::load_safetensors(dir.str() + "/run/model.safetensors");
+  for (const char* name : {"layer1.0.conv1.weight", "layer4.0.conv3.weight"})
+    EXPECT_TRUE(at::allclose(trained.at(name), tensors.at(std::string("encoder.") + name), 0, 5e-3)) << name;
+}
+
+// The plan's gradient checkpointing and the config's query micro-batches (what an
+// out-of-memory back-off leads to) train ResNet-12 as they do Conv-4.
+TEST(ProtonetResNet12, MicroBatchesAndGradientCheckpointingTrainIt) {
+  TempDir dir;
+  json config = resnet_run_config();
+  config["epochs"] = 1;
+  config["episodes_per_epoch"] = 3;
+  config["val_episodes"] = 2;
+  config["micro_batch"] = 4;
+  FakeHost host;
+  std::string error;
+  ASSERT_EQ(run(host, "train", config, dir.path(), false, &error,
+                R"({"torch_device": "cpu", "precision": "fp32", "gradient_checkpointing": true})"),
+            MLH_OK)
+      << error;
+  const json summary = json::parse(host.summary);
+  EXPECT_EQ(summary["query_micro_batch"], 4) << host.summary;
+  EXPECT_TRUE(std::isfinite(summary["train_loss"].get<double>())) << host.summary;
+  bool logged = false;
+  for (const auto& line : host.logs)
+    logged = logged || (line.find("ResNet-12") != std::string::npos &&
+                        line.find("gradient checkpointing") != std::string::npos);
+  EXPECT_TRUE(logged);
 }
 
 }  // namespace
