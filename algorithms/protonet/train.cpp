@@ -168,7 +168,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   // The generators' state at the start of the current epoch: an epoch's episodes are drawn
   // at its start, so a run stopped mid-epoch resumes by drawing them again and skipping.
   mlh::rt::RngState epoch_rng = mlh::rt::capture_rng_state();
-  auto state = [&] {  // the checkpoint's layout, the same since the first version
+  auto state = [&] {  // the checkpoint's layout, the same since the first version (step_rng.* since ResNet-12)
     mlh::rt::TrainingState s = l.state();
     s.tensors = epoch_rng.to_tensors();
     add_step_rng(s.tensors);
