@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/utils.h>
 
+#include "benchmark_encoders.hpp"
 #include "commands.hpp"
 #include "data_sets.hpp"
 #include "trainer.hpp"
@@ -124,7 +125,8 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
                  plan.channels_last, onednn);
     time_variant(plan.channels_last ? "NCHW" : "channels-last", !plan.channels_last, onednn);
     time_variant("oneDNN off (ATen im2col + GEMM)", plan.channels_last, false);
-    time_variant("batch norm, ReLU and pooling unfused (ATen's ops)", plan.channels_last, onednn, false);
+    if (l.net->has_fused_cpu_block())
+      time_variant("batch norm, ReLU and pooling unfused (ATen's ops)", plan.channels_last, onednn, false);
     extra["convolution_variants"] = variants;
   }
   {
@@ -141,6 +143,7 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
     }, options));
     ctx.info("embed_28x28_batch500: " + fmt(results.back().throughput, 0) + " images/s");
   }
+  if (cfg.compare_encoders) extra["encoders"] = compare_encoders(ctx, cfg, plan, results, notes);
   json summary = mlh::rt::benchmarks_summary(results);
   summary["notes"] = notes;
   summary.update(extra);

@@ -8,14 +8,16 @@
 //              outputs.safetensors for comparison with the same network elsewhere
 //   benchmark  training episodes/s at 5-way 5-shot 15-query and 60-way 5-shot 5-query
 //              (28x28), each also as convolution GFLOP/s against a 1024x1024 fp32 matmul
-//              measured in the same run, and embedding throughput (images/s)
+//              measured in the same run, and embedding throughput (images/s); with
+//              benchmark.compare_encoders, Conv-4 against ResNet-12 (benchmark_encoders.hpp)
 //   calibrate  one training episode's speed at the config's shape with the plan's settings,
 //              for the host's calibration (mlh/runtime/calibration.hpp), and the bf16/fp16
 //              quality check on the run's data when the host asks for it
 //
 // The plan's batch_size is not used: ProtoNet's batch is the episode, whose size is the
 // config's way/shot/query. The plan's preset picks a schedule (presets_json), its
-// gradient_checkpointing checkpoints the Conv-4 blocks, its precision runs the forward pass
+// gradient_checkpointing checkpoints the encoder block by block (Conv-4) or stage by stage
+// (ResNet-12; model.encoder, encoder.hpp), its precision runs the forward pass
 // under autocast, its dataloader_workers/prefetch_factor assemble episodes ahead.
 //
 // Where each lives: train in train.cpp, eval and classify in eval.cpp, forward in forward.cpp, benchmark and

@@ -100,7 +100,15 @@ const mlh::ConfigTable<Config>& config_table() {
                  "similarity")
           .field("cosine_scale", MLH_MEMBER(cosine_scale), 10.0, mlh::above(0),
                  "distance cosine: logits = scale x cosine similarity")
-          .field("width", MLH_MEMBER(width), 64, mlh::at_least(1).unit("filters"), "Conv-4 filters per block")
+          .field("model.encoder", MLH_MEMBER(encoder), "conv4", mlh::one_of({"conv4", "resnet12"}),
+                 "the encoder: Conv-4 (Snell et al.'s, 112k parameters at width 64) or ResNet-12 (MetaOptNet's and "
+                 "FEAT's, 12.4M parameters at width 64: slower, more accurate on natural images)")
+          .field("model.drop_rate", MLH_MEMBER(drop_rate), 0.1, mlh::at_least(0).below(1),
+                 "resnet12: in training, dropout after stages 1 and 2 and DropBlock (5x5 blocks) after stages 3 and 4 "
+                 "at this rate (0: none); conv4 has none")
+          .field("width", MLH_MEMBER(width), 64, mlh::at_least(1).unit("filters"),
+                 "conv4: filters per block; resnet12: the first stage's channels, the stages having width x (1, 2.5, "
+                 "5, 10) (64: 64-160-320-640), so an even number")
           .field("micro_batch", MLH_MEMBER(micro_batch), 0, mlh::at_least(0).unit("queries"),
                  "training queries per micro-batch from the start, gradients accumulated; 0: the whole episode (out "
                  "of memory halves it)")
@@ -108,6 +116,9 @@ const mlh::ConfigTable<Config>& config_table() {
                  "seeds the episodes' sampling and the initial weights")
           .field("eval_episodes", MLH_MEMBER(eval_episodes), 1000, mlh::at_least(1).unit("episodes").speed_neutral(),
                  "eval: test episodes whose mean accuracy (and 95% interval) is reported")
+          .field("benchmark.compare_encoders", MLH_MEMBER(compare_encoders), false, mlh::speed_neutral(),
+                 "benchmark: also time Conv-4 and ResNet-12 training the same 5-way 1-shot episode on 28x28x1 and on "
+                 "84x84x3 images, in images/s with their ratio (a minute or two on a CPU)")
           .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3,
                  mlh::at_least(1).unit("checkpoints").speed_neutral(),
                  "the newest checkpoints kept on disk (the best one is kept besides)")
@@ -127,9 +138,12 @@ const char* config_schema_json() { return config_table().schema_text().c_str(); 
 const char* config_defaults_json() { return config_table().defaults_text().c_str(); }
 
 // Conv-4 at width 64 on 1-channel input has 111,936 parameters (3 channels: 113,088). Every
-// preset keeps the reference's Conv-4 (the accuracy ProtoNet is held to is the reference's,
-// and 112k parameters is small for any device); full and reduced size the schedule, the
-// others are the reference's protocols (Snell et al. 2017 and their code,
+// preset keeps the reference's Conv-4 as its encoder (the accuracy ProtoNet is held to is the
+// reference's, and 112k parameters is small for any device), and "$parameters" is Conv-4's:
+// the host prints it only for a plan whose algorithm does not describe the run's model, and
+// ProtoNet's describe_run does, from the encoder the config builds (with --set
+// model.encoder=resnet12 the plan says ResNet-12's 12,424,320; host_test checks both). Full
+// and reduced size the schedule, the others are the reference's protocols (Snell et al. 2017 and their code,
 // github.com/jakesnell/prototypical-networks):
 //   Omniglot: the Vinyals split with rotations, 28x28 inverted, 60-way training with 5 queries
 //   at the shot tested, 5-way 15-query testing over 1000 episodes; epochs of 100 episodes,
@@ -174,6 +188,11 @@ const char* presets_json() {
 
 Config parse_config(const json& user) {
   Config c = config_table().parse(user);
+  if (c.encoder == "resnet12" && c.width % 2 != 0)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'width': " + std::to_string(c.width) +
+                                               " gives ResNet-12 (model.encoder resnet12) a stage of width x 2.5 = " +
+                                               std::to_string(c.width * 5 / 2) + ".5 channels; use an even width "
+                                               "(64 gives 64-160-320-640)");
   DatasetSpec& train = c.train_data;
   if (!train.splits.empty() && train.format != "omniglot" && train.format != "miniimagenet")
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'data.splits': split lists are for the omniglot and "

@@ -45,10 +45,13 @@ struct Config {
   int64_t lr_halve_every{};
   std::string distance;  // or "cosine"
   double cosine_scale{};
+  std::string encoder;  // model.encoder: "conv4" or "resnet12" (make_encoder, encoder.hpp)
+  double drop_rate{};   // model.drop_rate: resnet12's dropout / DropBlock rate in training
   int64_t width{};
   int64_t micro_batch{};  // training queries per micro-batch; 0: the whole episode
   uint64_t seed{};
   int64_t eval_episodes{};
+  bool compare_encoders{};  // benchmark.compare_encoders
   int keep_checkpoints{};
 
   // classify

@@ -1,5 +1,5 @@
 // What a ProtoNet run does with the plan, for the host to print with it (describe_run): the
-// Conv-4 it builds and the plan fields it uses.
+// encoder it builds (Conv-4 or ResNet-12) and the plan fields it uses.
 #include "describe_run.hpp"
 
 #include <mlh/run_description.hpp>
@@ -9,7 +9,7 @@
 #include "commands.hpp"
 #include "config.hpp"
 #include "data_sets.hpp"
-#include "model.hpp"
+#include "encoder.hpp"
 
 namespace protonet {
 
@@ -39,26 +39,26 @@ std::string describe_run(const mlh::RunContext& ctx) {
   const bool trains = command == "train" || command == "benchmark" || command == "calibrate";
   const bool episodes = command == "train" || command == "eval";  // assembled by the data workers
   const DatasetSpec& data = cfg.train_data;
-  const Conv4 net(data.channels, cfg.width);
+  const Encoder net = make_encoder(cfg, data.channels);
+  const std::string model = net->name();
   const std::string not_training = command + " does not train";
 
   mlh::RunDescription d;
-  d.model(net->parameter_count(), "Conv-4: 4 blocks x " + std::to_string(cfg.width) + " channels, " +
-                                      std::to_string(data.height) + "x" + std::to_string(data.width) + "x" +
-                                      std::to_string(data.channels) + " images to " +
+  d.model(net->parameter_count(), model + ": " + net->layers() + ", " + std::to_string(data.height) + "x" +
+                                      std::to_string(data.width) + "x" + std::to_string(data.channels) + " images to " +
                                       std::to_string(net->embedding_dim(data.height, data.width)) + "-d embeddings");
   const EpisodeShape shape = trains ? predicted_training_shape(cfg) : cfg.train;
   d.no_effect("batch_size", "protonet's batch is the episode: train_way x (train_shot + train_query) images (" +
                                 std::to_string(shape.way) + " x " + std::to_string(shape.shot + shape.query) +
                                 " here" + (shape.way != cfg.train.way ? ", fitted to the training data's classes" : "") +
                                 ")");
-  d.uses_if(trains, "gradient_checkpointing", "recomputes each Conv-4 block in the backward pass", not_training);
+  d.uses_if(trains, "gradient_checkpointing", "recomputes each " + net->checkpointed_part() + " in the backward pass", not_training);
   // classify and forward embed outside autocast: forward's outputs are compared in fp32.
   const bool embeds_once = command == "classify" || command == "forward";
-  d.uses_if(!embeds_once, "precision", "autocast for the Conv-4 forward pass (fp16 with a gradient scaler)",
+  d.uses_if(!embeds_once, "precision", "autocast for the " + model + " forward pass (fp16 with a gradient scaler)",
             command + " embeds in fp32");
-  d.uses("preset", "the training and evaluation schedule (episodes, ways, epochs); the model is Conv-4 at the "
-                   "config's width in every preset");
+  d.uses("preset", "the training and evaluation schedule (episodes, ways, epochs); the model is the config's "
+                   "model.encoder (Conv-4 unless set) at its width in every preset");
   d.uses_if(!embeds_once, "pinned_memory", "episodes are page-locked by the data workers and copied without blocking",
             command + " copies its images once");
   d.uses_if(episodes, "dataloader_workers", "threads that assemble the next episodes while the current one trains",
@@ -69,8 +69,8 @@ std::string describe_run(const mlh::RunContext& ctx) {
   d.uses_if(command == "train", "max_steps", "trains that many episodes (one optimizer step each), then validates "
             "and saves as at the end of the last epoch", command + " does not train");
   d.uses_if(command == "train", "init_from", "the encoder's first weights", command + " does not train");
-  d.uses("channels_last", "Conv-4's weights and its input images in NHWC layout");
-  d.uses("cudnn_benchmark", "cuDNN picks Conv-4's convolution algorithms by timing them");
+  d.uses("channels_last", model + "'s weights and its input images in NHWC layout");
+  d.uses("cudnn_benchmark", "cuDNN picks " + model + "'s convolution algorithms by timing them");
   d.uses_if(trains, "cuda_graphs",
             "each training episode (forward, backward, Adam) replayed as one captured graph; fp16's loss scaling, "
             "several ranks and micro-batches run eagerly",

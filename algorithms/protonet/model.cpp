@@ -5,7 +5,6 @@
 
 #include <ATen/ATen.h>
 #include <mlh/runtime/grad_checkpoint.hpp>
-#include <mlh/runtime/parameters.hpp>
 
 #include "fused_block.hpp"
 
@@ -74,7 +73,14 @@ double Conv4Impl::training_flops_per_image(int64_t channels, int64_t height, int
   return total;
 }
 
-int64_t Conv4Impl::parameter_count() const { return mlh::rt::parameter_count(*this); }
+std::string Conv4Impl::layers() const { return "4 blocks x " + std::to_string(width_) + " channels"; }
+
+std::map<std::string, std::string> Conv4Impl::export_metadata(int64_t in_channels, const std::string& distance) const {
+  return {{"model", "protonet-conv4"}, {"in_channels", std::to_string(in_channels)},
+          {"width", std::to_string(width_)}, {"distance", distance}};
+}
+
+std::string Conv4Impl::foreign_weight_name(const std::string& name) const { return reference_weight_name(name); }
 
 std::string reference_weight_name(const std::string& name) {
   // encoder.<block>.<0: conv, 1: batch norm>.<tensor>

@@ -14,30 +14,31 @@
 #include <string>
 #include <vector>
 
-#include <torch/nn/module.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/pimpl.h>
 
+#include "encoder.hpp"
+
 namespace protonet {
 
-class Conv4Impl : public torch::nn::Module {
+class Conv4Impl : public EncoderImpl {
  public:
   explicit Conv4Impl(int64_t in_channels = 1, int64_t width = 64);
 
-  // x: B x C x H x W float; returns B x D embeddings.
-  at::Tensor forward(const at::Tensor& x, bool checkpointing = false);
-
-  // Embedding size for an input of this height and width.
-  int64_t embedding_dim(int64_t height, int64_t width) const;
-  int64_t parameter_count() const;
+  at::Tensor forward(const at::Tensor& x, bool checkpointing = false) override;
+  int64_t embedding_dim(int64_t height, int64_t width) const override;
+  double training_flops_per_image(int64_t channels, int64_t height, int64_t width) const override;
+  std::string name() const override { return "Conv-4"; }
+  std::string layers() const override;
+  std::string checkpointed_part() const override { return "Conv-4 block"; }
+  // As every Conv-4 run has exported since the first: model "protonet-conv4".
+  std::map<std::string, std::string> export_metadata(int64_t in_channels, const std::string& distance) const override;
+  std::string foreign_weight_name(const std::string& name) const override;
   // Training on the CPU in fp32 fuses each block's batch norm, ReLU and pooling
   // (fused_block.hpp); off, ATen's three ops run (the benchmark compares the two).
-  void set_fused_cpu_block(bool on) { fused_cpu_block_ = on; }
-  // Floating-point operations of one training image through the convolutions (forward, and
-  // backward for the weights and the inputs, less the first layer's input gradient that
-  // nothing needs); batch norm, ReLU and pooling are left out, as model FLOP counts do.
-  double training_flops_per_image(int64_t channels, int64_t height, int64_t width) const;
+  bool has_fused_cpu_block() const override { return true; }
+  void set_fused_cpu_block(bool on) override { fused_cpu_block_ = on; }
 
  private:
   at::Tensor block(size_t i, const at::Tensor& x, bool recompute);

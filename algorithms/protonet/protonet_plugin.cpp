@@ -15,7 +15,7 @@ class ProtoNet : public mlh::AlgorithmPlugin {
  public:
   mlh::AlgorithmDescription describe() override {
     mlh::AlgorithmDescription d;
-    d.summary = "Prototypical Networks: few-shot image classification with a Conv-4 encoder";
+    d.summary = "Prototypical Networks: few-shot image classification with a Conv-4 or ResNet-12 encoder";
     d.commands = protonet::command_table().names();
     d.config_schema_json = protonet::config_schema_json();
     d.config_defaults_json = protonet::config_defaults_json();

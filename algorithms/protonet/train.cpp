@@ -1,6 +1,7 @@
 // ProtoNet's train command: episodic training with validation after each epoch and early
 // stopping, on a TrainingSession (checkpoints, resume, stop, export).
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <random>
 
@@ -28,13 +29,34 @@ std::string fmt(double v, int digits = 4) { return mlh::fixed(v, digits); }
 
 json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot}, {"query", s.query}}; }
 
+// The generators' state at a save, under "step_rng.*" beside the epoch's "rng.*": ResNet-12's
+// dropout and DropBlock draw from them in every step, so a run stopped mid-epoch continues
+// them from the stop, not from the epoch's start (Conv-4 draws nothing in a step).
+void add_step_rng(std::map<std::string, at::Tensor>& tensors) {
+  for (auto& [key, value] : mlh::rt::capture_rng_state().to_tensors()) tensors["step_" + key] = value;
+}
+
+std::optional<mlh::rt::RngState> step_rng_of(const std::map<std::string, at::Tensor>& tensors) {
+  std::map<std::string, at::Tensor> rng;
+  const std::string prefix = "step_";
+  for (const auto& [key, value] : tensors)
+    if (key.compare(0, prefix.size(), prefix) == 0) rng[key.substr(prefix.size())] = value;
+  if (rng.empty()) return std::nullopt;  // a checkpoint from before ResNet-12
+  return mlh::rt::RngState::from_tensors(rng);
+}
+
+// Another implementation's tensor names in the encoder's (--init-from).
+mlh::rt::WeightNameMap foreign_names(const EncoderImpl& net) {
+  return [&net](const std::string& name) { return net.foreign_weight_name(name); };
+}
+
 // A --init-from file that does not fit the config's encoder fails before any image is decoded
 // (a folder of images can take minutes); the generators stay as they were.
 void check_init_from_before_loading(const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   if (!plan.init_from) return;
   const mlh::rt::RngState before = mlh::rt::capture_rng_state();
   Trainer scratch(cfg, loaded_channels(cfg.train_data), plan);
-  mlh::rt::TrainingSession::check_init_weights(plan, *scratch.net, reference_weight_name);
+  mlh::rt::TrainingSession::check_init_weights(plan, *scratch.net, foreign_names(*scratch.net));
   mlh::rt::restore_rng_state(before);
 }
 
@@ -75,7 +97,7 @@ void log_training_start(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::
            (cfg.validate ? ", validating " + shape_name(e.val_shape) + " (" + std::to_string(cfg.val_episodes) +
                                " episodes)"
                          : ", " + std::to_string(cfg.epochs) + " epochs without validation") +
-           "; Conv-4 width " + std::to_string(cfg.width) + ", " + std::to_string(l.net->parameter_count()) +
+           "; " + l.net->name() + " (" + l.net->layers() + "), " + std::to_string(l.net->parameter_count()) +
            " parameters; precision " + mlh::rt::to_string(plan.precision) +
            (plan.gradient_checkpointing ? ", gradient checkpointing" : "") + ", " +
            std::to_string(at::get_num_threads()) + " threads");
@@ -88,10 +110,9 @@ void export_best(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runtime
   mlh::rt::TrainingState best = l.state();
   const auto loaded = cfg.validate ? session.checkpoints().load_best(best, plan.device)
                                    : session.checkpoints().load_latest(best, plan.device);
-  const std::string weights =
-      session.export_weights(*l.net, {{"format", "pt"}, {"model", "protonet-conv4"},
-                                      {"in_channels", std::to_string(e.sets.train.channels)},
-                                      {"width", std::to_string(cfg.width)}, {"distance", cfg.distance}});
+  std::map<std::string, std::string> metadata = l.net->export_metadata(e.sets.train.channels, cfg.distance);
+  metadata["format"] = "pt";
+  const std::string weights = session.export_weights(*l.net, metadata);
   const json p = progress.to_json();
   if (cfg.validate)
     ctx.info("best validation loss " + p.at("best_val_loss").dump() + " (accuracy " + p.at("best_val_acc").dump() +
@@ -135,7 +156,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   mlh::rt::TrainingSession session(ctx, plan, {cfg.keep_checkpoints, mlh::rt::Goal::Minimize, 0, "episode"});
   mlh::rt::Distributed& dist = session.dist();
   Trainer l(cfg, train_set.channels, plan, &dist);
-  session.init_weights(*l.net, reference_weight_name);  // --init-from (every rank reads the same file)
+  session.init_weights(*l.net, foreign_names(*l.net));  // --init-from (every rank reads the same file)
   l.micro = mlh::rt::MicroBatchedStep(ctx, cfg.micro_batch);
   l.log = [&ctx](const std::string& line) { ctx.info(line); };
   // The validation episodes are the same every epoch, from their own generator.
@@ -150,10 +171,12 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   auto state = [&] {  // the checkpoint's layout, the same since the first version
     mlh::rt::TrainingState s = l.state();
     s.tensors = epoch_rng.to_tensors();
+    add_step_rng(s.tensors);
     s.values = {{"progress", progress.to_json()}, {"scaler", l.scaler.state()}, {"train_way", shape.way},
                 {"micro_batch", l.micro.state()}};
     return s;
   };
+  std::optional<mlh::rt::RngState> step_rng;  // a resumed run's, restored once its epoch's episodes are drawn
   mlh::rt::TrainingState saved = l.state();
   session.resume(saved, [&](const mlh::rt::LoadedCheckpoint& checkpoint) {
     progress = TrainProgress::from_json(checkpoint.values.at("progress"));
@@ -162,7 +185,10 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     epoch_rng = mlh::rt::RngState::from_tensors(saved.tensors);
     // The checkpoint holds rank 0's random streams; the other ranks keep their own, or
     // they would draw rank 0's episodes from here on.
-    if (dist.is_main()) mlh::rt::restore_rng_state(epoch_rng);
+    if (dist.is_main()) {
+      mlh::rt::restore_rng_state(epoch_rng);
+      step_rng = step_rng_of(saved.tensors);
+    }
     return "at epoch " + std::to_string(progress.epoch) + ", episode " + std::to_string(progress.episode);
   });
 
@@ -176,6 +202,10 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   while (progress.epoch < cfg.epochs && !progress.stopped_early && !at_max_steps) {
     const int64_t skip = progress.episode_in_epoch;
     const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, shape, per_epoch, mlh::rt::host_rng());
+    if (step_rng) {
+      mlh::rt::restore_rng_state(*step_rng);
+      step_rng.reset();
+    }
     mlh::rt::Prefetcher<Episode> batches(
         [&](int64_t i) -> std::optional<Episode> {
           if (skip + i >= per_epoch) return std::nullopt;

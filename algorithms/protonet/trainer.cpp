@@ -16,7 +16,7 @@ Trainer::Trainer(const Config& c, int64_t channels, const mlh::rt::RuntimePlan& 
     : dist(d),
       cfg(c),
       plan(p),
-      net(channels, c.width),
+      net(make_encoder(c, channels)),
       optimizer(net->parameters(), torch::optim::AdamOptions(c.lr)),
       scaler(65536.0, 2.0, 0.5, 2000, p.precision == mlh::rt::Precision::kFp16),
       distance(parse_distance(c.distance)),

@@ -1,4 +1,4 @@
-// ProtoNet's trainer: the Conv-4 encoder on the plan's device, Adam with its learning rate
+// ProtoNet's trainer: the config's encoder (Conv-4 or ResNet-12) on the plan's device, Adam with its learning rate
 // halved every lr_halve_every episodes, the gradient scaler (fp16), and one episode's
 // training step. Data-parallel with a Distributed: rank 0's initial weights everywhere, the
 // ranks' gradients averaged before each step. What a checkpoint holds of it: state().
@@ -24,7 +24,7 @@
 #include "config.hpp"
 #include "data/image_set.hpp"
 #include "episode_sampler.hpp"
-#include "model.hpp"
+#include "encoder.hpp"
 #include "proto_loss.hpp"
 
 namespace protonet {
@@ -61,7 +61,7 @@ struct Trainer {
   mlh::rt::Distributed* dist;  // null: one process
   const Config& cfg;
   const mlh::rt::RuntimePlan& plan;
-  Conv4 net;
+  Encoder net;  // the config's model.encoder (make_encoder)
   torch::optim::Adam optimizer;
   mlh::rt::GradScaler scaler;
   Distance distance;

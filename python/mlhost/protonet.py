@@ -57,7 +57,7 @@ class ResNet12(nn.Module):
 
     def __init__(self, in_channels=3, width=64):
         super().__init__()
-        widths = [width, int(width * 2.5), width * 5, width * 10]
+        widths = [width, width * 5 // 2, width * 5, width * 10]
         previous = in_channels
         for i, w in enumerate(widths):
             # layer<i>.0.*: a stage is a sequence of one block, as the exported names say.

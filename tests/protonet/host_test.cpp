@@ -181,6 +181,28 @@ TEST_F(ProtonetHost, Describe) {
   EXPECT_EQ(d["config_defaults"]["data"]["format"], "idx");
 }
 
+// The plan names the model the config builds: a preset's "$parameters" is Conv-4's (its
+// default encoder), and with model.encoder resnet12 the plan's model line, from the plugin's
+// describe_run, is ResNet-12's. Refusals name the field.
+TEST_F(ProtonetHost, ThePlanNamesTheEncoderThePresetAndConfigBuild) {
+  const Result conv4 = host("--print-plan --algorithm protonet --device cpu --set preset=miniimagenet-5shot");
+  ASSERT_EQ(conv4.rc, 0) << conv4.output;
+  EXPECT_NE(conv4.output.find("Conv-4: 4 blocks x 64 channels, 84x84x3 images to 1600-d embeddings, 113,088 parameters"),
+            std::string::npos) << conv4.output;
+  const Result resnet = host("--print-plan --algorithm protonet --device cpu --set preset=miniimagenet-5shot "
+                             "--set model.encoder=resnet12");
+  ASSERT_EQ(resnet.rc, 0) << resnet.output;
+  EXPECT_NE(resnet.output.find("ResNet-12: 4 residual stages of 64-160-320-640 channels, 84x84x3 images to 640-d "
+                               "embeddings, 12,424,320 parameters"),
+            std::string::npos) << resnet.output;
+  const Result odd = host("--print-plan --algorithm protonet --device cpu --set model.encoder=resnet12 --set width=63");
+  EXPECT_NE(odd.rc, 0);
+  EXPECT_NE(odd.output.find("config field 'width': 63"), std::string::npos) << odd.output;
+  const Result unknown = host("--print-plan --algorithm protonet --device cpu --set model.encoder=vgg");
+  EXPECT_NE(unknown.rc, 0);
+  EXPECT_NE(unknown.output.find("'model.encoder'"), std::string::npos) << unknown.output;
+}
+
 TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << PROTONET_FASHION_MNIST_DIR;
   const std::string run = dir_ + "/run";
