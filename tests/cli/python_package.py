@@ -8,8 +8,8 @@ dependencies: .venv's torch and safetensors serve). For each entry of NETWORKS: 
 training run (a few steps), random inputs, the host's forward command on them
 (`--resume --command forward --set forward.inputs=...`), and mlhost.load_run() of the run
 folder on the same inputs; every output must agree within float tolerance. Then the forward
-command's failure paths: a missing tensor, a wrong shape, a wrong dtype, each a non-zero exit
-naming the file and the tensor.
+command's failure paths: a missing tensor, a wrong shape, a wrong dtype, a tensor the network
+does not take, each a non-zero exit naming the file and the tensor, and a file that is not there.
 
 Runs with .venv's Python (MLH_TORCH_VENV or SOURCE_DIR/.venv, as docs_commands.py): started
 with another, it runs itself again with that one. Exit 0: all agree; 1: a mismatch or a
@@ -151,18 +151,22 @@ def failure_paths(build, work, torch, save_file):
     run = os.path.join(work, "ppo-mlp")
     cases = {"missing": ({"other": torch.rand(2, 4)}, "'observations' is missing"),
              "shape": ({"observations": torch.rand(2, 5)}, "'observations' is [2, 5], want [batch, 4]"),
-             "dtype": ({"observations": torch.zeros(2, 4, dtype=torch.int64)}, "'observations' is Long")}
+             "dtype": ({"observations": torch.zeros(2, 4, dtype=torch.int64)}, "'observations' is Long"),
+             "extra": ({"observations": torch.rand(2, 4), "obsevations": torch.rand(2, 4)},
+                       "'obsevations' is not an input of this network"),
+             "no file": (None, "")}
     failures = []
     for case, (tensors, message) in cases.items():
         path = os.path.join(work, f"bad-{case}.safetensors")
-        save_file(tensors, path)
+        if tensors is not None:
+            save_file(tensors, path)
         r = host(build, ["--algorithm", "ppo", "--run-dir", run, "--resume", "--command", "forward",
                          "--set", "forward.inputs=" + path], work)
         if r.returncode == 0 or path not in r.stdout or message not in r.stdout:
             failures.append(f"bad inputs ({case}): exit {r.returncode}, want non-zero and '{path}' ... "
                             f"{message}; output:\n{r.stdout[-1500:]}")
         else:
-            print(f"bad inputs ({case}): exit {r.returncode}, names the file and the tensor")
+            print(f"bad inputs ({case}): exit {r.returncode}, names the file" + (" and the tensor" if message else ""))
     return failures
 
 
