@@ -11,6 +11,8 @@
 //   eval       CartPole: mean return over eval_episodes; puzzles: solve rate, mean steps and
 //              mean steps / optimal on held-out puzzles, next to a random policy's
 //   play       the policy solving a level-file puzzle: each move and board printed
+//   forward    the trained network's logits and values on given observations (forward.inputs),
+//              written to outputs.safetensors for comparison with the same network elsewhere
 //   benchmark  env steps/s of collection and of whole training iterations (CartPole, and
 //              puzzles with the recursive net), 1 vs the plan's threads; forward passes/s of
 //              each network at batch 1 and 64
@@ -22,7 +24,7 @@
 // autocast (the CartPole MLP stays fp32); its threads are applied. describe_run says so for
 // each field (docs/plan.md).
 //
-// The files: train.cpp (train), eval.cpp (eval, play), benchmark.cpp (benchmark, calibrate),
+// The files: train.cpp (train), eval.cpp (eval, play), forward.cpp (forward), benchmark.cpp (benchmark, calibrate),
 // describe_run.cpp, trained_model.cpp (network.json and a trained run's network), and this
 // file's commands.cpp (the table and the dispatch).
 #pragma once
@@ -45,6 +47,7 @@ using Commands = mlh::CommandTable<mlh::RunContext&, const Config&, const mlh::r
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void play(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void forward(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 

@@ -119,7 +119,10 @@ const mlh::ConfigTable<Config>& config_table() {
                  mlh::at_least(1).unit("checkpoints").speed_neutral(),
                  "the newest checkpoints kept on disk (the best one is kept besides)")
           .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
-                 "eval/play: the checkpoint with the best return, or the newest")
+                 "eval/play/forward: the checkpoint with the best return, or the newest")
+          .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::speed_neutral(),
+                 "forward: a safetensors file whose tensor 'observations' (float, batch x the observation shape) "
+                 "the network runs on; logits and values go to the command folder's outputs.safetensors")
           .field("level_file", MLH_MEMBER(level_file), "", mlh::speed_neutral(),
                  "play: the level file (checked before training, if it exists by then)")
           .field("play_index", MLH_MEMBER(play_index), 0, mlh::at_least(0).speed_neutral(),

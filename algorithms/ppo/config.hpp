@@ -81,6 +81,7 @@ struct Config {
   int64_t checkpoint_every{};  // iterations
   int keep_checkpoints{};
   std::string checkpoint;  // eval/play: "best" or "latest"
+  std::string forward_inputs;  // forward: a safetensors file of observations
   std::string level_file;           // play
   int64_t play_index{};  // play: which level of the file
   bool eval_deterministic{};  // eval/play: argmax instead of sampling

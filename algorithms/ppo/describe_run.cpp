@@ -62,11 +62,12 @@ std::string describe_run(const mlh::RunContext& ctx) {
             "and several ranks run eagerly",
             not_training);
   const std::string preset = plan.preset.value_or("");
+  const bool trained_net = command == "eval" || command == "play" || command == "forward";
   if (preset == "full" || preset == "reduced")
-    d.uses_if(spec.kind == "resnet" && command != "eval" && command != "play", "preset",
+    d.uses_if(spec.kind == "resnet" && !trained_net, "preset",
               "sizes the residual tower (full 30 x 192, reduced 20 x 128)",
               "full and reduced size the residual tower; this " + spec.kind + " network takes its size from " +
-                  (command == "eval" || command == "play" ? "the trained run" : "the config"));
+                  (trained_net ? "the trained run" : "the config"));
   else if (!preset.empty())
     d.uses("preset", "the " + preset + " task's settings");
   d.uses("pinned_memory", "observations and the update's batch are page-locked and copied without blocking");

@@ -57,7 +57,7 @@ Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt:
 
 NetworkSpec network_of_run(const mlh::RunContext& ctx, const std::string& command, const Config& cfg,
                            const mlh::rt::RuntimePlan& plan) {
-  if ((command == "eval" || command == "play") && fs::exists(network_json_path(ctx.run_dir())))
+  if ((command == "eval" || command == "play" || command == "forward") && fs::exists(network_json_path(ctx.run_dir())))
     return read_network_json(ctx.run_dir());
   if (cfg.env == "cartpole") return network_spec(cfg, plan, {4}, 2);
   if (cfg.env == "library") {

@@ -7,7 +7,7 @@ namespace protonet {
 
 const Commands& command_table() {
   static const Commands table{
-      {"train", train}, {"eval", eval}, {"classify", classify}, {"benchmark", benchmark}, {"calibrate", calibrate}};
+      {"train", train}, {"eval", eval}, {"classify", classify}, {"forward", forward}, {"benchmark", benchmark}, {"calibrate", calibrate}};
   return table;
 }
 

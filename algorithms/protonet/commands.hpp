@@ -4,6 +4,8 @@
 //   eval       M test episodes from the best (or latest) checkpoint: mean accuracy, 95% CI
 //   classify   a support folder (one subfolder per class) and query images: predicted
 //              class and distance-based probabilities per image
+//   forward    the trained encoder's embeddings of given images (forward.inputs), written to
+//              outputs.safetensors for comparison with the same network elsewhere
 //   benchmark  training episodes/s at 5-way 5-shot 15-query and 60-way 5-shot 5-query
 //              (28x28), each also as convolution GFLOP/s against a 1024x1024 fp32 matmul
 //              measured in the same run, and embedding throughput (images/s); with
@@ -18,7 +20,7 @@
 // (ResNet-12; model.encoder, encoder.hpp), its precision runs the forward pass
 // under autocast, its dataloader_workers/prefetch_factor assemble episodes ahead.
 //
-// Where each lives: train in train.cpp, eval and classify in eval.cpp, benchmark and
+// Where each lives: train in train.cpp, eval and classify in eval.cpp, forward in forward.cpp, benchmark and
 // calibrate in benchmark.cpp; the model's step in trainer.cpp, the data in data_sets.cpp.
 #pragma once
 
@@ -49,6 +51,7 @@ void run_command(mlh::RunContext& ctx, const DatasetLoader& load, const ImageDec
 void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
 void classify(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
+void forward(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
 void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
 void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data);
 

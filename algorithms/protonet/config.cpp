@@ -127,7 +127,10 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("query", MLH_MEMBER(query), "", mlh::FieldRule().or_one_string().speed_neutral(),
                  "classify: a folder of images, or image files")
           .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
-                 "eval/classify: the checkpoint with the best validation loss, or the newest");
+                 "eval/classify/forward: the checkpoint with the best validation loss, or the newest")
+          .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::speed_neutral(),
+                 "forward: a safetensors file whose tensor 'images' (float, batch x channels x height x width) "
+                 "is embedded; the embeddings go to the command folder's outputs.safetensors");
   return table;
 }
 

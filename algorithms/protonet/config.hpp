@@ -58,6 +58,7 @@ struct Config {
   std::string support_dir;
   std::vector<std::string> query;  // a folder, or image files
   std::string checkpoint;  // "best" or "latest"
+  std::string forward_inputs;  // forward: a safetensors file of images
 };
 
 // Parses a config (missing fields take the defaults). Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT).

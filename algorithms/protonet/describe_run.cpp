@@ -53,12 +53,14 @@ std::string describe_run(const mlh::RunContext& ctx) {
                                 " here" + (shape.way != cfg.train.way ? ", fitted to the training data's classes" : "") +
                                 ")");
   d.uses_if(trains, "gradient_checkpointing", "recomputes each " + net->checkpointed_part() + " in the backward pass", not_training);
-  d.uses_if(command != "classify", "precision", "autocast for the " + model + " forward pass (fp16 with a gradient scaler)",
-            "classify embeds in fp32");
+  // classify and forward embed outside autocast: forward's outputs are compared in fp32.
+  const bool embeds_once = command == "classify" || command == "forward";
+  d.uses_if(!embeds_once, "precision", "autocast for the " + model + " forward pass (fp16 with a gradient scaler)",
+            command + " embeds in fp32");
   d.uses("preset", "the training and evaluation schedule (episodes, ways, epochs); the model is the config's "
                    "model.encoder (Conv-4 unless set) at its width in every preset");
-  d.uses_if(command != "classify", "pinned_memory", "episodes are page-locked by the data workers and copied without blocking",
-            "classify copies its images once");
+  d.uses_if(!embeds_once, "pinned_memory", "episodes are page-locked by the data workers and copied without blocking",
+            command + " copies its images once");
   d.uses_if(episodes, "dataloader_workers", "threads that assemble the next episodes while the current one trains",
             command + " assembles its episodes itself");
   d.uses_if(episodes, "prefetch_factor", "episodes each data worker keeps ready", command + " assembles its episodes itself");

@@ -20,6 +20,7 @@ const Commands& command_table() {
                               {"eval", with_plan(eval_command)},
                               {"solve", with_plan(solve_command)},
                               {"generate", with_plan(generate_command)},
+                              {"forward", with_plan(forward_command)},
                               {"benchmark", with_plan(benchmark_command)},
                               {"calibrate", with_plan(calibrate_command)}};
   return table;

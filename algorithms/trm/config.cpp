@@ -156,7 +156,11 @@ Table&& training_fields(Table&& t) {
            mlh::at_least(1).unit("checkpoints").speed_neutral(),
            "the newest checkpoints kept on disk (the best one is kept besides)")
     .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
-           "eval/solve/generate: the checkpoint with the best eval score, or the newest")
+           "eval/solve/generate/forward: the checkpoint with the best eval score, or the newest")
+    .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::speed_neutral(),
+           "forward: a safetensors file with 'inputs' (integer token ids, batch x seq_len) and optionally "
+           "'puzzle_identifiers' (integer, batch; default 0); the last ACT step's logits and halting logits go "
+           "to the command folder's outputs.safetensors")
     .field("seed", MLH_MEMBER(seed), 0, mlh::at_least(0).speed_neutral(),
            "seeds the weights, the batches and the halting exploration")
     .retired_field("torch_threads", 0, "the plan sets the threads: --threads N, or intra_op_threads in the "

@@ -107,6 +107,7 @@ struct Config {
   int64_t checkpoint_every{};
   int keep_checkpoints{};
   std::string checkpoint;  // eval/solve/generate: best or latest
+  std::string forward_inputs;  // forward: a safetensors file of token ids
   uint64_t seed{};
   SolveConfig solve;
   GenerateConfig generate;

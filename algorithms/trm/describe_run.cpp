@@ -18,7 +18,7 @@ namespace {
 
 // The model a run of `command` builds: a trained run's for the commands that load one.
 ModelConfig model_of_run(const Config& cfg, const std::string& command, const std::string& run_dir) {
-  const bool loads_trained = command == "eval" || command == "solve" || command == "generate";
+  const bool loads_trained = command == "eval" || command == "solve" || command == "generate" || command == "forward";
   if (loads_trained && std::filesystem::exists(model_json_path(run_dir))) return read_model_record(run_dir).model;
   if (cfg.text()) return text_model_config(cfg);
   // A resumed run whose data.dir, relative to where it first trained, is not here: the shape

@@ -34,11 +34,10 @@ std::vector<int32_t> to_vector(const at::Tensor& t) {
   return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
 }
 
-// Runs all halt_max_steps ACT steps of `data` in eval mode, without gradients, under the
-// settings' precision; `each(step, output)` sees every step's output (steps from 1). Returns
-// the last one.
+}  // namespace
+
 StepOutput run_every_step(Trm& model, const BatchTensors& data, const EvalSettings& settings,
-                          const std::function<void(int64_t, const StepOutput&)>& each = {}) {
+                          const std::function<void(int64_t, const StepOutput&)>& each) {
   EvalModeScope eval_mode(model);
   at::NoGradGuard no_grad;
   Carry carry = model->initial_carry(data);
@@ -53,6 +52,8 @@ StepOutput run_every_step(Trm& model, const BatchTensors& data, const EvalSettin
   }
   return out;
 }
+
+namespace {
 
 // The final answers, the answers at each row's halting step and the halting steps.
 struct Run {

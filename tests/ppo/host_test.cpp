@@ -36,7 +36,7 @@ TEST_F(PpoHost, Describe) {
   const Result r = host("--describe ppo --json");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
-  EXPECT_EQ(d["commands"], json({"train", "eval", "play", "benchmark", "calibrate"}));
+  EXPECT_EQ(d["commands"], json({"train", "eval", "play", "forward", "benchmark", "calibrate"}));
   EXPECT_EQ(d["config_defaults"]["num_envs"], 4);
   EXPECT_TRUE(d["presets"].contains("puzzle4"));
 }

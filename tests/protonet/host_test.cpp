@@ -177,7 +177,7 @@ TEST_F(ProtonetHost, Describe) {
   const Result r = host("--describe protonet --json");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
-  EXPECT_EQ(d["commands"], json({"train", "eval", "classify", "benchmark", "calibrate"}));
+  EXPECT_EQ(d["commands"], json({"train", "eval", "classify", "forward", "benchmark", "calibrate"}));
   EXPECT_EQ(d["config_defaults"]["data"]["format"], "idx");
 }
 

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""mlhost's Python package (python/) against mlhost itself, for every network mlhost trains.
+
+  python_package.py SOURCE_DIR BUILD_DIR
+
+The package is installed with pip from the checkout into a temporary target (no
+dependencies: .venv's torch and safetensors serve). For each entry of NETWORKS: a tiny real
+training run (a few steps), random inputs, the host's forward command on them
+(`--resume --command forward --set forward.inputs=...`), and mlhost.load_run() of the run
+folder on the same inputs; every output must agree within float tolerance. Then the forward
+command's failure paths: a missing tensor, a wrong shape, a wrong dtype, a tensor the network
+does not take, each a non-zero exit naming the file and the tensor, and a file that is not there.
+
+Runs with .venv's Python (MLH_TORCH_VENV or SOURCE_DIR/.venv, as docs_commands.py): started
+with another, it runs itself again with that one. Exit 0: all agree; 1: a mismatch or a
+failure; 77: skipped, saying why (no .venv with torch and safetensors: the pypi stage of
+scripts/test.sh makes it).
+
+Adding a network is one entry in NETWORKS: its host arguments and its inputs.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# Relative to each output's scale: the host's fused CPU kernels sum in another order than ATen.
+RTOL = 1e-4
+
+
+def images(meta_shape):
+    return lambda torch: {"images": torch.rand(*meta_shape)}
+
+
+def observations(shape):
+    return lambda torch: {"observations": torch.rand(*shape)}
+
+
+def tokens(rows, seq_len, vocab, puzzles=0):
+    def make(torch):
+        t = {"inputs": torch.randint(0, vocab, (rows, seq_len), dtype=torch.int32)}
+        if puzzles:
+            t["puzzle_identifiers"] = torch.randint(0, puzzles, (rows,), dtype=torch.int32)
+        return t
+    return make
+
+
+TRM_SMALL = ["--set", "model.hidden=32", "--set", "model.num_heads=2", "--set", "model.h_cycles=2",
+             "--set", "model.l_cycles=2", "--set", "model.halt_max_steps=2", "--set", "batch_size=8"]
+
+# name: (host arguments of the training run, the inputs)
+NETWORKS = {
+    "protonet-conv4": (["--algorithm", "protonet", "--set", "width=8"], images((4, 1, 28, 28))),
+    "protonet-resnet12": (["--algorithm", "protonet", "--set", "model.encoder=resnet12", "--set", "width=4"],
+                          images((3, 1, 28, 28))),
+    "ppo-mlp": (["--algorithm", "ppo", "--set", "checkpoint=latest"], observations((5, 4))),
+    "ppo-recursive": (["--algorithm", "ppo", "--set", "preset=puzzle4", "--set", "network.kind=recursive",
+                       "--set", "network.hidden_dim=16", "--set", "network.num_heads=2",
+                       "--set", "network.num_recursive_steps=2", "--set", "checkpoint=latest"],
+                      observations((5, 8, 4, 4))),
+    "ppo-resnet": (["--algorithm", "ppo", "--set", "preset=puzzle4", "--set", "network.kind=resnet",
+                    "--set", "network.blocks=2", "--set", "network.channels=8", "--set", "checkpoint=latest"],
+                   observations((5, 8, 4, 4))),
+    "trm-puzzle-mlp_t": (["--algorithm", "trm", "--set", "preset=sudoku-easy", "--set", "checkpoint=latest",
+                          *TRM_SMALL], tokens(3, 81, 11)),
+    "trm-puzzle-attention": (["--algorithm", "trm", "--set", "preset=sudoku-easy", "--set", "model.mlp_t=false",
+                              "--set", "model.puzzle_emb_ndim=32", "--set", "checkpoint=latest", *TRM_SMALL],
+                             tokens(3, 81, 11, puzzles=1)),
+    "trm-text": (["--algorithm", "trm", "--set", "preset=text", "--set", "data.text_file=TEXT_FILE",
+                  "--set", "checkpoint=latest", "--set", "model.text_seq_len=32", *TRM_SMALL[:4], "--set", "batch_size=4"],
+                 tokens(2, 32, 256)),
+}
+
+
+def venv_python(source):
+    venv = os.environ.get("MLH_TORCH_VENV") or os.path.join(source, ".venv")
+    return os.path.join(venv, "bin", "python")
+
+
+def host(build, args, work, **kwargs):
+    env = dict(os.environ, MLH_NO_CALIBRATE="1", XDG_CACHE_HOME=os.path.join(work, "cache"),
+               XDG_CONFIG_HOME=os.path.join(work, "config"))
+    for name in ("MLH_PLUGIN_PATH", "MLH_HARDWARE_CONFIG", "MLFLOW_TRACKING_URI", "MLH_MAX_STEPS"):
+        env.pop(name, None)
+    return subprocess.run([os.path.join(build, "bin", "host"), *args], cwd=work, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs)
+
+
+def checked_host(build, args, work):
+    r = host(build, args, work)
+    if r.returncode != 0:
+        raise RuntimeError(f"host {' '.join(args)}: exit {r.returncode}\n{r.stdout[-3000:]}")
+    return r
+
+
+def install_package(source, work):
+    """pip install of python/ from a copy (the build leaves files beside the sources)."""
+    copy = os.path.join(work, "python-src")
+    shutil.copytree(os.path.join(source, "python"), copy)
+    target = os.path.join(work, "site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--target", target, copy], check=True)
+    sys.path.insert(0, target)
+
+
+def text_file(work):
+    path = os.path.join(work, "text.txt")
+    with open(path, "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog. " * 200)
+    return path
+
+
+def compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load_file):
+    run = os.path.join(work, name)
+    checked_host(build, args + ["--run-dir", run, "--max-steps", "3"], work)
+    inputs_path = os.path.join(work, name + "-inputs.safetensors")
+    inputs = make_inputs(torch)
+    save_file(inputs, inputs_path)
+    checkpoint = [a for a in args if a.startswith("checkpoint=")]
+    r = checked_host(build, ["--algorithm", args[1], "--run-dir", run, "--resume", "--command", "forward",
+                             "--set", "forward.inputs=" + inputs_path] + sum((["--set", c] for c in checkpoint), []), work)
+    summary = json.load(open(os.path.join(run, "commands", "forward-1", "summary.json")))
+    expected = load_file(summary["result"]["outputs"])
+    module = mlhost.load_run(run)
+    with torch.no_grad():
+        if "images" in inputs:
+            got = {"embeddings": module(inputs["images"])}
+        elif "observations" in inputs:
+            logits, value = module(inputs["observations"])
+            got = {"logits": logits, "value": value}
+        else:
+            logits, q_halt, q_continue = module(inputs["inputs"], inputs.get("puzzle_identifiers"))
+            got = {"logits": logits, "q_halt_logits": q_halt, "q_continue_logits": q_continue}
+    if sorted(got) != sorted(expected):
+        return f"{name}: the host wrote {sorted(expected)}, the module gives {sorted(got)}"
+    worst = 0.0
+    for key, want in expected.items():
+        scale = max(1.0, want.abs().max().item()) if want.numel() else 1.0
+        if got[key].shape != want.shape or not torch.allclose(got[key], want, rtol=RTOL, atol=RTOL * scale):
+            diff = (got[key] - want).abs().max().item() if got[key].shape == want.shape else float("nan")
+            return f"{name}: '{key}' differs (shapes {tuple(got[key].shape)} / {tuple(want.shape)}, max |diff| {diff:g})"
+        worst = max(worst, (got[key] - want).abs().max().item())
+    print(f"{name}: {', '.join(f'{k} {tuple(v.shape)}' for k, v in sorted(expected.items()))} agree "
+          f"(max |diff| {worst:.2e}); {r.stdout.count('forward outputs')} forward")
+    return None
+
+
+def failure_paths(build, work, torch, save_file):
+    """Bad input files: each a non-zero exit naming the file and the tensor."""
+    run = os.path.join(work, "ppo-mlp")
+    cases = {"missing": ({"other": torch.rand(2, 4)}, "'observations' is missing"),
+             "shape": ({"observations": torch.rand(2, 5)}, "'observations' is [2, 5], want [batch, 4]"),
+             "dtype": ({"observations": torch.zeros(2, 4, dtype=torch.int64)}, "'observations' is Long"),
+             "extra": ({"observations": torch.rand(2, 4), "obsevations": torch.rand(2, 4)},
+                       "'obsevations' is not an input of this network"),
+             "no file": (None, "")}
+    failures = []
+    for case, (tensors, message) in cases.items():
+        path = os.path.join(work, f"bad-{case}.safetensors")
+        if tensors is not None:
+            save_file(tensors, path)
+        r = host(build, ["--algorithm", "ppo", "--run-dir", run, "--resume", "--command", "forward",
+                         "--set", "forward.inputs=" + path], work)
+        if r.returncode == 0 or path not in r.stdout or message not in r.stdout:
+            failures.append(f"bad inputs ({case}): exit {r.returncode}, want non-zero and '{path}' ... "
+                            f"{message}; output:\n{r.stdout[-1500:]}")
+        else:
+            print(f"bad inputs ({case}): exit {r.returncode}, names the file" + (" and the tensor" if message else ""))
+    return failures
+
+
+def main(argv):
+    source, build = os.path.abspath(argv[1]), os.path.abspath(argv[2])
+    python = venv_python(source)
+    try:
+        import torch  # noqa: F401
+        from safetensors.torch import load_file, save_file
+    except ImportError:
+        if not os.environ.get("MLH_PYPKG_REEXEC") and os.access(python, os.X_OK):
+            env = dict(os.environ, MLH_PYPKG_REEXEC="1")
+            return subprocess.run([python, os.path.abspath(__file__), *argv[1:]], env=env).returncode
+        print(f"python_package: SKIPPED: no {python} with torch and safetensors "
+              "(bash scripts/torch-venv.sh --peers makes .venv/)")
+        return 77
+    torch.manual_seed(0)
+    work = tempfile.mkdtemp(prefix="mlhost-pypkg-")
+    failures = []
+    try:
+        install_package(source, work)
+        import mlhost
+        text = text_file(work)
+        for name, (args, make_inputs) in NETWORKS.items():
+            args = [a.replace("TEXT_FILE", text) for a in args]
+            try:
+                failure = compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load_file)
+            except RuntimeError as e:
+                failure = f"{name}: {e}"
+            if failure:
+                failures.append(failure)
+        failures += failure_paths(build, work, torch, save_file)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for f in failures:
+        print("\nFAILED " + f)
+    print(f"python_package: {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
