@@ -13,7 +13,7 @@ using mlh::config_check;
 
 const mlh::ConfigTable<Config>& config_table() {
   static const auto table =
-      mlh::ConfigTable<Config>("ppo")
+      mlh::ConfigTable<Config>(MLH_PLUGIN_NAME)  // the plugin's name (CMakeLists.txt)
           .host_field("preset", "string", "a preset of this algorithm (cartpole, puzzle4, puzzle5, full, reduced)")
           .field("env", MLH_MEMBER(env), "cartpole", mlh::one_of({"cartpole", "puzzle", "library"}),
                  "the environment: CartPole-v1, tiler-slider puzzles (generated, or yours: puzzle.train_levels), "

@@ -18,7 +18,7 @@ const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
 // test sets from them.
 const mlh::ConfigTable<Config>& config_table() {
   static const auto table =
-      mlh::ConfigTable<Config>("protonet")
+      mlh::ConfigTable<Config>(MLH_PLUGIN_NAME)  // the plugin's name (CMakeLists.txt)
           .field("data.format", MLH_MEMBER(train_data.format), "idx", mlh::one_of({"idx", "omniglot", "miniimagenet", "folder"}),
                  "the data's layout: IDX files (MNIST, Fashion-MNIST), Omniglot's or miniImageNet's folders, or a "
                  "folder with one subfolder of images per class")

@@ -48,7 +48,8 @@ std::string describe_run(const mlh::RunContext& ctx) {
                                       std::to_string(data.width) + "x" + std::to_string(data.channels) + " images to " +
                                       std::to_string(net->embedding_dim(data.height, data.width)) + "-d embeddings");
   const EpisodeShape shape = trains ? predicted_training_shape(cfg) : cfg.train;
-  d.no_effect("batch_size", "protonet's batch is the episode: train_way x (train_shot + train_query) images (" +
+  d.no_effect("batch_size", std::string(MLH_PLUGIN_NAME) +
+                                "'s batch is the episode: train_way x (train_shot + train_query) images (" +
                                 std::to_string(shape.way) + " x " + std::to_string(shape.shot + shape.query) +
                                 " here" + (shape.way != cfg.train.way ? ", fitted to the training data's classes" : "") +
                                 ")");

@@ -196,7 +196,7 @@ Table&& inference_fields(Table&& t) {
 const mlh::ConfigTable<Config>& config_table() {
   // Declared in groups (one function each), applied in order: the schema lists the fields so.
   static const Table table = inference_fields(training_fields(model_fields(data_fields(
-      Table("trm")
+      Table(MLH_PLUGIN_NAME)  // the plugin's name (CMakeLists.txt)
       .host_field("preset", "string", "full, reduced, sudoku-easy, maze, arc-cpu, arc1, arc2 or text")
       .field("mode", MLH_MEMBER(mode), "puzzle", mlh::one_of({"puzzle", "text"}),
              "puzzle: a dataset folder in the reference's format; text: a UTF-8 text file as bytes")))));

@@ -143,3 +143,24 @@ function(mlh_cpu_kernel_sources target)
   set_property(SOURCE ${ARGN} DIRECTORY ${_mlh_dir} APPEND PROPERTY COMPILE_OPTIONS ${OpenMP_CXX_FLAGS} -fno-trapping-math)
   target_link_libraries(${target} PRIVATE ${OpenMP_CXX_LIBRARIES})
 endfunction()
+
+# mlh_torch_precompile_headers(<target>): compiles <target>'s sources with LibTorch's headers
+# precompiled (mlh/runtime/torch_pch.hpp; 20-30 s a file without). In mlhost's own build the
+# target reuses the runtime's precompiled header; in a project built against the installed
+# SDK (an algorithm folder copied out of the tree) the first target that asks makes one, and
+# the project's later targets reuse it. GCC accepts a precompiled header only where -fPIC
+# agrees, so the targets are position-independent (they end up in a plugin anyway).
+function(mlh_torch_precompile_headers target)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  if(TARGET mlhost_runtime)
+    target_precompile_headers(${target} REUSE_FROM mlhost_runtime)
+    return()
+  endif()
+  get_property(_mlh_pch_owner DIRECTORY ${CMAKE_SOURCE_DIR} PROPERTY MLH_TORCH_PCH_TARGET)
+  if(_mlh_pch_owner)
+    target_precompile_headers(${target} REUSE_FROM ${_mlh_pch_owner})
+  else()
+    target_precompile_headers(${target} PRIVATE <mlh/runtime/torch_pch.hpp>)
+    set_property(DIRECTORY ${CMAKE_SOURCE_DIR} PROPERTY MLH_TORCH_PCH_TARGET ${target})
+  endif()
+endfunction()

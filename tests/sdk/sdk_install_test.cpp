@@ -1,9 +1,11 @@
 // The SDK end to end, as a plugin author uses it: install the project into a temporary
 // prefix, build the examples shipped in <prefix>/share/mlhost/examples as separate CMake
 // projects with find_package(mlhost), and run them with the installed host.
+#include <dlfcn.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <mlh/mlh_abi.h>
+#include <mlh/mlh_algorithm.h>
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -70,14 +74,16 @@ const json* find_device(const json& probe, const std::string& id) {
 }
 
 // Configures the CMake project in `source` against the installed prefix into `build` with
-// `build_type` ("": none given), then builds it; the output of the failing step or the build's.
-Result build_project(const fs::path& source, const fs::path& build, const std::string& build_type) {
+// `build_type` ("": none given) and `options` (more -D...), then builds it; the output of the
+// failing step or the build's.
+Result build_project(const fs::path& source, const fs::path& build, const std::string& build_type,
+                     const std::string& options = "") {
   // The prefix alone: the installed package finds the LibTorch the SDK was built with.
   const std::string prefix_path = kPrefix.string();
   Result r = sh(std::string(MLH_SDK_TEST_CMAKE) + " -S " + quote(source.string()) + " -B " + quote(build.string()) +
                 " -G " + quote(MLH_SDK_TEST_GENERATOR) +
                 (build_type.empty() ? "" : " -DCMAKE_BUILD_TYPE=" + build_type) +
-                " -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) + " -DCMAKE_PREFIX_PATH=" + quote(prefix_path));
+                " -DCMAKE_CXX_COMPILER=" + quote(MLH_SDK_TEST_CXX) + " -DCMAKE_PREFIX_PATH=" + quote(prefix_path) + options);
   if (r.exit_code == 0) r = sh(std::string(MLH_SDK_TEST_CMAKE) + " --build " + quote(build.string()));
   return r;
 }
@@ -481,6 +487,144 @@ TEST_F(InstalledSdk, PackageRefusesAnotherMajorVersion) {
                       quote((project / "build").string()) + " -DCMAKE_PREFIX_PATH=" + quote(kPrefix.string()));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(MLH_SDK_TEST_VERSION), std::string::npos) << "names the installed version: " << r.output;
+}
+
+// ---- An algorithm copied out of the prefix (docs/plugin-guide.md, "Copying an algorithm") ----
+
+// Replaces the one occurrence of `from` in the file `file` with `to`; false (and the file
+// left as it was) when `from` is not there exactly once.
+bool replace_once(const fs::path& file, const std::string& from, const std::string& to) {
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find(from);
+  if (at == std::string::npos || text.find(from, at + 1) != std::string::npos) return false;
+  text.replace(at, from.size(), to);
+  std::ofstream(file, std::ios::trunc) << text;
+  return true;
+}
+
+// An algorithm library opened as the host opens it (RTLD_NOW | RTLD_LOCAL), negotiated and
+// described: its name and summary, or why not.
+struct InProcessAlgorithm {
+  void* handle = nullptr;
+  std::string name, summary, error;
+};
+
+InProcessAlgorithm open_algorithm(const fs::path& library) {
+  InProcessAlgorithm a;
+  a.handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!a.handle) {
+    a.error = std::string("dlopen: ") + dlerror();
+    return a;
+  }
+  const auto negotiate = reinterpret_cast<mlh_negotiate_fn>(dlsym(a.handle, MLH_ENTRY_SYMBOL));
+  if (!negotiate) {
+    a.error = "no " MLH_ENTRY_SYMBOL;
+    return a;
+  }
+  const mlh_abi_version version{sizeof(mlh_abi_version), MLH_ABI_VERSION_MAJOR, MLH_ABI_VERSION_MINOR};
+  const mlh_negotiate_request request{sizeof request, &version, 1, MLH_PLUGIN_KIND_ALGORITHM, "mlhost", "0.1.0"};
+  mlh_negotiate_response response{};
+  response.struct_size = sizeof response;
+  mlh_error error{};
+  error.struct_size = sizeof error;
+  mlh_plugin_instance* instance = nullptr;
+  const mlh_algorithm_description* description = nullptr;
+  const mlh_algorithm_plugin* table = nullptr;
+  if (negotiate(&request, &response, &error) != MLH_OK ||
+      !(table = static_cast<const mlh_algorithm_plugin*>(response.table)) ||
+      table->create(&instance, &error) != MLH_OK || table->describe(instance, &description, &error) != MLH_OK) {
+    a.error = std::string("negotiate/create/describe: ") + error.message;
+    return a;
+  }
+  a.name = response.name;
+  a.summary = description->summary;
+  table->destroy(instance);
+  return a;
+}
+
+bool have_fashion_mnist() {
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                        "t10k-labels-idx1-ubyte.gz"})
+    if (!fs::exists(fs::path("/usr/share/datasets/fashion-mnist") / f)) return false;
+  return true;
+}
+
+// A researcher's copy of protonet: the installed sources copied, renamed myproto in its
+// CMakeLists.txt (one line), its distance changed to L1 and its summary to say so, built
+// with only the prefix in CMAKE_PREFIX_PATH. It loads beside the original protonet (in one
+// process, as the host loads plugins), trains a few episodes on Fashion-MNIST and
+// evaluates under its own name.
+TEST_F(InstalledSdk, ACopiedAndRenamedAlgorithmBuildsAgainstThePrefixAndRunsBesideTheOriginal) {
+  for (const char* algorithm : {"protonet", "ppo", "trm"})
+    EXPECT_TRUE(fs::exists(kPrefix / "share/mlhost/algorithms" / algorithm / "CMakeLists.txt")) << algorithm;
+  const fs::path source = kWork / "myproto";
+  fs::remove_all(source);
+  fs::copy(kPrefix / "share/mlhost/algorithms/protonet", source, fs::copy_options::recursive);
+  ASSERT_TRUE(replace_once(source / "CMakeLists.txt", "set(ALGORITHM_NAME protonet)", "set(ALGORITHM_NAME myproto)"))
+      << "the plugin's name is set once in protonet's CMakeLists.txt";
+  ASSERT_TRUE(replace_once(source / "proto_loss.cpp", "return -d.clamp_min(0);",
+                           "return -(q.unsqueeze(1) - p.unsqueeze(0)).abs().sum(2);  // L1"))
+      << "protonet's squared Euclidean distance";
+  ASSERT_TRUE(replace_once(source / "protonet_plugin.cpp", "d.summary = \"Prototypical Networks:",
+                           "d.summary = \"Prototypical Networks with the L1 distance:"));
+
+  // About twenty LibTorch files and the precompiled header: the suite's build's compiler
+  // cache (ccache, where it has one) makes a rerun of this test cheap.
+  const std::string launcher = MLH_SDK_TEST_CXX_LAUNCHER;
+  const auto start = std::chrono::steady_clock::now();
+  const Result built = build_project(source, kWork / "myproto-build", "Release",
+                                     launcher.empty() ? "" : " -DCMAKE_CXX_COMPILER_LAUNCHER=" + quote(launcher));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  std::cout << "protonet copied and built out of tree in " << seconds << " s\n";
+  RecordProperty("out_of_tree_build_seconds", static_cast<int>(seconds));
+  const fs::path plugins = kWork / "myproto-build/plugins";
+  EXPECT_EQ(read_json(plugins / "myproto.plugin.json").value("name", ""), "myproto");
+
+  // Two libraries with the same C++ symbols in one process: each answers with its own code.
+  const InProcessAlgorithm original = open_algorithm(kPrefix / "lib/mlhost/plugins/libmlhost-protonet.so");
+  const InProcessAlgorithm copy = open_algorithm(plugins / "libmlhost-myproto.so");
+  ASSERT_TRUE(original.error.empty()) << original.error;
+  ASSERT_TRUE(copy.error.empty()) << copy.error;
+  EXPECT_EQ(original.name, "protonet");
+  EXPECT_EQ(copy.name, "myproto");
+  EXPECT_EQ(original.summary.find("L1"), std::string::npos) << original.summary;
+  EXPECT_NE(copy.summary.find("with the L1 distance"), std::string::npos) << copy.summary;
+  // What the copy exports is the entry symbol alone: nothing else to clash.
+  const Result symbols = sh("nm -D --defined-only " + quote((plugins / "libmlhost-myproto.so").string()));
+  ASSERT_EQ(symbols.exit_code, 0) << symbols.output;
+  EXPECT_NE(symbols.output.find(" T mlh_plugin_negotiate"), std::string::npos) << symbols.output;
+  EXPECT_EQ(std::count(symbols.output.begin(), symbols.output.end(), '\n'), 2) << "the command and one symbol:\n"
+                                                                               << symbols.output;
+
+  // The installed host lists both, with the copy's folder given.
+  const std::string dirs = " --plugin-dir " + quote(plugins.string());
+  const Result list = sh(host() + dirs + " --list-plugins --json");
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  const json listed = parse_json(list.output);
+  std::vector<std::string> names;
+  for (const json& p : listed["plugins"]) names.push_back(p.value("name", ""));
+  EXPECT_EQ(std::count(names.begin(), names.end(), "protonet"), 1) << list.output;
+  EXPECT_EQ(std::count(names.begin(), names.end(), "myproto"), 1) << list.output;
+
+  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in /usr/share/datasets/fashion-mnist (scripts/setup.sh)";
+  const fs::path run = kWork / "myproto-run";
+  const std::string common = dirs + " --device cpu --run-dir " + quote(run.string()) +
+                             " --set epochs=2 --set episodes_per_epoch=6 --set val_episodes=5 --set train_way=5"
+                             " --set width=32 --set eval_episodes=30";
+  const Result train = sh(host() + " --algorithm myproto" + common);
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const json trained = read_json(run / "summary.json");
+  EXPECT_EQ(trained.value("algorithm", ""), "myproto") << trained.dump(2);
+  EXPECT_EQ(trained.value("status", ""), "completed") << trained.dump(2);
+  EXPECT_EQ(trained["result"]["episodes"], 12) << trained.dump(2);
+  const Result eval = sh(host() + " --algorithm myproto --command eval --resume" + common);
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  const json evaluated = read_json(run / "commands/eval-1/summary.json");
+  EXPECT_EQ(evaluated.value("algorithm", ""), "myproto") << evaluated.dump(2);
+  // 5-way on the unseen classes 5-9: chance is 0.2.
+  EXPECT_GT(evaluated["result"]["accuracy"].get<double>(), 0.4) << evaluated.dump(2);
 }
 
 }  // namespace
