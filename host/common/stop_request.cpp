@@ -63,4 +63,9 @@ void record_stop_signals() {
   if (g_preemption != 0) ::sigaction(g_preemption, &sa, nullptr);
 }
 
+bool stop_signals_recorded() {
+  struct sigaction current {};
+  return ::sigaction(SIGTERM, nullptr, &current) == 0 && current.sa_handler == on_stop_signal;
+}
+
 }  // namespace mlhost

@@ -32,5 +32,8 @@ int parse_signal(const std::string& text);
 // Installs the recording handler for SIGINT, SIGTERM, SIGHUP and the preemption signal: the
 // host's state between the stages that handle signals themselves (planning, probing).
 void record_stop_signals();
+// Whether SIGTERM now runs the recording handler: the host is in a command that acts on stop
+// requests at its stages' boundaries (a run, --calibrate, a sweep).
+bool stop_signals_recorded();
 
 }  // namespace mlhost

@@ -1,5 +1,7 @@
 #include "plugins/isolated.hpp"
 
+#include "common/stop_request.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -145,7 +147,14 @@ std::string IsolatedOutcome::failure_reason() const {
 std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, std::chrono::milliseconds timeout) {
   std::vector<IsolatedOutcome> outcomes(jobs.size());
   std::vector<Child> children(jobs.size());
-  std::optional<InterruptGuard> interrupts(std::in_place);
+  // A command that records stop requests (a run, --calibrate, a sweep) acts on one at its next
+  // stage boundary, as the plan promises ("stopped before it trains"), so its plugin calls
+  // (milliseconds, each under its timeout) finish undisturbed; only a bare probe is
+  // interrupted, ending its children and then itself. Without this, a SIGTERM that came
+  // during a calibration's plugin call killed the host outright instead of stopping it.
+  std::optional<InterruptGuard> interrupts;
+  if (!stop_signals_recorded()) interrupts.emplace();
+  auto interrupted = [&interrupts] { return interrupts ? interrupts->signal() : 0; };
   const auto start = Clock::now();
   std::fflush(nullptr);  // or buffered output would be written twice, by parent and child
 
@@ -188,7 +197,7 @@ std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, 
       if (c.payload_open) fds.push_back({c.payload_fd, POLLIN, 0}), owners.push_back({i, true});
       if (c.stderr_open) fds.push_back({c.stderr_fd, POLLIN, 0}), owners.push_back({i, false});
     }
-    if (fds.empty() || interrupts->signal()) break;
+    if (fds.empty() || interrupted()) break;
     const auto now = Clock::now();
     if (now >= deadline) break;
     const int wait_ms =
@@ -210,7 +219,7 @@ std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, 
     Child& c = children[i];
     IsolatedOutcome& o = outcomes[i];
     if (c.pid < 0) continue;  // kSpawnFailed, set above
-    bool timed_out = c.payload_open || c.stderr_open || interrupts->signal();
+    bool timed_out = c.payload_open || c.stderr_open || interrupted();
     // Closed pipes usually mean the child is exiting, but a plugin may close them and go on:
     // wait for the exit only until the deadline.
     while (!timed_out) {
@@ -243,7 +252,7 @@ std::vector<IsolatedOutcome> run_isolated(const std::vector<IsolatedJob>& jobs, 
       o.exit_code = WIFEXITED(c.wait_status) ? WEXITSTATUS(c.wait_status) : -1;
     }
   }
-  if (const int sig = interrupts->signal()) {
+  if (const int sig = interrupted()) {
     interrupts.reset();
     // Die of the signal, as without children: its default action, not the handler the host had
     // before (a run's handler only records stop requests, common/stop_request.hpp).
