@@ -48,12 +48,6 @@ TrainingLevels load_training_levels(const Config& cfg) {
   return t;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // env=library: one instance tells the shape every instance must have and whether the
 // network asked for takes it; VectorEnv then makes num_envs more.
 Task library_task(const Config& cfg) {

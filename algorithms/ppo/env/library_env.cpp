@@ -34,12 +34,6 @@ mlh::Error load_error(const std::string& path, const std::string& problem) {
                     "environment library '" + path + "' (config field 'library.path'): " + problem);
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 mlh_error empty_error() {
   mlh_error e{};
   e.struct_size = sizeof e;
@@ -47,6 +41,12 @@ mlh_error empty_error() {
 }
 
 }  // namespace
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
 
 EnvLibrary::EnvLibrary(std::string path, void* handle, const mlh_rl_env_table* table)
     : path_(std::move(path)), handle_(handle), table_(table) {}

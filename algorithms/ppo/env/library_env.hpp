@@ -22,6 +22,9 @@
 
 namespace ppo {
 
+// "[8, 4, 4]": an observation shape in messages.
+std::string shape_text(const std::vector<int64_t>& shape);
+
 class EnvLibrary {
  public:
   // Loads the library at `path` and checks its table. Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT).
