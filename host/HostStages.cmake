@@ -40,6 +40,12 @@ function(mlh_host_stage name)
   if(sources)
     add_library(${target} STATIC ${sources})
     target_compile_options(${target} PRIVATE -Wall -Wextra)
+    # In batches of files (MLH_UNITY_BUILD, the top-level CMakeLists.txt): the host's files are
+    # mostly JSON, spdlog and the standard library, instantiated once a batch instead of once a
+    # file; the host builds in about half the CPU time.
+    if(MLH_UNITY_BUILD)
+      set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+    endif()
     set(scope PUBLIC)
   else()
     add_library(${target} INTERFACE)

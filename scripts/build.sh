@@ -80,9 +80,8 @@ if [[ $torch != debian ]]; then
     [[ -x $nvcc ]] && args+=(-DCMAKE_CUDA_COMPILER="$nvcc")
   fi
 fi
-if command -v ccache >/dev/null; then
-  args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
+launcher=$(bash scripts/ccache-launcher.sh)  # ccache keyed relative to the checkout, where installed
+[[ -z $launcher ]] || args+=(-DCMAKE_C_COMPILER_LAUNCHER="$launcher" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
 
 # LibTorch 2.x's CMake files warn about things that do not concern us (kineto, CUDA
 # architectures: we compile no CUDA kernels); errors still show.
@@ -91,5 +90,5 @@ cmake -S . -B "$build" "${args[@]}" "${cmake_args[@]}" >"$build/configure.log" 2
   cat "$build/configure.log" >&2
   exit 1
 }
-grep -E '^-- mlhost: LibTorch' "$build/configure.log" || true
+grep -E '^-- mlhost( runtime)?: ' "$build/configure.log" || true
 cmake --build "$build" "${targets[@]}"

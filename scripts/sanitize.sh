@@ -15,7 +15,9 @@ san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=
 # -g1: line tables, all a sanitizer's report needs (function, file and line of each frame);
 # full debug info made each host file compile half again as long (plan_values.cpp: 30 s, 21 s).
 start=$(date +%s)
+launcher=$(bash scripts/ccache-launcher.sh)  # as scripts/build.sh: ccache where installed
 nice -n 19 cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
+  ${launcher:+-DCMAKE_C_COMPILER_LAUNCHER="$launcher" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher"} \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O0 -g1" \
   -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
   -DMLH_WITH_TORCH=OFF -DMLH_BUILD_TESTS=ON -DMLH_TEST_AREAS="$areas" >/dev/null

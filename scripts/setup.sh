@@ -12,6 +12,7 @@ packages=(
   g++ cmake ninja-build pkg-config ccache               # toolchain (ccache: fast rebuilds)
   python3-venv                                          # the virtual environment of the torch wheel (scripts/torch-venv.sh)
   libjemalloc2                                          # the training worker's allocator (the plan's default)
+  libgloo-dev                                           # Gloo's headers: distributed CPU training (the wheel links Gloo, ships no headers)
   libboost-dev libboost-filesystem-dev libboost-program-options-dev   # Boost.DLL, filesystem, program_options
   libspdlog-dev nlohmann-json3-dev                      # logging, JSON
   libcurl4-openssl-dev                                  # HTTP for experiment tracking (MLflow's REST API)
@@ -20,7 +21,7 @@ packages=(
   dataset-fashion-mnist                                 # the demo data (IDX files)
 )
 debian_torch=(
-  libtorch-dev libgloo-dev                              # LibTorch 1.13 (CPU) with c10d/Gloo
+  libtorch-dev                                          # LibTorch 1.13 (CPU) with c10d/Gloo
   libopenblas0-openmp                                   # fast BLAS for it (the default reference BLAS is ~10x slower)
 )
 fuzz=(clang libclang-rt-14-dev)                         # libFuzzer targets (scripts/fuzz.sh; not run by CI)

@@ -7,7 +7,7 @@ namespace ppo {
 
 const Commands& command_table() {
   static const Commands table{
-      {"train", train}, {"eval", eval}, {"play", play}, {"forward", forward}, {"benchmark", benchmark}, {"calibrate", calibrate}};
+      {"train", train}, {"eval", eval}, {"play", play}, {"forward", forward}, {"export", export_weights}, {"benchmark", benchmark}, {"calibrate", calibrate}};
   return table;
 }
 

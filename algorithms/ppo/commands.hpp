@@ -13,6 +13,9 @@
 //   play       the policy solving a level-file puzzle: each move and board printed
 //   forward    the trained network's logits and values on given observations (forward.inputs),
 //              written to outputs.safetensors for comparison with the same network elsewhere
+//   export     the checkpoint `checkpoint` names (best by default; training's model.safetensors
+//              holds its last weights) as model.safetensors in the command folder, which
+//              mlhost.load_run() reads
 //   benchmark  env steps/s of collection and of whole training iterations (CartPole, and
 //              puzzles with the recursive net), 1 vs the plan's threads; forward passes/s of
 //              each network at batch 1 and 64
@@ -25,7 +28,7 @@
 // each field (docs/plan.md).
 //
 // The files: train.cpp (train), eval.cpp (eval, play), forward.cpp (forward), benchmark.cpp (benchmark, calibrate),
-// describe_run.cpp, trained_model.cpp (network.json and a trained run's network), and this
+// describe_run.cpp, trained_model.cpp (network.json, a trained run's network, export), and this
 // file's commands.cpp (the table and the dispatch).
 #pragma once
 
@@ -48,6 +51,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void play(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void forward(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void export_weights(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void calibrate(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 

@@ -18,15 +18,15 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("env", MLH_MEMBER(env), "cartpole", mlh::one_of({"cartpole", "puzzle", "library"}),
                  "the environment: CartPole-v1, tiler-slider puzzles (generated, or yours: puzzle.train_levels), "
                  "or your own environment's shared library (library.path)")
-          .field("library.path", MLH_MEMBER(library.path), "", mlh::any_value(),
+          .field("library.path", MLH_MEMBER(library.path), "", mlh::path(),
                  "env=library: the environment's shared library (.so), written with mlh/rl_env.hpp "
                  "(docs/plugin-guide.md, Writing an environment)")
           .field("library.settings", MLH_MEMBER(library.settings), json::object(), mlh::any_value(),
                  "env=library: the environment's own settings, a JSON object passed to it as it is")
           .field("network.kind", MLH_MEMBER(network.kind), "auto", mlh::one_of({"auto", "mlp", "recursive", "resnet"}),
                  "the policy and value network; auto: mlp for cartpole and flat observations, recursive for "
-                 "puzzles and {planes, height, width} observations; mlp is CartPole's "
-                 "network, recursive and resnet the puzzles' (docs/ppo.md, The networks)")
+                 "puzzles and {planes, height, width} observations; mlp takes flat observations, recursive and "
+                 "resnet planes (docs/ppo.md, The networks)")
           .field("network.mlp_hidden", MLH_MEMBER(network.mlp_hidden), {64, 64},
                  mlh::FieldRule().items_at_least(1).unit("units per layer"), "mlp: the hidden layers' widths")
           .field("network.hidden_dim", MLH_MEMBER(network.hidden_dim), 256, mlh::at_least(1).unit("units"),
@@ -96,7 +96,7 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("puzzle.curriculum.window", MLH_MEMBER(puzzle.curriculum.window), 200,
                  mlh::at_least(1).unit("episodes").speed_neutral(),
                  "episodes the solve rate is measured over")
-          .field("puzzle.train_levels", MLH_MEMBER(puzzle.train_levels), "", mlh::any_value(),
+          .field("puzzle.train_levels", MLH_MEMBER(puzzle.train_levels), "", mlh::path(),
                  "train on your puzzles: a level file, or a folder of them (its *.txt and *.lvl files); "
                  "each is solved and checked before training")
           .field("puzzle.train_levels_share", MLH_MEMBER(puzzle.train_levels_share), 1.0,
@@ -108,10 +108,10 @@ const mlh::ConfigTable<Config>& config_table() {
                  "held-out generated puzzles for eval")
           .field("puzzle.eval_seed", MLH_MEMBER(puzzle.eval_seed), 1000003, mlh::at_least(0).speed_neutral(),
                  "the held-out puzzles' generator seed (distinct from training's)")
-          .field("puzzle.eval_level_file", MLH_MEMBER(puzzle.eval_level_file), "", mlh::speed_neutral(),
+          .field("puzzle.eval_level_file", MLH_MEMBER(puzzle.eval_level_file), "", mlh::path().speed_neutral(),
                  "eval on this level file instead of generated puzzles (checked before training, if it exists by then)")
           .field("eval_episodes", MLH_MEMBER(eval_episodes), 100, mlh::at_least(1).unit("episodes").speed_neutral(),
-                 "cartpole: episodes eval averages the return over")
+                 "cartpole and env=library: episodes eval averages the return over (puzzles: puzzle.eval_count)")
           .field("checkpoint_every", MLH_MEMBER(checkpoint_every), 50,
                  mlh::at_least(1).unit("iterations").speed_neutral(),
                  "a checkpoint after every this many iterations")
@@ -119,11 +119,11 @@ const mlh::ConfigTable<Config>& config_table() {
                  mlh::at_least(1).unit("checkpoints").speed_neutral(),
                  "the newest checkpoints kept on disk (the best one is kept besides)")
           .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
-                 "eval/play/forward: the checkpoint with the best return, or the newest")
-          .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::speed_neutral(),
+                 "eval/play/forward/export: the checkpoint with the best return, or the newest")
+          .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::path().speed_neutral(),
                  "forward: a safetensors file whose tensor 'observations' (float, batch x the observation shape) "
                  "the network runs on; logits and values go to the command folder's outputs.safetensors")
-          .field("level_file", MLH_MEMBER(level_file), "", mlh::speed_neutral(),
+          .field("level_file", MLH_MEMBER(level_file), "", mlh::path().speed_neutral(),
                  "play: the level file (checked before training, if it exists by then)")
           .field("play_index", MLH_MEMBER(play_index), 0, mlh::at_least(0).speed_neutral(),
                  "play: the level's index in the file")

@@ -1,5 +1,6 @@
 // describe_run (ABI 1.1): the network a run of ctx's command, config and plan uses, and what
 // it does with each plan field, without running it.
+#include <algorithm>
 #include <sstream>
 
 #include <mlh/run_description.hpp>
@@ -62,7 +63,7 @@ std::string describe_run(const mlh::RunContext& ctx) {
             "and several ranks run eagerly",
             not_training);
   const std::string preset = plan.preset.value_or("");
-  const bool trained_net = command == "eval" || command == "play" || command == "forward";
+  const bool trained_net = uses_trained_network(command);
   if (preset == "full" || preset == "reduced")
     d.uses_if(spec.kind == "resnet" && !trained_net, "preset",
               "sizes the residual tower (full 30 x 192, reduced 20 x 128)",
@@ -76,6 +77,10 @@ std::string describe_run(const mlh::RunContext& ctx) {
   d.no_effect("prefetch_factor", rollouts);
   d.uses_if(command == "train", "empty_cache_steps", "releases the device's cached memory every N iterations",
             command + " does not release the cache");
+  if (command == "train") {  // env steps, as calibrate counts them
+    const int64_t iterations = std::min(cfg.num_iterations(), plan.max_steps.value_or(cfg.num_iterations()));
+    d.work(static_cast<double>(iterations * cfg.batch_size()), "env_steps", "total_timesteps");
+  }
   d.uses_if(command == "train", "max_steps", "trains that many iterations (a rollout and its update each)",
             not_training);
   d.uses_if(command == "train", "init_from", "the agent network's first weights", not_training);

@@ -75,8 +75,8 @@ void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
                                      std::to_string(cfg.puzzle.eval_seed) + ")"
                                : "'" + cfg.puzzle.eval_level_file + "' (" + std::to_string(puzzles.size()) + " puzzles)";
   auto line = [&](const std::string& who, const PuzzleEval& r) {
-    ctx.info(who + ": solve rate " + mlh::fixed(r.solve_rate, 3) + ", mean steps " + mlh::fixed(r.mean_steps) +
-             ", mean steps/optimal " + mlh::fixed(r.mean_ratio, 3) + " (solved puzzles)");
+    ctx.info(who + ": solve rate " + mlh::fixed(r.solve_rate, 3) + ", mean steps " + solved_mean_text(r.mean_steps) +
+             ", mean steps/optimal " + solved_mean_text(r.mean_ratio, 3) + " (solved puzzles)");
   };
   ctx.info("evaluating on " + what);
   line("policy", trained);

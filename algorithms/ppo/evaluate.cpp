@@ -4,6 +4,8 @@
 #include <memory>
 #include <random>
 
+#include <mlh/format.hpp>
+
 #include "env/cartpole.hpp"
 #include "env/puzzle_source.hpp"
 #include "trainer.hpp"
@@ -110,6 +112,10 @@ PuzzleEval evaluate_puzzles(ActorCritic* net, const std::vector<Puzzle>& puzzles
   r.mean_steps = r.solved ? static_cast<double>(steps_sum) / static_cast<double>(r.solved) : std::nan("");
   r.mean_ratio = ratio_count ? ratio_sum / static_cast<double>(ratio_count) : std::nan("");
   return r;
+}
+
+std::string solved_mean_text(double mean, int precision) {
+  return std::isnan(mean) ? "n/a (none solved)" : mlh::fixed(mean, precision);
 }
 
 PlayResult play_puzzle(ActorCritic& net, const Puzzle& puzzle, const PuzzleEnvOptions& options, bool mask,

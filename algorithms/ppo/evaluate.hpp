@@ -27,10 +27,12 @@ EpisodeEval evaluate_episodes(ActorCritic& net, Env& env, int64_t episodes, uint
 
 struct PuzzleEval {
   double solve_rate = 0;
-  double mean_steps = 0;  // over solved puzzles
-  double mean_ratio = 0;  // steps / optimal over solved puzzles with optimal > 0
+  double mean_steps = 0;  // over solved puzzles (NaN: none solved)
+  double mean_ratio = 0;  // steps / optimal over solved puzzles with optimal > 0 (NaN: none)
   int64_t puzzles = 0, solved = 0;
 };
+// A mean over the solved puzzles for a log line: "n/a (none solved)" instead of "nan".
+std::string solved_mean_text(double mean, int precision = 2);
 // One episode per puzzle, up to 64 at a time. net == nullptr: uniform random moves (among
 // the valid ones when mask).
 PuzzleEval evaluate_puzzles(ActorCritic* net, const std::vector<Puzzle>& puzzles, const PuzzleEnvOptions& options,

@@ -31,7 +31,7 @@ json report_on_levels(mlh::RunContext& ctx, const Config& cfg, ActorCritic& net,
   const PuzzleEval random_valid = evaluate_puzzles(nullptr, levels.set.puzzles, options, false, true, cfg.seed + 97);
   ctx.info("on the training levels '" + levels.path + "' (" + std::to_string(levels.set.puzzles.size()) +
            " puzzles, one episode each): solve rate " + mlh::fixed(trained.solve_rate, 3) + ", mean steps/optimal " +
-           mlh::fixed(trained.mean_ratio, 3) + " (solved puzzles); random policy (valid moves): solve rate " +
+           solved_mean_text(trained.mean_ratio, 3) + " (solved puzzles); random policy (valid moves): solve rate " +
            mlh::fixed(random_valid.solve_rate, 3) + "; during training " + std::to_string(levels.results->episodes()) +
            " episodes on them, solve rate (last 100) " + mlh::fixed(levels.results->rate(), 3));
   auto number = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
@@ -70,8 +70,12 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   t.updater().share_with(dist);
   t.updater().graph_log([&ctx](const std::string& line) { ctx.info(line); });
   mlh::rt::TrainingState saved = t.state();
+  // The step at which the average return first reached 475 (CartPole's bar; -1: not yet) is
+  // the run's, so it is checkpointed with it: a resumed run reports the uninterrupted one's.
+  int64_t reached_475 = -1;
   session.resume(saved, [&](const mlh::rt::LoadedCheckpoint&) {
     t.restore(saved, /*own_streams=*/dist.is_main());
+    reached_475 = saved.values.value("reached_avg_475", int64_t{-1});
     return "at iteration " + std::to_string(t.iteration()) + ", step " + std::to_string(t.global_step());
   });
   if (dist.is_main()) write_network_json(ctx.run_dir(), t.net().spec());
@@ -90,13 +94,14 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   if (task.levels) ctx.info("training on your levels: " + describe(*task.levels, cfg));
   const auto start = Clock::now();
   const int64_t start_step = t.global_step();
-  int64_t reached_475 = -1;
   double last_avg = std::nan("");
   // Checkpoints are filed by environment step (the loop counts iterations), as they always
   // were: in a run folder from before, the newest file stays the newest.
   auto save = [&] {
     const double avg = t.average_return();
-    session.save(t.state(), t.global_step(), std::isnan(avg) ? std::optional<double>() : avg);
+    mlh::rt::TrainingState state = t.state();
+    state.values["reached_avg_475"] = reached_475;
+    session.save(state, t.global_step(), std::isnan(avg) ? std::optional<double>() : avg);
   };
   auto last_log = Clock::now();
   while (t.iteration() < iterations) {
@@ -151,7 +156,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     session.after_step(t.iteration(), save, /*save_now=*/t.iteration() == iterations);
   }
   const double wall = seconds_since(start);
-  session.export_weights(t.net(), {{"network", to_json(t.net().spec()).dump()}});
+  session.export_weights(t.net(), weights_metadata(t.net().spec()));
   const double sps = static_cast<double>(t.global_step() - start_step) / wall;
   ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + mlh::fixed(wall) + " s (" + mlh::fixed(sps, 0) +
            " steps/s), " + std::to_string(t.episodes_finished()) + " episodes, avg return (last 100) " + mlh::fixed(last_avg));

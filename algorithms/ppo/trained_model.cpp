@@ -8,6 +8,7 @@
 #include <mlh/runtime/trained_run.hpp>
 #include <nlohmann/json.hpp>
 
+#include "commands.hpp"
 #include "env/puzzle_env.hpp"
 #include "tasks.hpp"
 #include "trainer.hpp"
@@ -57,7 +58,7 @@ Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt:
 
 NetworkSpec network_of_run(const mlh::RunContext& ctx, const std::string& command, const Config& cfg,
                            const mlh::rt::RuntimePlan& plan) {
-  if ((command == "eval" || command == "play" || command == "forward") && fs::exists(network_json_path(ctx.run_dir())))
+  if (uses_trained_network(command) && fs::exists(network_json_path(ctx.run_dir())))
     return read_network_json(ctx.run_dir());
   if (cfg.env == "cartpole") return network_spec(cfg, plan, {4}, 2);
   if (cfg.env == "library") {
@@ -66,6 +67,22 @@ NetworkSpec network_of_run(const mlh::RunContext& ctx, const std::string& comman
   }
   const int obs = puzzle_env_options(cfg, cfg.puzzle.size).obs_size;
   return network_spec(cfg, plan, {PuzzleEnv::kNumPlanes, obs, obs}, kNumMoves);
+}
+
+bool uses_trained_network(const std::string& command) {
+  return command == "eval" || command == "play" || command == "forward" || command == "export";
+}
+
+std::map<std::string, std::string> weights_metadata(const NetworkSpec& spec) {
+  return {{"network", to_json(spec).dump()}};
+}
+
+void export_weights(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  const Policy p = load_policy(ctx, cfg, plan);
+  mlh::rt::LoadedCheckpoint from;
+  from.step = p.step;
+  from.path = p.path;
+  mlh::rt::export_trained(ctx, *p.net, weights_metadata(p.net->spec()), from);
 }
 
 }  // namespace ppo

@@ -1,8 +1,10 @@
 // A PPO run's network on disk and back: <run>/network.json records the network a run
 // trained, so that eval, play and describe_run rebuild it on any device; load_policy()
-// rebuilds a trained run's network with its checkpoint (best or latest) loaded.
+// rebuilds a trained run's network with its checkpoint (best or latest) loaded; the export
+// command (export_weights, commands.hpp) writes that checkpoint's weights.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -29,6 +31,13 @@ struct Policy {
 };
 
 Policy load_policy(const mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+
+// model.safetensors' metadata: the network, as mlhost.load_run() rebuilds it.
+std::map<std::string, std::string> weights_metadata(const NetworkSpec& spec);
+
+// Whether `command` runs a trained run's network (eval, play, forward, export) rather than
+// training one.
+bool uses_trained_network(const std::string& command);
 
 // The network a run of `command` uses: a trained run's (eval, play) when its network.json is
 // there, else the one the config and plan give.

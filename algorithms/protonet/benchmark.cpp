@@ -24,8 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string fmt(double v, int digits) { return mlh::fixed(v, digits); }
-
 // FLOP/s of a 1024x1024 fp32 matmul with the plan's threads: what the convolution training
 // rate is compared with (TARGETS: at least 60% of it).
 mlh::rt::BenchmarkResult matmul_rate(const mlh::rt::RuntimePlan& plan) {
@@ -63,13 +61,13 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
     const std::string name = "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) +
                              "shot_" + std::to_string(shape.query) + "query_28x28";
     results.push_back(mlh::rt::run_benchmark(name, [&] { l.train_step(episodes[next++ % episodes.size()]); }, options));
-    ctx.info(name + ": " + fmt(results.back().throughput, 2) + " episodes/s (median " + fmt(results.back().median_ms, 2) +
+    ctx.info(name + ": " + mlh::fixed(results.back().throughput, 2) + " episodes/s (median " + mlh::fixed(results.back().median_ms, 2) +
              " ms)");
     const double images = static_cast<double>(shape.way * (shape.shot + shape.query));
     const double conv_gflops = flops_per_image * images * results.back().throughput / 1e9;
-    notes.push_back(name + ": convolution training at " + fmt(conv_gflops, 1) + " GFLOP/s = " +
-                    fmt(100.0 * conv_gflops / matmul_gflops, 0) + "% of the 1024x1024 fp32 matmul's " +
-                    fmt(matmul_gflops, 1) + " GFLOP/s (" + std::to_string(at::get_num_threads()) + " threads)");
+    notes.push_back(name + ": convolution training at " + mlh::fixed(conv_gflops, 1) + " GFLOP/s = " +
+                    mlh::fixed(100.0 * conv_gflops / matmul_gflops, 0) + "% of the 1024x1024 fp32 matmul's " +
+                    mlh::fixed(matmul_gflops, 1) + " GFLOP/s (" + std::to_string(at::get_num_threads()) + " threads)");
     ctx.info(notes.back().get<std::string>());
   }
   // The same episodes without CUDA graphs, where the plan's episodes replay one: what the
@@ -85,8 +83,8 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
       const std::string name = "train_episode_" + std::to_string(shape.way) + "way_" + std::to_string(shape.shot) +
                                "shot_" + std::to_string(shape.query) + "query_28x28_without_cuda_graphs";
       results.push_back(mlh::rt::run_benchmark(name, [&] { eager.train_step(episodes[next++ % episodes.size()]); }, options));
-      ctx.info(name + ": " + fmt(results.back().throughput, 2) + " episodes/s (median " +
-               fmt(results.back().median_ms, 2) + " ms)");
+      ctx.info(name + ": " + mlh::fixed(results.back().throughput, 2) + " episodes/s (median " +
+               mlh::fixed(results.back().median_ms, 2) + " ms)");
     }
   } else if (plan.cuda_graphs && !l.graph.why_off().empty()) {
     notes.push_back("CUDA graphs off: " + l.graph.why_off());
@@ -115,8 +113,8 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
       at::globalContext().setUserEnabledMkldnn(mkldnn_was);
       const double share = flops_per_image * images * r.throughput / 1e9 / matmul_gflops;
       variants[name] = {{"episodes_per_s", r.throughput}, {"gemm_share", share}};
-      notes.push_back("5-way 5-shot 15-query, " + name + ": " + fmt(r.throughput, 2) + " episodes/s, convolution at " +
-                      fmt(100.0 * share, 0) + "% of the matmul");
+      notes.push_back("5-way 5-shot 15-query, " + name + ": " + mlh::fixed(r.throughput, 2) + " episodes/s, convolution at " +
+                      mlh::fixed(100.0 * share, 0) + "% of the matmul");
       ctx.info(notes.back().get<std::string>());
     };
     const bool onednn = at::globalContext().userEnabledMkldnn();
@@ -141,7 +139,7 @@ void benchmark(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePl
       mlh::rt::AutocastScope autocast(plan.precision, plan.device);
       l.net->forward(batch);
     }, options));
-    ctx.info("embed_28x28_batch500: " + fmt(results.back().throughput, 0) + " images/s");
+    ctx.info("embed_28x28_batch500: " + mlh::fixed(results.back().throughput, 0) + " images/s");
   }
   if (cfg.compare_encoders) extra["encoders"] = compare_encoders(ctx, cfg, plan, results, notes);
   json summary = mlh::rt::benchmarks_summary(results);

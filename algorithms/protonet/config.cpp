@@ -22,9 +22,9 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("data.format", MLH_MEMBER(train_data.format), "idx", mlh::one_of({"idx", "omniglot", "miniimagenet", "folder"}),
                  "the data's layout: IDX files (MNIST, Fashion-MNIST), Omniglot's or miniImageNet's folders, or a "
                  "folder with one subfolder of images per class")
-          .field("data.root", MLH_MEMBER(train_data.root), kFashion + "train-images-idx3-ubyte.gz", mlh::any_value(),
+          .field("data.root", MLH_MEMBER(train_data.root), kFashion + "train-images-idx3-ubyte.gz", mlh::path(),
                  "idx: the training images file; else the data folder")
-          .field("data.labels", MLH_MEMBER(train_data.labels), kFashion + "train-labels-idx1-ubyte.gz", mlh::any_value(),
+          .field("data.labels", MLH_MEMBER(train_data.labels), kFashion + "train-labels-idx1-ubyte.gz", mlh::path(),
                  "idx: the training labels file")
           .field("data.train_classes", MLH_MEMBER(train_data.classes), {0, 1, 2, 3, 4}, mlh::FieldRule().items_at_least(0),
                  "idx: the labels to train on (empty: all)")
@@ -34,11 +34,11 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("data.val_fraction", MLH_MEMBER(val_fraction), 0.1, mlh::above(0).below(1).speed_neutral(),
                  "idx/folder without val_classes: the share of each training class's images held out for validation")
           .field("data.test_root", MLH_MEMBER(test_data.root), kFashion + "t10k-images-idx3-ubyte.gz",
-                 mlh::speed_neutral(),
+                 mlh::path().speed_neutral(),
                  "idx: the test images file; folder: the test folder; omniglot/miniimagenet: the folder holding the "
                  "test split, '' (or the idx default) = root")
           .field("data.test_labels", MLH_MEMBER(test_data.labels), kFashion + "t10k-labels-idx1-ubyte.gz",
-                 mlh::speed_neutral(),
+                 mlh::path().speed_neutral(),
                  "idx: the test labels file")
           .field("data.test_classes", MLH_MEMBER(test_data.classes), {5, 6, 7, 8, 9},
                  mlh::FieldRule().items_at_least(0).speed_neutral(),
@@ -64,7 +64,11 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("data.allow_class_overlap", MLH_MEMBER(allow_class_overlap), false, mlh::speed_neutral(),
                  "let the test (or validation) classes include training classes; refused otherwise, since a few-shot "
                  "test on trained classes measures memory")
-          .field("data.cache_dir", MLH_MEMBER(train_data.cache_dir), "", mlh::speed_neutral(),
+          .field("data.strict", MLH_MEMBER(strict_data), false, mlh::speed_neutral(),
+                 "take the data exactly as configured: an episode shape, validation share or class the data would "
+                 "make the run change or leave out, and a file in a class folder that is not an image, are errors "
+                 "instead of warnings")
+          .field("data.cache_dir", MLH_MEMBER(train_data.cache_dir), "", mlh::path().speed_neutral(),
                  "keep decoded image sets here and reuse them while the source files are unchanged ('': no cache)")
           .host_field("preset", "string",
                       "a preset of this algorithm: full, reduced, or the reference protocols omniglot-1shot, "
@@ -122,13 +126,13 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("keep_checkpoints", MLH_MEMBER(keep_checkpoints), 3,
                  mlh::at_least(1).unit("checkpoints").speed_neutral(),
                  "the newest checkpoints kept on disk (the best one is kept besides)")
-          .field("support_dir", MLH_MEMBER(support_dir), "", mlh::speed_neutral(),
+          .field("support_dir", MLH_MEMBER(support_dir), "", mlh::path().speed_neutral(),
                  "classify: one subfolder of images per class, its name the class's")
-          .field("query", MLH_MEMBER(query), "", mlh::FieldRule().or_one_string().speed_neutral(),
+          .field("query", MLH_MEMBER(query), "", mlh::path().or_one_string().speed_neutral(),
                  "classify: a folder of images, or image files")
           .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
                  "eval/classify/forward: the checkpoint with the best validation loss, or the newest")
-          .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::speed_neutral(),
+          .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::path().speed_neutral(),
                  "forward: a safetensors file whose tensor 'images' (float, batch x channels x height x width) "
                  "is embedded; the embeddings go to the command folder's outputs.safetensors");
   return table;

@@ -37,6 +37,7 @@ struct Config {
   bool trainval{};  // train on train + val classes; no validation (validate false)
   bool validate{};  // derived: validate each epoch and stop early; false with trainval
   bool allow_class_overlap{};  // the test or validation classes may include training ones
+  bool strict_data{};  // data.strict: what would be fitted to the data or skipped is an error
 
   EpisodeShape train;
   EpisodeShape test;

@@ -7,8 +7,10 @@
 #include <set>
 
 #include <mlh/format.hpp>
+#include <mlh/runtime/command_setup.hpp>
 #include <mlh/runtime/device_transfer.hpp>
 
+#include "data/folder.hpp"
 #include "data/splits.hpp"
 
 namespace protonet {
@@ -102,6 +104,7 @@ void check_test_classes(const mlh::RunContext& ctx, const Config& cfg, const Dat
   try {
     // At training the test set is read whole, every file decoded, so that a file that does
     // not read fails now and not at eval after the training (a cache makes eval's read free).
+    if (known_are_trained) report_folder_data(ctx, cfg, spec, other);
     listed = known_are_trained ? present_classes(load_checked(data.load, spec, other)) : classes_of(data, spec, other);
   } catch (const mlh::Error& e) {
     // At training, test data that is there but wrong (a listed class it lacks, an unreadable
@@ -215,8 +218,17 @@ std::vector<ClassSize> class_sizes(const ImageSet& set) {
   return classes;
 }
 
+void fitted_to_data(const mlh::RunContext& ctx, bool strict, const std::string& field, const std::string& change,
+                    bool binding) {
+  if (binding && mlh::rt::set_by_user(ctx, field))
+    throw DataError("config field '" + field + "' was set, and the data cannot give it: " + change);
+  if (strict) throw DataError(change + "; data.strict refuses to change '" + field + "' to fit the data");
+  ctx.warn(change);
+}
+
 EpisodeShape fit_shape(const mlh::RunContext& ctx, const EpisodeShape& asked, const ImageSet& set,
-                       const ShapeFields& fields, const std::string& what, const DatasetSpec& spec) {
+                       const ShapeFields& fields, const std::string& what, const DatasetSpec& spec, bool strict,
+                       bool own_fields) {
   const std::vector<ClassSize> classes = class_sizes(set);
   if (!spec.splits.empty()) {
     const int64_t per_class = asked.shot + asked.query;
@@ -227,18 +239,51 @@ EpisodeShape fit_shape(const mlh::RunContext& ctx, const EpisodeShape& asked, co
                       " images or more, fewer than the " + std::to_string(asked.way) + "-way episodes need");
   }
   const EpisodeFit fit = fit_episodes(classes, asked, fields, what);
-  for (const std::string& change : fit.changes) ctx.info(change);
+  for (size_t i = 0; i < fit.changes.size(); ++i)
+    fitted_to_data(ctx, strict, fit.changed_fields[i], fit.changes[i], own_fields);
   if (!fit.dropped.empty()) {
     std::string names;
     for (size_t i = 0; i < fit.dropped.size() && i < 10; ++i)
       names += (i ? ", '" : "'") + fit.dropped[i].name + "' (" + std::to_string(fit.dropped[i].images) + ")";
     if (fit.dropped.size() > 10) names += ", ... (" + std::to_string(fit.dropped.size() - 10) + " more)";
-    ctx.warn(what + " set: " + std::to_string(fit.dropped.size()) +
-             (fit.dropped.size() == 1 ? " class has" : " classes have") + " fewer than the " +
-             std::to_string(fit.shape.shot + fit.shape.query) + " images a " + shape_name(fit.shape) +
-             " episode needs and " + (fit.dropped.size() == 1 ? "is" : "are") + " left out: " + names);
+    const std::string line = what + " set: " + std::to_string(fit.dropped.size()) +
+                             (fit.dropped.size() == 1 ? " class has" : " classes have") + " fewer than the " +
+                             std::to_string(fit.shape.shot + fit.shape.query) + " images a " + shape_name(fit.shape) +
+                             " episode needs and " + (fit.dropped.size() == 1 ? "is" : "are") + " left out: " + names;
+    if (strict) throw DataError(line + "; data.strict refuses to leave classes out");
+    ctx.warn(line);
   }
   return fit.shape;
+}
+
+void report_folder_data(const mlh::RunContext& ctx, const Config& cfg, const DatasetSpec& spec, const std::string& what) {
+  if (spec.format != "folder") return;
+  FolderSurvey survey;
+  try {
+    survey = survey_folder(spec);
+  } catch (const DataError& e) {
+    throw DataError(what + " data: " + e.what());
+  }
+  if (!survey.skipped.empty()) {
+    std::string names;
+    for (size_t i = 0; i < survey.skipped.size() && i < 3; ++i) names += (i ? ", '" : "'") + survey.skipped[i] + "'";
+    if (survey.skipped.size() > 3) names += ", ...";
+    const bool one = survey.skipped.size() == 1;
+    const std::string found = what + " data '" + spec.root + "': " + std::to_string(survey.skipped.size()) +
+                              (one ? " file is" : " files are") + " not a .png/.jpg/.jpeg image";
+    if (cfg.strict_data) throw DataError(found + " (" + names + "); data.strict refuses files that are not images");
+    ctx.warn(found + " and " + (one ? "is" : "are") + " skipped: " + names);
+  }
+  bool converts = false;
+  const std::string line = what + " data '" + spec.root + "': " + describe_stored_images(survey, spec, &converts);
+  // Resizing or converting by default is what a user may not expect: said as a warning, with
+  // the fields that choose it; by the user's own settings it is information.
+  const bool by_default = !mlh::rt::set_by_user(ctx, "data.height") && !mlh::rt::set_by_user(ctx, "data.width") &&
+                          !mlh::rt::set_by_user(ctx, "data.channels");
+  if (converts && by_default)
+    ctx.warn(line);
+  else
+    ctx.info(line);
 }
 
 std::vector<EpisodeIndices> sample_episodes(const EpisodeSampler& sampler, const EpisodeShape& shape, int64_t n,

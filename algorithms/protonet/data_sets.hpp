@@ -90,7 +90,7 @@ struct TrainingSets {
 // would leave validation too few images for a test_shot-shot episode with a query image, and
 // the class has room for that and a training episode, the share that gives it (`why` says so).
 double fitted_val_fraction(const std::vector<ClassSize>& classes, const Config& cfg, std::string* why);
-// `log` hears of a changed validation share.
+// `log` hears of a changed validation share (fitted_to_data decides what it is).
 TrainingSets load_training_sets(const Config& cfg, const DataSources& data,
                                 const std::function<void(const std::string&)>& log = nullptr);
 
@@ -101,8 +101,24 @@ std::vector<ClassSize> class_sizes(const ImageSet& set);
 // logged once, the classes left out named in a warning; a set that makes no episode is a
 // DataError. With split lists (spec.splits given) the protocol is the user's: fewer classes
 // than the way is an error naming the split and its lists, not a smaller way.
+// Under data.strict (`strict`) a change or a class left out is a DataError too; so is a change
+// of a field the user set, where `fields` name this set's own episodes (`own_fields`: false for
+// validation, whose episodes borrow the test's fields and are fitted to the held-out images).
 EpisodeShape fit_shape(const mlh::RunContext& ctx, const EpisodeShape& asked, const ImageSet& set,
-                       const ShapeFields& fields, const std::string& what, const DatasetSpec& spec);
+                       const ShapeFields& fields, const std::string& what, const DatasetSpec& spec, bool strict,
+                       bool own_fields = true);
+
+// A config value changed to fit the data (`change` says how): a warning where it was the
+// default, a DataError naming `field` where the user set it (and `binding`: the field is the
+// value's own) or data.strict (`strict`) is on.
+void fitted_to_data(const mlh::RunContext& ctx, bool strict, const std::string& field, const std::string& change,
+                    bool binding = true);
+
+// Before a folder dataset (data.format=folder) is read: one line saying how its images are
+// stored and how the run reads them (a warning where they are resized or converted by the
+// defaults, which the user may not know), and the files it skips (a warning; a DataError
+// under data.strict). Other formats: nothing.
+void report_folder_data(const mlh::RunContext& ctx, const Config& cfg, const DatasetSpec& spec, const std::string& what);
 
 // The config fields of the training episodes' shape and of the validation and test ones'.
 const ShapeFields& train_shape_fields();

@@ -2,6 +2,9 @@
 // encoder it builds (Conv-4 or ResNet-12) and the plan fields it uses.
 #include "describe_run.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include <mlh/run_description.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <nlohmann/json.hpp>
@@ -67,6 +70,12 @@ std::string describe_run(const mlh::RunContext& ctx) {
   d.uses_if(episodes, "prefetch_factor", "episodes each data worker keeps ready", command + " assembles its episodes itself");
   d.uses_if(command == "train", "empty_cache_steps", "releases the device's cached memory every N episodes",
             command + " does not release the cache");
+  if (command == "train") {  // training episodes, as calibrate counts them (validation and early stopping aside)
+    const int64_t planned = cfg.epochs * cfg.episodes_per_epoch;
+    const std::optional<int64_t> max_steps = mlh::rt::RuntimePlan::parse(ctx.plan_json()).max_steps;
+    d.work(static_cast<double>(std::min(planned, max_steps.value_or(planned))), "episodes",
+           "epochs or episodes_per_epoch");
+  }
   d.uses_if(command == "train", "max_steps", "trains that many episodes (one optimizer step each), then validates "
             "and saves as at the end of the last epoch", command + " does not train");
   d.uses_if(command == "train", "init_from", "the encoder's first weights", command + " does not train");

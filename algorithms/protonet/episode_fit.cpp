@@ -40,6 +40,7 @@ EpisodeFit fit_episodes(const std::vector<ClassSize>& classes, const EpisodeShap
                           std::to_string(with_at_least(sizes, asked.shot + 1)) + " of its classes have " +
                           images(asked.shot + 1) + " (set " + fields.shot + "=" + std::to_string(s.shot) +
                           " to ask for it)");
+    fit.changed_fields.push_back(fields.shot);
   }
   const int room = with_at_least(sizes, s.shot + 1);
   if (room < asked.way) {
@@ -51,6 +52,7 @@ EpisodeFit fit_episodes(const std::vector<ClassSize>& classes, const EpisodeShap
                                      " support and a query image)"
                                : " classes") +
                           " (set " + fields.way + "=" + std::to_string(s.way) + " to ask for it)");
+    fit.changed_fields.push_back(fields.way);
   }
   // 2. The query: what the way-th largest class has beyond the shot.
   const int64_t smallest = sizes[static_cast<size_t>(s.way - 1)];
@@ -61,6 +63,7 @@ EpisodeFit fit_episodes(const std::vector<ClassSize>& classes, const EpisodeShap
                           "the " + std::to_string(s.way) + " largest classes have " + images(smallest) +
                           " or more, " + std::to_string(s.shot) + " of them support (set " +
                           fields.query + "=" + std::to_string(s.query) + " to ask for it)");
+    fit.changed_fields.push_back(fields.query);
   }
   for (const ClassSize& c : classes)
     if (c.images < s.shot + s.query) fit.dropped.push_back(c);

@@ -29,6 +29,7 @@ struct ShapeFields {
 struct EpisodeFit {
   EpisodeShape shape;                // the episodes the run will draw
   std::vector<std::string> changes;  // one line per field changed, with the value used and how to ask for it
+  std::vector<std::string> changed_fields;  // the config field of each line of `changes`
   std::vector<ClassSize> dropped;    // classes with fewer than shape.shot + shape.query images
 };
 

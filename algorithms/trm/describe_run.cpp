@@ -1,6 +1,7 @@
 // What a TRM run does with the plan, for the host to print with it (describe_run): the model it
 // builds (from the config and the dataset's shapes, or a trained run's model.json) and the
 // plan fields it uses.
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -18,8 +19,7 @@ namespace {
 
 // The model a run of `command` builds: a trained run's for the commands that load one.
 ModelConfig model_of_run(const Config& cfg, const std::string& command, const std::string& run_dir) {
-  const bool loads_trained = command == "eval" || command == "solve" || command == "generate" || command == "forward";
-  if (loads_trained && std::filesystem::exists(model_json_path(run_dir))) return read_model_record(run_dir).model;
+  if (loads_trained_model(command) && std::filesystem::exists(model_json_path(run_dir))) return read_model_record(run_dir).model;
   if (cfg.text()) return text_model_config(cfg);
   // A resumed run whose data.dir, relative to where it first trained, is not here: the shape
   // its model.json records (training finds the data by it: trained_data.hpp).
@@ -91,6 +91,12 @@ std::string describe_run(const mlh::RunContext& ctx) {
             command + " does not release the cache");
   d.uses_if(command == "train", "max_steps", "trains that many optimizer steps, then evaluates and saves as at the end",
             command + " does not train");
+  if (command == "train") {  // samples, as calibrate counts them (a rank's batch per step)
+    const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
+    const int64_t steps = std::min(cfg.train_steps, plan.max_steps.value_or(cfg.train_steps));
+    d.work(static_cast<double>(steps * plan.batch_size.value_or(cfg.batch_size)), "samples", "train_steps",
+           cfg.max_minutes * 60);
+  }
   d.uses_if(command == "train", "init_from",
             "the model's first weights (an mlhost run's, or the reference's state dict: names without '_orig_mod.model.')",
             command + " does not train");

@@ -217,4 +217,15 @@ std::string ensure_puzzle_dataset(const Config& cfg, const std::string& run_dir,
   return dir;
 }
 
+bool loads_trained_model(const std::string& command) {
+  return command == "eval" || command == "solve" || command == "generate" || command == "forward" ||
+         command == "export";
+}
+
+std::map<std::string, std::string> weights_metadata(const ModelConfig& model, const std::string& mode, bool ema) {
+  nlohmann::json model_json = to_json(model);
+  model_json.erase("gradient_checkpointing");  // how this machine trained it, not what it is
+  return {{"model", model_json.dump()}, {"mode", mode}, {"ema", ema ? "true" : "false"}};
+}
+
 }  // namespace trm

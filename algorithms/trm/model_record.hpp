@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,13 @@ std::string model_json_path(const std::string& run_dir);
 void write_model_record(const std::string& run_dir, const ModelRecord& record);
 // mlh::Error naming the file when missing ("train first") or malformed.
 ModelRecord read_model_record(const std::string& run_dir);
+
+// Whether `command` runs a trained run's model (eval, solve, generate, forward, export).
+bool loads_trained_model(const std::string& command);
+
+// model.safetensors' metadata: the model as mlhost.load_run() rebuilds it, the mode, and
+// whether the weights are the EMA's.
+std::map<std::string, std::string> weights_metadata(const ModelConfig& model, const std::string& mode, bool ema);
 
 // Whether `dir` holds a dataset: train/dataset.json and test/dataset.json.
 bool holds_dataset(const std::string& dir);

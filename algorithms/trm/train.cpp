@@ -287,10 +287,7 @@ void train_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Runti
   {
     std::optional<Ema::Swapped> ema_weights;  // the EMA weights are the result
     if (t.ema()) ema_weights.emplace(*t.ema());
-    json model_json = to_json(record.model);
-    model_json.erase("gradient_checkpointing");
-    session.export_weights(*t.model(),
-                           {{"model", model_json.dump()}, {"mode", cfg.mode}, {"ema", t.ema() ? "true" : "false"}});
+    session.export_weights(*t.model(), weights_metadata(record.model, cfg.mode, t.ema() != nullptr));
   }
   const double sps = static_cast<double>((t.global_step() - start_step) * global_batch) / wall;
   ctx.info("done: " + std::to_string(t.global_step()) + " steps in " + fmt(wall) + " s (" + fmt(sps, 1) + " samples/s)");

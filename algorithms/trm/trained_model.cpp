@@ -2,6 +2,9 @@
 
 #include <mlh/runtime/checkpoint.hpp>
 #include <mlh/runtime/trained_run.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
 
 namespace trm {
 
@@ -23,6 +26,14 @@ TrainedModel load_trained_model(const mlh::RunContext& ctx, const Config& cfg, c
   t.step = loaded.step;
   t.checkpoint_path = loaded.path;
   return t;
+}
+
+void export_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
+  TrainedModel tm = load_trained_model(ctx, cfg, plan);
+  mlh::rt::LoadedCheckpoint from;
+  from.step = tm.step;
+  from.path = tm.checkpoint_path;
+  mlh::rt::export_trained(ctx, *tm.model(), weights_metadata(tm.run.model, tm.run.mode, tm.ema_weights), from);
 }
 
 }  // namespace trm

@@ -1,6 +1,6 @@
-// A trained TRM loaded from its run folder for eval, solve and generate: model.json rebuilds
-// the model, the checkpoint (best or latest) fills it on the plan's device, whatever device
-// trained it, and the EMA weights are used when the run kept them.
+// A trained TRM loaded from its run folder for eval, solve, generate, forward and export:
+// model.json rebuilds the model, the checkpoint (best or latest) fills it on the plan's device,
+// whatever device trained it, and the EMA weights are used when the run kept them.
 #pragma once
 
 #include <memory>

@@ -219,7 +219,8 @@ void read_plan_sources(CliOptions& o, const po::variables_map& vm) {
     throw CliError("--no-hardware-config cannot be combined with --hardware-config");
   if (vm.count("rules")) o.rules_file = vm["rules"].as<std::string>();
   o.print_plan = vm.count("print-plan") > 0;
-  if (const TorchBackend* b = find_torch_backend(o.device.kind); o.no_gpu && b && b->accelerator)
+  if (const TorchBackend* b = find_torch_backend(o.device.kind);
+      o.no_gpu && ((b && b->accelerator) || o.device.kind == DeviceRequest::kAnyGpu))
     throw CliError("--no-gpu contradicts --device " + o.device.str());
 }
 

@@ -79,8 +79,10 @@ void print_benchmark(const CliOptions& options, const fs::path& run_dir, const j
 }  // namespace
 
 int command_print_plan(const CliOptions& options) {
-  MeasurementPolicy measurement =
-      measurement_policy(options, Calibrate::kCachedOnly, "a run calibrates first ('host --calibrate' does now)");
+  // What the run would do about calibrating, said as the preview's: it measures nothing.
+  MeasurementPolicy measurement = run_measurement(options, launch_of(options));
+  if (measurement.calibrate == Calibrate::kIfMissing)
+    measurement = measurement_policy(options, Calibrate::kCachedOnly, "a run calibrates first ('host --calibrate' does now)");
   measurement.may_search_batch = false;
   measurement.previews_a_run = true;
   const RunSetup s = setup_run(options, launch_of(options), measurement);

@@ -161,8 +161,7 @@ Parallelism parallelism(const CliOptions& options, const Discovery& discovery, c
                         const CliOptions& first_trial) {
   const ProbeReport probe = probe_and_rank(discovery, {algorithm.manifest}, options.device, options.no_gpu,
                                            std::chrono::milliseconds(options.probe_timeout_ms));
-  const Device* chosen = probe.ranking.chosen_device();
-  if (!chosen) throw HostError("no device to run on: " + probe.ranking.error + " (see 'host --probe')");
+  const Device* chosen = &chosen_device_or_refuse(probe.ranking);
   Parallelism p;
   const bool accelerator = torch_backend(*chosen).accelerator;
   if (accelerator && options.device.index < 0) {

@@ -49,7 +49,8 @@ po::options_description plugin_and_device_options(CliOptions& o, CliRawValues& r
       ("plugin-allowlist", po::value<std::string>(),
        "load only plugins whose library's SHA-256 this file lists ('<sha256>  <name>' lines); "
        "default: $MLH_PLUGIN_ALLOWLIST")
-      ("device", po::value(&raw.device)->default_value("auto"), "auto, cpu, cuda, cuda:N, mps")
+      ("device", po::value(&raw.device)->default_value("auto"),
+       "auto, cpu, gpu (the best GPU of any kind), cuda, cuda:N, mps, or a device plugin's kind[:N]")
       ("no-gpu", "never choose a GPU")
       ("probe-timeout", po::value(&o.probe_timeout_ms)->default_value(10000),
        "milliseconds a device plugin may take to probe before it is killed");

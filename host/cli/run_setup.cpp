@@ -31,7 +31,12 @@ json user_config(const CliOptions& options, bool resume, const json& schema, con
   json config = json::object();
   try {
     if (resume) config = load_config_file(run_dir / "config.json");
-    if (!options.config_file.empty()) config = merge_config(config, load_config_file(options.config_file));
+    if (!options.config_file.empty()) {
+      // Its files and folders as --set's: from the folder the command was given in.
+      json file = load_config_file(options.config_file);
+      absolute_paths(file, schema, fs::current_path());
+      config = merge_config(config, file);
+    }
     for (const auto& s : options.sets) apply_set(config, s, schema);
   } catch (const ConfigError& e) {
     throw HostError(e.what(), kExitBadInput);
@@ -124,6 +129,15 @@ int planned_threads(const PlannedRun& planned) {
 
 }  // namespace
 
+const Device& chosen_device_or_refuse(const Ranking& ranking) {
+  if (const Device* device = ranking.chosen_device()) return *device;
+  if (ranking.requested)
+    throw HostError("no device to run on: " + ranking.error +
+                        " (see 'host --probe'; --device cpu runs on the CPU, --device auto on the best device there is)",
+                    kExitBadInput);
+  throw HostError("no device to run on: " + ranking.error + " (see 'host --probe')");
+}
+
 MeasurementPolicy measurement_policy(const CliOptions& options, MeasurementPolicy::Calibrate calibrate,
                                      const std::string& why_cached_only) {
   MeasurementPolicy policy;
@@ -150,14 +164,14 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
       s.resume = holds_run(s.run_dir);
       spdlog::info("--resume auto: {} in {}", s.resume ? "continuing the run" : "starting a new run", s.run_dir.string());
     }
+    const std::string command = options.command.empty() ? s.algorithm->default_command() : options.command;
     if (s.resume) {
       try {
-        prepare_run_dir(s.run_dir, true);
+        prepare_run_dir(s.run_dir, true, command != s.algorithm->default_command() ? command : "");
       } catch (const std::exception& e) {
         throw HostError(e.what(), kExitBadInput);
       }
     }
-    const std::string command = options.command.empty() ? s.algorithm->default_command() : options.command;
     s.on_trained_run = s.resume && command != s.algorithm->default_command();
     request.algorithm = s.algorithm;
     request.command = options.command;
@@ -166,16 +180,21 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
     request.user_config = user_config(options, s.resume, s.algorithm->config_schema, s.run_dir);
     if (s.resume && !s.on_trained_run && (s.complete = completed_run(s.run_dir, request.user_config, options)))
       return s;
-    if (s.on_trained_run) request.config_set_now = user_config(options, false, s.algorithm->config_schema, s.run_dir);
+    request.resume = s.resume;
+    if (s.resume) request.config_set_now = user_config(options, false, s.algorithm->config_schema, s.run_dir);
+    if (s.resume && !s.on_trained_run) {
+      // Its last launch's plan: the values that change the run's numbers stay the run's.
+      std::ifstream saved_plan(s.run_dir / "plan.json");
+      const json saved = json::parse(saved_plan, nullptr, /*allow_exceptions=*/false);
+      if (saved.is_object()) request.resumed_plan = saved;
+    }
   }
 
   const std::vector<PluginManifest> algorithms =
       s.algorithm ? std::vector<PluginManifest>{s.algorithm->manifest} : s.discovery.usable("algorithm");
   s.probe = probe_and_rank(s.discovery, algorithms, options.device, options.no_gpu,
                            std::chrono::milliseconds(options.probe_timeout_ms));
-  const Device* device = s.probe.ranking.chosen_device();
-  if (!device) throw HostError("no device to run on: " + s.probe.ranking.error + " (see 'host --probe')");
-  s.device = *device;
+  s.device = chosen_device_or_refuse(s.probe.ranking);
 
   const SettingsFileChoice settings_file =
       choose_settings_file(options.hardware_config, std::getenv("MLH_HARDWARE_CONFIG"), options.no_hardware_config,

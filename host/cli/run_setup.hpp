@@ -46,6 +46,10 @@ struct RunSetup {
 RunSetup setup_run(const CliOptions& options, const Launch& launch, const MeasurementPolicy& measurement,
                    bool registers = false);
 
+// The device the ranking chose. None: HostError, exit 2 where --device asked for one this
+// machine cannot give (the user's to change, said with the way out), 1 where none is usable.
+const Device& chosen_device_or_refuse(const Ranking& ranking);
+
 // Before the workers start: runs that entered the registry after this one looked (started
 // within the same moment) make the plan again with them counted, so that runs started
 // together split the cores; then the registry records this run's threads.

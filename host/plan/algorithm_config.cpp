@@ -23,7 +23,33 @@ const json* schema_at(const json& schema, const std::vector<std::string>& keys) 
   return s;
 }
 
+bool is_path_field(const json* field) { return field && field->is_object() && field->value("path", false); }
+
+// A relative file or folder name as an absolute one from `from`, without "." or ".."; anything
+// else (absolute, "", not a string) as it is.
+json absolute_path(const json& value, const std::filesystem::path& from) {
+  if (value.is_array()) {
+    json out = json::array();
+    for (const json& v : value) out.push_back(absolute_path(v, from));
+    return out;
+  }
+  if (!value.is_string() || value.get<std::string>().empty()) return value;
+  const std::filesystem::path p = value.get<std::string>();
+  return p.is_absolute() ? value : json((from / p).lexically_normal().string());
+}
+
 }  // namespace
+
+void absolute_paths(json& config, const json& schema, const std::filesystem::path& from) {
+  if (!config.is_object() || !schema.is_object() || !schema.contains("properties")) return;
+  for (auto& [key, value] : config.items()) {
+    const json& properties = schema["properties"];
+    if (!properties.contains(key)) continue;
+    const json& field = properties[key];
+    if (is_path_field(&field)) value = absolute_path(value, from);
+    else absolute_paths(value, field, from);
+  }
+}
 
 json load_config_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -79,6 +105,7 @@ void apply_set(json& config, const std::string& assignment, const json& schema) 
   const json* field = schema_at(schema, keys);
   const bool wants_string = field && field->is_object() && field->value("type", json()) == "string";
   if (value.is_discarded() || text.empty() || (wants_string && !value.is_string())) value = text;
+  if (is_path_field(field)) value = absolute_path(value, std::filesystem::current_path());
 
   json* node = &config;
   for (size_t i = 0; i + 1 < keys.size(); ++i) {

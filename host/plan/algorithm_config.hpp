@@ -31,8 +31,13 @@ nlohmann::json merge_config(nlohmann::json base, const nlohmann::json& overlay);
 
 // Applies one --set "a.b.c=value". The value is read as JSON (numbers, true/false, null,
 // arrays, quoted strings); if that fails, or the schema says the field is a string, it is
-// taken as the literal text. Throws ConfigError naming the assignment.
+// taken as the literal text. A "path" field's relative value is made absolute from the current
+// folder. Throws ConfigError naming the assignment.
 void apply_set(nlohmann::json& config, const std::string& assignment, const nlohmann::json& schema);
+
+// The fields the schema marks "path" (files and folders), made absolute where relative, from
+// `from` (the folder the command was given in); "" and absolute values are left as they are.
+void absolute_paths(nlohmann::json& config, const nlohmann::json& schema, const std::filesystem::path& from);
 
 // Checks `config` against `schema`; throws ConfigError naming the first bad field
 // ("config field 'optimizer.lr': expected a number, got \"abc\"").

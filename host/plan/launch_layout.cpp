@@ -30,6 +30,28 @@ std::vector<Device> devices_for_ranks(const Launch& launch, const Device& chosen
   return std::vector<Device>(gpus.begin() + launch.first_local_rank, gpus.begin() + needed);
 }
 
+std::string distributed_backend(const Device& chosen) {
+  const TorchBackend& backend = torch_backend(chosen);
+  return backend.distributed ? backend.distributed : "gloo";
+}
+
+void check_distributed_backend(const Launch& launch, const Device& chosen, const PluginManifest& algorithm) {
+  if (!launch.distributed() || !algorithm.torch_distributed) return;
+  const std::string backend = distributed_backend(chosen);
+  const std::vector<std::string>& built = *algorithm.torch_distributed;
+  if (std::find(built.begin(), built.end(), backend) != built.end()) return;
+  const std::string what = std::to_string(launch.world_size) + " ranks on " + chosen.id() + " talk through " +
+                           (backend == "gloo" ? std::string("Gloo") : std::string("NCCL")) + ", which the " +
+                           algorithm.name + " plugin was built without (" + algorithm.manifest_path.string() +
+                           ": build.torch.distributed is " + nlohmann::json(built).dump() + ")";
+  if (backend == "gloo")
+    throw PlanError(what + ": Gloo's headers were missing when it was built. Install them (apt-get install "
+                    "libgloo-dev; bash scripts/setup.sh does), build again (bash scripts/build.sh), or run one "
+                    "process");
+  throw PlanError(what + ": build it against a CUDA LibTorch with NCCL's headers (bash scripts/build.sh --cuda), "
+                  "or run one process");
+}
+
 void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& chosen) {
   if (!launch.distributed()) return;
   const TorchBackend& backend = torch_backend(chosen);
@@ -39,7 +61,7 @@ void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& ch
             {"nnodes", launch.nnodes},
             {"ranks_per_node", launch.local_processes},
             {"first_rank", launch.first_rank},
-            {"backend", backend.distributed ? backend.distributed : "gloo"},
+            {"backend", distributed_backend(chosen)},
             {"master", launch.master_addr + ":" + std::to_string(launch.master_port)},
             {"timeout_s", launch.timeout_s},
             {"global_batch_size", nullptr}};

@@ -5,8 +5,9 @@
 
 #include <vector>
 
-#include "plan/plan_writer.hpp"
 #include "plan/plan_types.hpp"
+#include "plan/plan_writer.hpp"
+#include "plugins/manifest.hpp"
 
 namespace mlhost {
 
@@ -15,6 +16,15 @@ namespace mlhost {
 // kind. Throws PlanError when the device cannot take part in distributed training (MPS) or
 // there are fewer GPUs than ranks.
 std::vector<Device> devices_for_ranks(const Launch& launch, const Device& chosen, const Ranking& ranking);
+
+// The c10d backend the ranks on `chosen` talk through: NCCL for CUDA, Gloo for the CPU.
+std::string distributed_backend(const Device& chosen);
+
+// Throws PlanError, before anything is measured or written, when the ranks of a distributed
+// launch would talk through a backend the algorithm's plugin was built without (its
+// manifest's build.torch.distributed: a runtime built where Gloo's headers were missing),
+// naming what to install. A manifest that does not say refuses nothing.
+void check_distributed_backend(const Launch& launch, const Device& chosen, const PluginManifest& algorithm);
 
 // Writes the "distributed" section and divides the threads among the ranks sharing a CPU.
 void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& chosen);

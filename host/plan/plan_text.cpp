@@ -5,6 +5,7 @@
 
 #include <mlh/plan_fields.hpp>
 
+#include "plan/duration.hpp"
 #include "probe/ranking.hpp"
 
 namespace mlhost {
@@ -79,6 +80,8 @@ std::string plan_to_text(const json& plan) {
       case mlh::PlanField::kAllocator:
         if (value.is_object()) row(f.label, show(value["name"]), f.name);
         if (plan.contains("calibration")) o << "  calibration              " << plan["calibration"].value("status", "") << "\n";
+        if (plan.contains("expected_duration"))
+          o << "  expected duration        " << expected_duration_text(plan["expected_duration"]) << "\n";
         break;
       case mlh::PlanField::kMemoryLimitBytes:
         if (value.is_number_integer()) row(f.label, format_bytes(value.get<int64_t>()), f.name);

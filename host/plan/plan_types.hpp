@@ -95,9 +95,15 @@ struct PlanRequest {
   std::filesystem::path run_dir;           // describe_run reads a trained model from it
   bool on_trained_run = false;  // a command on the trained run in run_dir: the plan names it (trained_run_dir)
   nlohmann::json user_config = nlohmann::json::object();  // what the user set of the config
-  // On a trained run: the part of user_config this command's --config and --set gave (the
-  // rest is the trained run's); a value from the rest was not chosen for this command.
+  // On a resumed or trained run: the part of user_config this command's --config and --set
+  // gave (the rest is the run's config.json, every field of it); a value from the rest was not
+  // chosen for this command.
   nlohmann::json config_set_now = nlohmann::json::object();
+  bool resume = false;  // user_config holds the run's whole config.json, config_set_now this launch's
+  // A resumed training run: the plan.json of its last launch (null otherwise). The values that
+  // change a run's numbers (threads, precision) are kept from it on the same device, unless
+  // the command line sets them (docs/plan.md, "A resumed run keeps its numbers").
+  nlohmann::json resumed_plan;
   PlanOverrides overrides;
   std::optional<HardwareSettings> settings;
   std::string settings_file_status;  // which settings file was read, and why that one

@@ -58,6 +58,27 @@ class Decisions {
     return req_.settings ? req_.settings->get(key, d_.kind) : std::nullopt;
   }
   static Source from_file(const Setting& s) { return from(SourceKind::kSettingsFile, "settings file " + s.origin); }
+
+  // A resumed training run's `name` from its last launch's plan, where that ran on this
+  // device: a value that changes the run's numbers is the run's for its whole life.
+  const json* resumed(const char* name) const {
+    const json& p = req_.resumed_plan;
+    if (!p.is_object() || p.value("device", "") != d_.id() || !p.contains(name)) return nullptr;
+    return &p[name];
+  }
+  static Source kept_from_run() {
+    return from(SourceKind::kTrainedRun, "the run's own, from its last launch (plan.json): a resumed run keeps the "
+                                         "values that change its numbers");
+  }
+  // The command line sets `name` to `now` where the resumed run had `before`: said once, since
+  // the run's results will then differ from those of an uninterrupted run.
+  void warn_if_run_changes(const char* name, const json& now, const json* before) {
+    if (!before || *before == now) return;
+    json warnings = plan_.view().value("warnings", json::array());
+    warnings.push_back(std::string(name) + " " + before->dump() + " -> " + now.dump() +
+                       " on the command line: this resumed run's results will differ from an uninterrupted run's");
+    plan_.set_fact("warnings", warnings);
+  }
   // A setting from the file, else `fallback` with its own source.
   template <class Parse>
   void from_settings_or(PlanField field, const std::string& key, Parse parse, json fallback, Source source) {
@@ -111,9 +132,14 @@ uint32_t precision_bit(const std::string& p) {
 void Decisions::precision() {
   std::string chosen;
   Source source;
+  const json* run_precision = resumed("precision");
   if (req_.overrides.precision) {
     chosen = *req_.overrides.precision;
     source = from(SourceKind::kCommandLine, "command line --precision");
+    warn_if_run_changes("precision", chosen, run_precision);
+  } else if (run_precision && run_precision->is_string()) {
+    chosen = run_precision->get<std::string>();
+    source = kept_from_run();
   } else if (auto s = setting("precision")) {
     chosen = s->value;
     source = from_file(*s);
@@ -266,9 +292,17 @@ void Decisions::preset() {
 void Decisions::threads() {
   json threads = json::object();
   Source source;
+  const json* run_threads = resumed("threads");
+  if (run_threads && !(run_threads->is_object() && run_threads->contains("intra_op") &&
+                      run_threads->at("intra_op").is_number_integer()))
+    run_threads = nullptr;
   if (req_.overrides.threads) {
     threads["intra_op"] = *req_.overrides.threads;
     source = from(SourceKind::kCommandLine, "command line --threads");
+    if (run_threads) warn_if_run_changes("threads", threads["intra_op"], &run_threads->at("intra_op"));
+  } else if (run_threads) {
+    threads = *run_threads;
+    source = kept_from_run();
   } else if (auto s = setting("intra_op_threads")) {
     threads["intra_op"] = parse_int(s->value);
     source = from_file(*s);
@@ -289,7 +323,8 @@ void Decisions::threads() {
   // fair share all of them will get, so that runs started together split the cores.
   const MachineShare& share = req_.sharing;
   const int other_runs = share.other_workers + share.other_runs_planning;
-  if (!backend_.accelerator && !chosen_by_user(source.kind) && share.shared() && other_runs > 0) {
+  const bool kept = source.kind == SourceKind::kTrainedRun;
+  if (!backend_.accelerator && !chosen_by_user(source.kind) && !kept && share.shared() && other_runs > 0) {
     const int64_t cores = d_.recommended_threads > 0 ? d_.recommended_threads : share.online_cpus;
     const int64_t each = std::max<int64_t>(1, cores / (other_runs + 1));
     const int64_t left = cores - share.other_worker_threads - share.other_runs_planning * each;
@@ -301,11 +336,13 @@ void Decisions::threads() {
   }
   // Inter-op pools only help graphs with independent branches, and compete with intra-op
   // threads on small machines.
-  if (auto s = setting("inter_op_threads")) {
-    threads["inter_op"] = parse_int(s->value);
-    source.text += "; inter-op: settings file " + s->origin;
-  } else {
-    threads["inter_op"] = 1;
+  if (!(kept && threads.contains("inter_op"))) {  // a resumed run keeps its own, with its intra-op ones
+    if (auto s = setting("inter_op_threads")) {
+      threads["inter_op"] = parse_int(s->value);
+      source.text += "; inter-op: settings file " + s->origin;
+    } else {
+      threads["inter_op"] = 1;
+    }
   }
   plan_.set(PlanField::kThreads, threads, source);
 }

@@ -7,6 +7,7 @@
 #include "plan/calibration/lookup.hpp"
 #include "plan/calibration/workload.hpp"
 #include "plan/device_choice.hpp"
+#include "plan/duration.hpp"
 #include "plan/effects.hpp"
 #include "plan/launch_layout.hpp"
 #include "plan/plan_values.hpp"
@@ -33,6 +34,7 @@ class Planner {
     if (algorithm_) {
       out.command = command();
       choose_device();
+      check_distributed_backend(request_.launch, request_.device, algorithm_->manifest);
     }
     decide();  // without measurements: what a calibration starts from
     if (algorithm_) {
@@ -125,6 +127,19 @@ class Planner {
     } catch (const ConfigError& e) {
       throw PlanError(e.what());
     }
+    // For the algorithm: a value the user chose is never changed to fit the data.
+    json set_by_user = json::array();
+    add_dotted_names(request_.resume ? request_.config_set_now : request_.user_config, "", set_by_user);
+    plan_.set_fact("config_set_by_user", set_by_user);
+  }
+
+  // Every field of a nested config object by its dotted name ("model", "model.encoder").
+  static void add_dotted_names(const json& object, const std::string& prefix, json& names) {
+    if (!object.is_object()) return;
+    for (const auto& [key, value] : object.items()) {
+      names.push_back(prefix + key);
+      add_dotted_names(value, prefix + key + ".", names);
+    }
   }
 
   // Where a worker with this plan would run, and what it starts with.
@@ -161,6 +176,19 @@ class Planner {
     }
     in.run_description = description.is_object() ? &description : nullptr;
     mark_plan_effects(plan_, in);
+    if (in.run_description) say_expected_duration(description);
+  }
+
+  // The run's length from its declared work and the calibration's figure, and a warning
+  // before a run of more than an hour: a default that takes hours is not a surprise later.
+  void say_expected_duration(const json& description) {
+    const std::optional<json> expected = expected_duration(description, plan_.view().value("calibration", json()));
+    if (!expected) return;
+    plan_.set_fact("expected_duration", *expected);
+    if (expected->value("seconds", 0.0) <= kLongRunSeconds) return;
+    json warnings = plan_.view().value("warnings", json::array());
+    warnings.push_back("this run is expected to take " + expected_duration_text(*expected));
+    plan_.set_fact("warnings", warnings);
   }
 
   // One worker per rank this host starts, each with the environment its device needs before

@@ -96,6 +96,15 @@ PluginManifest parse_manifest(const std::string& text, const std::filesystem::pa
         if (!c->is_boolean()) fail(origin, "field 'build.torch.cuda' must be true or false");
         m.torch_cuda = c->get<bool>();
       }
+      if (auto d = t->find("distributed"); d != t->end()) {
+        if (!d->is_array()) fail(origin, "field 'build.torch.distributed' must be an array of backend names");
+        std::vector<std::string> backends;
+        for (const json& b : *d) {
+          if (!b.is_string()) fail(origin, "field 'build.torch.distributed' holds " + b.dump() + ", not a backend name");
+          backends.push_back(b.get<std::string>());
+        }
+        m.torch_distributed = std::move(backends);
+      }
     }
   }
   return m;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,9 @@ struct PluginManifest {
   std::string build_arch;                    // empty when the manifest does not say
   std::optional<std::string> torch_version;  // set for plugins built with LibTorch
   bool torch_cuda = false;
+  // The c10d backends its runtime was built with (build.torch.distributed: "gloo", "nccl");
+  // unset where the manifest does not say (an older SDK's plugin), which refuses nothing.
+  std::optional<std::vector<std::string>> torch_distributed;
   nlohmann::json build = nlohmann::json::object();  // all build facts, as written
 };
 

@@ -61,7 +61,8 @@ DeviceRequest DeviceRequest::parse(const std::string& text) {
   if (text.empty() || text == "auto") return r;
   std::smatch m;
   if (!std::regex_match(text, m, pattern))
-    throw std::invalid_argument("--device '" + text + "' is not a device: use auto, cpu, cuda, cuda:N, mps, or a plugin's <kind>[:N]");
+    throw std::invalid_argument("--device '" + text +
+                                "' is not a device: use auto, cpu, gpu, cuda, cuda:N, mps, or a plugin's <kind>[:N]");
   r.kind = m[1];
   if (m[3].matched) r.index = std::stoi(m[3]);
   return r;

@@ -21,13 +21,17 @@
 
 namespace mlhost {
 
-// --device: "auto", "cpu", "cuda", "cuda:1", "mps", or any plugin's device kind.
+// --device: "auto", "cpu", "cuda", "cuda:1", "mps", "gpu" (the best ranked GPU of any kind,
+// as PyTorch and Lightning users ask for one), or any plugin's device kind.
 struct DeviceRequest {
+  static constexpr const char* kAnyGpu = "gpu";
   std::string kind;  // empty: auto
   int index = -1;    // -1: any index
 
   bool is_auto() const { return kind.empty(); }
-  bool matches(const Device& d) const { return d.kind == kind && (index < 0 || d.index == index); }
+  bool matches(const Device& d) const {
+    return (kind == kAnyGpu ? d.is_gpu() : d.kind == kind) && (index < 0 || d.index == index);
+  }
   std::string str() const { return is_auto() ? "auto" : index < 0 ? kind : kind + ":" + std::to_string(index); }
   // Throws std::invalid_argument with a message naming the value.
   static DeviceRequest parse(const std::string& text);

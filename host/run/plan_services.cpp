@@ -51,10 +51,11 @@ CalibrateOutcome WorkerPlanServices::calibrate(const AlgorithmInfo& algorithm, c
 
   WorkerSpec spec = worker_spec(algorithm.manifest, "calibrate", worker, config, plan, dir);
   spec.quiet = true;
+  spec.abandon_on_stop = true;  // a user's stop ends the measurement within a poll, caching nothing
   CalibrateOutcome outcome;
   const GroupOutcome group = supervise_workers({spec}, nullptr, deadline);
   if (group.killed_on_request) throw HostError("calibration stopped on request", kExitCancelled);
-  if (group.not_started) {  // a stop request came: the run ends once planning returns
+  if (group.not_started || first_stop_signal() != 0) {  // a stop request came: the run ends once planning returns
     outcome.error = "stopped on request";
     return outcome;
   }

@@ -7,12 +7,15 @@
 namespace mlhost {
 namespace fs = std::filesystem;
 
-void prepare_run_dir(const fs::path& dir, bool resume) {
+void prepare_run_dir(const fs::path& dir, bool resume, const std::string& command_on_trained_run) {
   std::error_code ec;
   const bool exists = fs::exists(dir, ec);
   if (resume) {
     // The same command for the first and every later launch of a job is --resume auto.
-    const std::string start_instead = "; to start a run there, or continue one whichever it holds, use --resume auto";
+    const std::string start_instead =
+        command_on_trained_run.empty()
+            ? "; to start a run there, or continue one whichever it holds, use --resume auto"
+            : "; '" + command_on_trained_run + "' works on a trained run: name the folder its training wrote with --run-dir";
     if (!exists || !fs::is_directory(dir, ec))
       throw std::runtime_error("--resume: run folder '" + dir.string() + "' does not exist" + start_instead);
     if (!fs::exists(dir / "config.json", ec))

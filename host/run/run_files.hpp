@@ -7,8 +7,11 @@
 namespace mlhost {
 
 // Makes the run folder. A new run refuses a folder that already holds files (they would
-// be overwritten); a resumed run needs the folder to exist. Throws std::runtime_error.
-void prepare_run_dir(const std::filesystem::path& dir, bool resume);
+// be overwritten); a resumed run needs the folder to exist. `command_on_trained_run` (eval,
+// solve, ...: a command on the run, not its training) changes the advice for a missing run:
+// name the folder training wrote, as --resume auto would start a new run there instead.
+// Throws std::runtime_error.
+void prepare_run_dir(const std::filesystem::path& dir, bool resume, const std::string& command_on_trained_run = {});
 
 // Whether `dir` holds a run (its config.json), for --resume auto.
 bool holds_run(const std::filesystem::path& dir);

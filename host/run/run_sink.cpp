@@ -75,6 +75,20 @@ std::streamoff kept_length(const fs::path& file, int64_t step, StepOf step_of, b
   return kept;
 }
 
+// The `time` of the last metrics.jsonl row in its first `length` bytes (0 without one): where
+// a resumed run's elapsed time goes on from.
+double last_time(const fs::path& jsonl, std::streamoff length) {
+  std::ifstream in(jsonl, std::ios::binary);
+  std::string line, last;
+  std::streamoff read = 0;
+  while (read < length && std::getline(in, line)) {
+    read += static_cast<std::streamoff>(line.size()) + 1;
+    if (!line.empty()) last = line;
+  }
+  const json m = json::parse(last, nullptr, false);
+  return m.is_object() && m.value("time", json()).is_number() ? m["time"].get<double>() : 0.0;
+}
+
 }  // namespace
 
 void RunSink::supersede_from(int64_t step) {
@@ -90,6 +104,8 @@ void RunSink::supersede_from(int64_t step) {
     if (end == line.c_str() || *end != ',') return std::nullopt;
     return s;
   }, true);
+  // The resumed launch's times go on from the last row it keeps (the run's time at its checkpoint).
+  time_offset_ = last_time(jsonl, jsonl_kept) - seconds();
   std::error_code ec;
   const auto jsonl_size = fs::file_size(jsonl, ec);
   if (ec || static_cast<uintmax_t>(jsonl_kept) >= jsonl_size) {
@@ -120,10 +136,10 @@ void RunSink::metric(const char* name, double value, int64_t step) {
     supersede_from(step);
   }
   const std::string n = name ? name : "";
-  const double t = seconds();
+  const double t = time_offset_ + seconds();
   const double wall = wall_time();
   // wall_time (Unix seconds): the point's own clock time, which a tracking server's timeline
-  // needs (run/tracking); "time" restarts at 0 in each launch of a resumed run.
+  // needs (run/tracking); "time" is the run's elapsed time, across the launches of a resumed run.
   jsonl_ << json{{"step", step}, {"name", n}, {"value", value}, {"time", t}, {"wall_time", wall}}.dump() << "\n"
          << std::flush;
   csv_ << step << "," << csv_field(n) << "," << value << "," << t << "\n" << std::flush;

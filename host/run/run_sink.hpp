@@ -25,7 +25,8 @@ class RunSink {
   // `resumed`: this launch continues from a checkpoint, so its first metric's step is where
   // training picked up; rows an earlier attempt logged at that step or later (it died past
   // its checkpoint) are dropped from metrics.jsonl and metrics.csv, and TensorBoard is told
-  // to drop them, so that each step appears once.
+  // to drop them, so that each step appears once. The metrics' `time` then goes on from the
+  // last kept row's: the run's elapsed time across its launches.
   explicit RunSink(const std::filesystem::path& dir, bool console = true, std::string console_prefix = "",
                    bool resumed = false);
 
@@ -58,6 +59,7 @@ class RunSink {
   nlohmann::json result_ = nullptr;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double time_offset_ = 0;  // a resumed run's elapsed time at its checkpoint (supersede_from)
 };
 
 }  // namespace mlhost

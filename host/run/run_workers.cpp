@@ -251,6 +251,12 @@ int end_stopped_run(const RunJob& job, int stop, bool owns_run_dir) {
   if (fresh_folder && holds_only_host_records(run_dir)) {
     std::error_code ec;
     fs::remove_all(run_dir, ec);
+    // The default folder's parent (runs/, default_run_dir) too, and a run's commands/ (made
+    // for this command: make_command_dir), when this was all it held.
+    if (!ec && (run_dir.parent_path() == "runs" || run_dir.parent_path().filename() == "commands")) {
+      std::error_code holds_others;  // one with other runs or commands in it stays
+      fs::remove(run_dir.parent_path(), holds_others);
+    }
     message += ec ? "; nothing was trained (the run folder could not be removed: " + ec.message() + ")"
                   : "; nothing was trained, and " +
                         (run_dir.parent_path().filename() == "commands"

@@ -400,6 +400,7 @@ GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::
   // After a worker fails, the others get a moment to end by themselves (they see the lost
   // peer in their next collective, and write their own summaries); then they are killed.
   std::optional<std::chrono::steady_clock::time_point> kill_at;
+  bool abandoned = false;
   while (left > 0) {
     // Only our own children: the telemetry sampler is a child too, and reaps its own.
     int status = 0;
@@ -407,6 +408,11 @@ GroupOutcome supervise_workers(const std::vector<WorkerSpec>& specs, const std::
     for (; i < pids.size(); ++i)
       if (running[i] && ::waitpid(pids[i], &status, WNOHANG) == pids[i]) break;
     if (i == pids.size()) {
+      if (!abandoned && first_stop_signal() != 0) {  // seen within one poll, 20 ms
+        abandoned = true;
+        for (size_t j = 0; j < pids.size(); ++j)
+          if (running[j] && specs[j].abandon_on_stop) ::kill(-pids[j], SIGKILL);
+      }
       if (deadline && !out.timed_out && std::chrono::steady_clock::now() >= *deadline) {
         for (size_t j = 0; j < pids.size(); ++j)
           if (running[j]) ::kill(-pids[j], SIGKILL);

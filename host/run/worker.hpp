@@ -42,6 +42,9 @@ struct WorkerSpec {
   // Only warnings and errors on the terminal, no progress bar (calibration's workers, which
   // the host's own display reports on).
   bool quiet = false;
+  // Nothing to save (a calibration's measurement): a stop request kills it at once rather
+  // than waiting for it to reach a step where it would save. Host-side only, not sent.
+  bool abandon_on_stop = false;
 
   std::filesystem::path output_dir() const;
   // What messages call the work: "training" for train, else "'eval'" and the like.

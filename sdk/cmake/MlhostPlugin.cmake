@@ -5,7 +5,10 @@
 #     VERSION <x.y.z>
 #     DESCRIPTION "<one line>"
 #     SOURCES <files...>
-#     [TORCH]                       # links LibTorch; records its version and CUDA support
+#     [TORCH]                       # links LibTorch; records its version, CUDA support and
+#                                   # the runtime's distributed backends (gloo, nccl)
+#     [DISTRIBUTED <backend>...|NONE]  # with TORCH: the backends to record instead of the
+#                                   # runtime's (a plugin that brings its own process group)
 #     [TARGET <target name>]        # default: mlhost-plugin-<name>
 #     [OUTPUT_DIRECTORY <dir>]      # default: ${MLH_PLUGIN_OUTPUT_DIR}
 #     [INSTALL_DESTINATION <dir>])  # default: ${MLH_PLUGIN_INSTALL_DIR}; neither: not installed
@@ -42,7 +45,7 @@ function(_mlh_abi_version out_major out_minor)
 endfunction()
 
 function(mlh_add_plugin name)
-  cmake_parse_arguments(ARG "TORCH" "KIND;VERSION;DESCRIPTION;TARGET;OUTPUT_DIRECTORY;INSTALL_DESTINATION" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "TORCH" "KIND;VERSION;DESCRIPTION;TARGET;OUTPUT_DIRECTORY;INSTALL_DESTINATION" "SOURCES;DISTRIBUTED" ${ARGN})
   if(NOT name MATCHES "^[a-z][a-z0-9_-]*$")
     message(FATAL_ERROR "mlh_add_plugin: name '${name}' must match [a-z][a-z0-9_-]*")
   endif()
@@ -96,7 +99,33 @@ function(mlh_add_plugin name)
     if(TORCH_CUDA_LIBRARIES)
       set(_cuda true)
     endif()
-    set(_torch "{\"version\": \"${Torch_VERSION}\", \"cuda\": ${_cuda}}")
+    # The c10d backends its ranks can talk through: the host refuses, when it plans, a run of
+    # several ranks that needs one the plugin lacks (a build without Gloo's headers). Unknown
+    # (a runtime that does not say): the field is left out and the host does not refuse.
+    set(_distributed "")
+    if(ARG_DISTRIBUTED)
+      if(NOT ARG_DISTRIBUTED STREQUAL "NONE")
+        set(_backends ${ARG_DISTRIBUTED})
+      else()
+        set(_backends "")
+      endif()
+      set(_known TRUE)
+    else()
+      get_property(_known GLOBAL PROPERTY MLH_RUNTIME_DISTRIBUTED SET)
+      get_property(_backends GLOBAL PROPERTY MLH_RUNTIME_DISTRIBUTED)
+    endif()
+    if(_known)
+      set(_list "")
+      foreach(_b IN LISTS _backends)
+        if(NOT _b MATCHES "^(gloo|nccl)$")
+          message(FATAL_ERROR "mlh_add_plugin(${name}): DISTRIBUTED takes gloo, nccl or NONE, got '${_b}'")
+        endif()
+        list(APPEND _list "\"${_b}\"")
+      endforeach()
+      list(JOIN _list ", " _list)
+      set(_distributed ", \"distributed\": [${_list}]")
+    endif()
+    set(_torch "{\"version\": \"${Torch_VERSION}\", \"cuda\": ${_cuda}${_distributed}}")
   endif()
 
   _mlh_abi_version(_abi_major _abi_minor)

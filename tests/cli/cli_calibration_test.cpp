@@ -234,6 +234,80 @@ TEST_F(CalibrationTest, AStoppedCalibrationIsNotCachedAndExitsAsStopped) {
   }
 }
 
+// The measurements a calibration reported on stderr ("calibration: <settings>: <figure> <unit>/s").
+size_t measurements_reported(const std::string& err) {
+  size_t n = 0;
+  for (size_t at = err.find("calibration: "); at != std::string::npos; at = err.find("calibration: ", at + 1)) {
+    const size_t end = err.find('\n', at);
+    const std::string line = err.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (line.size() > 2 && line.compare(line.size() - 2, 2, "/s") == 0) ++n;
+  }
+  return n;
+}
+
+// A stop at any stage of a calibration (during each candidate's measurement, the last one's
+// quality check included where this CPU has a bf16 candidate) ends the host within 5 s: the
+// measuring worker is killed at once, as it has nothing to save, and nothing is cached.
+TEST_F(CalibrationTest, ASigtermDuringAnyMeasurementEndsTheHostWithinFiveSeconds) {
+  RunOptions o = calibrating();
+  o.cwd = tmp();
+  const std::vector<std::string> args{host_path().string(), "--plugin-dir", toyreg_, "--calibrate", "--algorithm",
+                                      "toyreg", "--calibration-seconds", "20", "--set", "step_delay_ms=100"};
+  const Result whole = run(args, o);
+  ASSERT_EQ(whole.exit_code, 0) << whole.describe();
+  const size_t stages = measurements_reported(whole.err);
+  ASSERT_GE(stages, 2u) << whole.describe();
+  fs::remove_all(cache_);
+  for (size_t stage = 0; stage < stages; ++stage) {
+    SCOPED_TRACE("a SIGTERM during measurement " + std::to_string(stage + 1) + " of " + std::to_string(stages));
+    Process p(args, o);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (p.running() && std::chrono::steady_clock::now() < give_up &&
+           (!contains(p.stderr_so_far(), "calibrating toyreg") || measurements_reported(p.stderr_so_far()) < stage))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(p.running()) << p.wait(Millis(0)).describe();
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // into the next measurement
+    ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
+    const auto sent = std::chrono::steady_clock::now();
+    const Result r = p.wait(Millis(60000));
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(5)) << r.describe();
+    EXPECT_EQ(r.exit_code, 75) << r.describe();
+    if (fs::exists(cache_file())) EXPECT_TRUE(file_json(cache_file())["calibrations"].empty()) << r.describe();
+  }
+}
+
+// With a calibration, the plan says how long the run will take (the work its algorithm
+// declares at the speed measured), and a run of more than an hour warns before it trains.
+TEST_F(CalibrationTest, ThePlanSaysHowLongTheRunTakesAndWarnsBeforeOneOfHours) {
+  RunOptions o = calibrating();
+  o.cwd = tmp();
+  const Result calibrated = run({host_path().string(), "--plugin-dir", toyreg_, "--calibrate", "--algorithm", "toyreg",
+                                 "--calibration-seconds", "10"},
+                                o);
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.describe();
+  // The cached calibration is the config's (its key holds the config's hash): the same config.
+  const Result plan = run({host_path().string(), "--plugin-dir", toyreg_, "--print-plan", "--algorithm", "toyreg",
+                           "--no-calibrate"},
+                          o);
+  ASSERT_EQ(plan.exit_code, 0) << plan.describe();
+  EXPECT_TRUE(contains(plan.out, "expected duration        about ")) << plan.describe();
+  EXPECT_TRUE(contains(plan.out, "samples/s (the calibration's figure); steps or --max-steps shortens it"))
+      << plan.describe();
+
+  // Two billion steps: hours at any speed. The run calibrates this config first; the warning
+  // comes before training, which then fails at its first step as asked (fail_at_step), so the
+  // test does not wait.
+  const Result long_run = run({host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg",
+                               "--calibration-seconds", "5", "--run-dir", (tmp() / "long").string(), "--set",
+                               "steps=2000000000", "--set", "fail_at_step=1"},
+                              o);
+  EXPECT_EQ(long_run.exit_code, 1) << long_run.describe();
+  const size_t warned = long_run.err.find("this run is expected to take about ");
+  ASSERT_NE(warned, std::string::npos) << long_run.describe();
+  EXPECT_TRUE(contains(long_run.err.substr(warned), " h ")) << long_run.describe();
+  EXPECT_EQ(file_json(tmp() / "long" / "plan.json")["expected_duration"].value("unit", ""), "samples");
+}
+
 TEST_F(CalibrationTest, AChangedKeyCalibratesAgain) {
   ASSERT_EQ(toyreg("first", {}, calibrating()).exit_code, 0);
   json cache = file_json(cache_file());

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli_harness.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost::cli_test {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "cli_harness.hpp"
 #include "free_port.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost::cli_test {
 namespace {
@@ -155,6 +156,41 @@ TEST_F(DistributedTest, TorchrunEnvironmentMakesEachHostOneRank) {
   EXPECT_EQ(plan["distributed"]["source"], "torchrun environment") << plan.dump(2);
   EXPECT_EQ(plan["distributed"]["world_size"], 2);
   EXPECT_EQ(plan["distributed"]["master"], "127.0.0.1:" + port);
+}
+
+// A plugin whose runtime was built without Gloo's headers (toyreg-nogloo: the runtime's Gloo
+// part compiled as where they are missing) trains as one process; a CPU run of several ranks
+// of it is refused when the host plans it, with the package named and no run folder made,
+// whether our launcher starts the ranks or torchrun's environment makes the host one rank.
+TEST_F(DistributedTest, ARuntimeWithoutGlooTrainsAloneAndIsRefusedSeveralCpuRanksNamingThePackage) {
+  REQUIRE_CASE("toyreg-nogloo");
+  const std::string plugin = case_dir("toyreg-nogloo").string();
+  const auto args = [&](const fs::path& run_dir, std::vector<std::string> extra) {
+    std::vector<std::string> a{"--plugin-dir", plugin, "--algorithm", "toyreg-nogloo", "--device", "cpu",
+                               "--run-dir", run_dir.string(), "--set", "steps=5"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  RunOptions o;
+  o.timeout = kRunTimeout;
+  const fs::path one = tmp() / "one", two = tmp() / "two", rank = tmp() / "rank";
+  const Result alone = host(args(one, {}), o);
+  ASSERT_EQ(alone.exit_code, 0) << alone.describe();
+  EXPECT_EQ(file_json(one / "summary.json")["status"], "completed");
+
+  const Result launched = host(args(two, {"--nproc-per-node", "2"}), o);
+  EXPECT_EQ(launched.exit_code, 2) << launched.describe();
+  EXPECT_TRUE(contains(launched.err, "2 ranks on cpu:0")) << launched.describe();
+  EXPECT_TRUE(contains(launched.err, "built without (")) << launched.describe();
+  EXPECT_TRUE(contains(launched.err, "apt-get install libgloo-dev")) << launched.describe();
+  EXPECT_FALSE(fs::exists(two)) << launched.describe();
+
+  RunOptions as_rank = torchrun_rank(0, std::to_string(free_port()));
+  as_rank.timeout = kRunTimeout;
+  const Result torchrun_style = host(args(rank, {}), as_rank);
+  EXPECT_EQ(torchrun_style.exit_code, 2) << torchrun_style.describe();
+  EXPECT_TRUE(contains(torchrun_style.err, "libgloo-dev")) << torchrun_style.describe();
+  EXPECT_FALSE(fs::exists(rank)) << torchrun_style.describe();
 }
 
 // The real torchrun of PyTorch 2.x (.venv/bin/torchrun, made by scripts/torch-venv.sh; or

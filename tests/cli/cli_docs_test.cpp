@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "cli_harness.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost::cli_test {
 namespace {

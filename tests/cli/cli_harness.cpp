@@ -16,6 +16,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 extern char** environ;
 

@@ -111,6 +111,36 @@ TEST_F(RankingTest, DeviceCudaWithoutCudaChoosesNothing) {
   EXPECT_TRUE(contains(text.out, "Chosen: none")) << text.describe();
 }
 
+// --device gpu: the best ranked GPU whichever plugin reports it, as PyTorch and Lightning
+// users ask for one; without a GPU nothing is chosen, as for --device cuda.
+TEST_F(RankingTest, DeviceGpuChoosesTheBestGpuOfAnyKind) {
+  const json report = probe({"--plugin-dir", gpu_dir_, "--device", "gpu"});
+  ASSERT_FALSE(report.is_discarded());
+  EXPECT_EQ(report["chosen"], "fakegpu:0") << report.dump(2);
+  const json* cpu = find_device(report, "cpu:0");
+  ASSERT_NE(cpu, nullptr) << report.dump(2);
+  EXPECT_TRUE(contains(str((*cpu)["reason"]), "not requested (--device gpu)")) << cpu->dump(2);
+  const Result contradiction = host({"--probe", "--no-gpu", "--device", "gpu"});
+  EXPECT_EQ(contradiction.exit_code, 2) << contradiction.describe();
+}
+
+// A run on a device this machine does not have is the user's to change: exit 2 before any
+// folder is made, with the way out (--device cpu) in the message; for cuda and for gpu.
+TEST_F(RankingTest, ARunOnADeviceTheMachineLacksExitsTwoSayingTheWayOut) {
+  if (!have_toyreg()) GTEST_SKIP() << "this build has no toyreg plugin (configured with MLH_WITH_TORCH=OFF)";
+  REQUIRE_CASE("toyreg");
+  for (const char* device : {"cuda", "gpu"}) {
+    if (!probe({"--device", device})["chosen"].is_null()) GTEST_SKIP() << "this machine has a usable " << device;
+    const fs::path run = tmp() / device;
+    const Result r = host({"--plugin-dir", case_dir("toyreg").string(), "--algorithm", "toyreg", "--device", device,
+                           "--run-dir", run.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_TRUE(contains(r.err, "no device to run on")) << r.describe();
+    EXPECT_TRUE(contains(r.err, "--device cpu runs on the CPU")) << r.describe();
+    EXPECT_FALSE(fs::exists(run)) << r.describe();
+  }
+}
+
 using DuplicateTest = CliTest;
 
 // Search order (discovery.cpp build_search_path): --plugin-dir, then MLH_PLUGIN_PATH, then

@@ -95,6 +95,12 @@ TEST_F(RestartTest, ASingleProcessRunIsRestartedToo) {
   EXPECT_EQ(restarted_rows.second, expected_rows.second);
   EXPECT_TRUE(contains(read_file(run / "log.txt"), "the rows of step 15 on that an earlier attempt logged"))
       << read_file(run / "log.txt");
+  // The time column is the run's elapsed time: the restart goes on from its checkpoint's time.
+  double before = 0;
+  for (const json& m : read_jsonl(run / "metrics.jsonl")) {
+    EXPECT_GE(m["time"].get<double>(), before) << m.dump();
+    before = m["time"].get<double>();
+  }
 }
 
 TEST_F(RestartTest, WithoutMaxRestartsTheFirstFailureEndsTheRun) {

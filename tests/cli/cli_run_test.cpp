@@ -13,6 +13,7 @@
 
 #include "cli_harness.hpp"
 #include "run_snapshot.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost::cli_test {
 namespace {
@@ -93,7 +94,7 @@ TEST_F(RunTest, TensorBoardHparamsCompareRuns) {
   const fs::path a = tmp() / "lr-0.1", b = tmp() / "lr-0.05";
   ASSERT_EQ(run_toyreg({"--run-dir", a.string(), "--set", "steps=20", "--set", "lr=0.1"}).exit_code, 0);
   ASSERT_EQ(run_toyreg({"--run-dir", b.string(), "--set", "steps=20", "--set", "lr=0.05"}).exit_code, 0);
-  const Result r = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", a.string(), b.string()}, slow());
+  const Result r = run({python.string(), std::string(MLH_CLI_PYTHON_DIR) + "/tensorboard_hparams.py", a.string(), b.string()}, slow());
   if (r.exit_code == 77) GTEST_SKIP() << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const json runs = json::parse(r.out, nullptr, false);
@@ -114,7 +115,7 @@ TEST_F(RunTest, TensorBoardHparamsCompareRuns) {
                 1e-6 * std::abs(losses.back().second) + 1e-12);
   }
   // `tensorboard --logdir` on their folder lists each run by its folder's name.
-  const Result names = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", "--runs", tmp().string()}, slow());
+  const Result names = run({python.string(), std::string(MLH_CLI_PYTHON_DIR) + "/tensorboard_hparams.py", "--runs", tmp().string()}, slow());
   ASSERT_EQ(names.exit_code, 0) << names.describe();
   EXPECT_EQ(json::parse(names.out), json({"lr-0.05", "lr-0.1"})) << names.out;
 }
@@ -125,7 +126,7 @@ TEST_F(RunTest, AFailedRunEndsItsHparamsSessionAsAFailure) {
   if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh --peers makes .venv/)";
   const Result t = train({"--set", "steps=20", "--set", "fail_at_step=5"});
   ASSERT_NE(t.exit_code, 0) << t.describe();
-  const Result r = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", run_dir_.string()}, slow());
+  const Result r = run({python.string(), std::string(MLH_CLI_PYTHON_DIR) + "/tensorboard_hparams.py", run_dir_.string()}, slow());
   if (r.exit_code == 77) GTEST_SKIP() << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(json::parse(r.out)[run_dir_.string()]["status"], "STATUS_FAILURE") << r.out;
@@ -140,7 +141,7 @@ TEST_F(RunTest, AResumedRunEndsItsHparamsSessionAsItsLastLaunchDid) {
                                         "--set", "checkpoint_every=2"};
   ASSERT_NE(train(faulty).exit_code, 0);
   auto status = [&] {
-    const Result r = run({python.string(), MLH_CLI_PYTHON_DIR "/tensorboard_hparams.py", run_dir_.string()}, slow());
+    const Result r = run({python.string(), std::string(MLH_CLI_PYTHON_DIR) + "/tensorboard_hparams.py", run_dir_.string()}, slow());
     return r.exit_code == 0 ? json::parse(r.out)[run_dir_.string()]["status"] : json(r.describe());
   };
   ASSERT_EQ(status(), "STATUS_FAILURE");
@@ -288,7 +289,8 @@ TEST_F(RunTest, ACommandOnATrainedRunNamesTheTrainedRunsConfigAsTheSource) {
 // A command on a trained run that fails says which command failed, not "training".
 TEST_F(RunTest, AFailedEvalIsReportedAsTheEval) {
   ASSERT_EQ(train({"--set", "steps=10"}).exit_code, 0);
-  fs::remove_all(run_dir_ / "checkpoints");
+  // Checkpoints that are all damaged: a failure (no checkpoints at all is the user's to fix, exit 2).
+  for (const auto& e : fs::directory_iterator(run_dir_ / "checkpoints")) write_file(e.path(), "damaged");
   const Result e = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval"});
   EXPECT_EQ(e.exit_code, 1) << e.describe();
   EXPECT_TRUE(contains(e.err, "'eval' failed")) << e.describe();

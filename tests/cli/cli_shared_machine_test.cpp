@@ -165,5 +165,44 @@ TEST_F(SharedMachineTest, CalibrationWaitsForAQuietMachineAndDoesNotCacheABusyOn
   stop(*other);
 }
 
+// A resumed run is the same run: its threads (which change its numbers) are its first launch's,
+// however busy the machine is now; only the command line changes them, with a warning.
+TEST_F(SharedMachineTest, AResumedRunKeepsItsThreadsWhenTheMachineIsBusierNow) {
+  RunOptions dedicated = looking();
+  dedicated.env["MLH_MACHINE_SHARING"] = "dedicated";
+  const std::string run = (tmp() / "kept").string();
+  const std::vector<std::string> toyreg = {"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", run};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = toyreg;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  ASSERT_EQ(host(with({"--set", "steps=6", "--max-steps", "2"}), dedicated).exit_code, 0);
+  const int cores = file_json(fs::path(run) / "plan.json")["threads"]["intra_op"];
+
+  const auto other = start_other_run();
+  const Result resumed = host(with({"--resume"}), looking());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  const json plan = file_json(fs::path(run) / "plan.json");
+  EXPECT_EQ(plan["threads"]["intra_op"], cores) << plan.dump(2);
+  EXPECT_EQ(plan["source_kinds"]["threads"], "trained_run") << plan["sources"].dump(2);
+  EXPECT_TRUE(contains(str(plan["sources"]["threads"]), "a resumed run keeps the values that change its numbers"))
+      << plan["sources"].dump(2);
+  EXPECT_EQ(plan["source_kinds"]["precision"], "trained_run") << plan["sources"].dump(2);
+  EXPECT_TRUE(contains(read_file(fs::path(run) / "log.txt"), "torch intra-op threads: " + std::to_string(cores)));
+
+  // The command line wins, and says what that costs.
+  if (cores > 1) {
+    const Result changed = host(with({"--resume", "--set", "steps=8", "--threads", "1"}), looking());
+    ASSERT_EQ(changed.exit_code, 0) << changed.describe();
+    EXPECT_TRUE(contains(changed.err, "threads " + std::to_string(cores) +
+                                          " -> 1 on the command line: this resumed run's results will differ from an "
+                                          "uninterrupted run's"))
+        << changed.err;
+    EXPECT_EQ(file_json(fs::path(run) / "plan.json")["threads"]["intra_op"], 1);
+  }
+  stop(*other);
+}
+
 }  // namespace
 }  // namespace mlhost::cli_test

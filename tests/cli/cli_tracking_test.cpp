@@ -9,11 +9,12 @@
 #include "cli_harness.hpp"
 #include "free_port.hpp"
 #include "mlflow_server.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost::cli_test {
 namespace {
 
-const fs::path kReadRun = MLH_CLI_SOURCE_DIR "/tests/tracking/python/mlflow_read_run.py";
+const fs::path kReadRun = std::string(MLH_CLI_SOURCE_DIR) + "/tests/tracking/python/mlflow_read_run.py";
 
 fs::path mlflow_program() { return mlflow_test::mlflow_program(MLH_CLI_SOURCE_DIR); }
 

@@ -7,7 +7,9 @@ The package is installed with pip from the checkout into a temporary target (no
 dependencies: .venv's torch and safetensors serve). For each entry of NETWORKS: a tiny real
 training run (a few steps), random inputs, the host's forward command on them
 (`--resume --command forward --set forward.inputs=...`), and mlhost.load_run() of the run
-folder on the same inputs; every output must agree within float tolerance. Then the forward
+folder on the same inputs; every output must agree within float tolerance; for PPO and TRM,
+the export command of the same checkpoint, whose folder load_run reads as training's weights,
+bit for bit. Then the forward
 command's failure paths: a missing tensor, a wrong shape, a wrong dtype, a tensor the network
 does not take, each a non-zero exit naming the file and the tensor, and a file that is not there.
 
@@ -141,8 +143,34 @@ def compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load
             diff = (got[key] - want).abs().max().item() if got[key].shape == want.shape else float("nan")
             return f"{name}: '{key}' differs (shapes {tuple(got[key].shape)} / {tuple(want.shape)}, max |diff| {diff:g})"
         worst = max(worst, (got[key] - want).abs().max().item())
+    exported = ""
+    if args[1] in ("ppo", "trm"):
+        failure = compare_export(name, args[1], run, checkpoint, module, build, work, torch, mlhost)
+        if failure:
+            return failure
+        exported = "; the export command's weights equal them"
     print(f"{name}: {', '.join(f'{k} {tuple(v.shape)}' for k, v in sorted(expected.items()))} agree "
-          f"(max |diff| {worst:.2e}); {r.stdout.count('forward outputs')} forward")
+          f"(max |diff| {worst:.2e}); {r.stdout.count('forward outputs')} forward{exported}")
+    return None
+
+
+def compare_export(name, algorithm, run, checkpoint, module, build, work, torch, mlhost):
+    """`--command export` of the checkpoint the forward command used (checkpoint=latest: the
+    weights training ended with, which model.safetensors holds): load_run reads the command
+    folder, and its weights and metadata are training's, bit for bit."""
+    checked_host(build, ["--algorithm", algorithm, "--run-dir", run, "--resume", "--command", "export"] +
+                 sum((["--set", c] for c in checkpoint), []), work)
+    folder = os.path.join(run, "commands", "export-1")
+    summary = json.load(open(os.path.join(folder, "summary.json")))["result"]
+    exported = mlhost.load_run(folder)
+    if exported.mlhost["metadata"] != module.mlhost["metadata"]:
+        return f"{name}: export's metadata {exported.mlhost['metadata']} differs from training's {module.mlhost['metadata']}"
+    want, got = module.state_dict(), exported.state_dict()
+    if sorted(want) != sorted(got):
+        return f"{name}: export holds {sorted(got)}, training wrote {sorted(want)}"
+    for key in want:
+        if not torch.equal(want[key], got[key]):
+            return f"{name}: exported '{key}' differs from model.safetensors' (checkpoint {summary['checkpoint']})"
     return None
 
 

@@ -37,11 +37,13 @@ inline HostResult run_command(const std::string& command_line) {
 // Runs `host_bin --no-default-plugin-dir --plugin-dir plugin_dir args`, without calibrating
 // first and without any calibration the user's own runs cached or hardware settings file the
 // user keeps in ~/.config/mlhost (hermetic plans). `env` ("NAME=value ...") comes after those
-// settings and may replace them (MLH_NO_CALIBRATE=0 measures).
+// settings and may replace them (MLH_NO_CALIBRATE=0 measures). `cwd`: the folder it runs in
+// (empty: the test's).
 inline HostResult run_host(const std::string& host_bin, const std::string& plugin_dir, const std::string& args,
-                           const std::string& env = "") {
+                           const std::string& env = "", const std::string& cwd = "") {
   const std::string cache = (std::filesystem::temp_directory_path() / ("mlhost-test-cache-" + std::to_string(::getpid()))).string();
-  const std::string cmd = "MLH_NO_CALIBRATE=1 MLH_MACHINE_SHARING=dedicated XDG_CACHE_HOME='" + cache + "' XDG_CONFIG_HOME='" + cache + "' " + env + " " + host_bin +
+  const std::string cmd = (cwd.empty() ? std::string() : "cd '" + cwd + "' && ") +
+                          "MLH_NO_CALIBRATE=1 MLH_MACHINE_SHARING=dedicated XDG_CACHE_HOME='" + cache + "' XDG_CONFIG_HOME='" + cache + "' " + env + " " + host_bin +
                           " --no-default-plugin-dir --plugin-dir " + plugin_dir + " " + args + " 2>&1";
   return run_command(cmd);
 }

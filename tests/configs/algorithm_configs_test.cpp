@@ -13,6 +13,7 @@
 #include "ppo/config.hpp"
 #include "protonet/config.hpp"
 #include "trm/config.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

@@ -10,6 +10,7 @@
 #include "cpu_probe.hpp"
 #include "temp_dir.hpp"
 #include "cpu_snapshot.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

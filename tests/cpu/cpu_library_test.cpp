@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlh::cuda_test {
 namespace {

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "cuda_harness.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

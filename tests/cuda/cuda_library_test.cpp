@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cuda_harness.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

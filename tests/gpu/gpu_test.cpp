@@ -34,6 +34,7 @@
 #endif
 
 #include "algorithm_host_test.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

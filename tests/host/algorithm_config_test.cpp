@@ -47,6 +47,38 @@ TEST(AlgorithmConfig, SetParsesValuesAsJsonOrText) {
   EXPECT_NO_THROW(validate_config(c, kSchema));
 }
 
+// Fields marked "path" (mlh::path()): a relative value becomes absolute from the folder the
+// command is given in, by --set and in a --config file; "" and absolute values stay, and so
+// does every other field.
+TEST(AlgorithmConfig, PathFieldsAreRecordedAbsolute) {
+  const json schema = json::parse(R"({"type": "object", "properties": {
+    "data": {"type": "object", "properties": {"root": {"type": "string", "path": true},
+                                              "format": {"type": "string"}}},
+    "query": {"type": ["string", "array"], "path": true},
+    "name": {"type": "string"}}})");
+  const std::filesystem::path here = std::filesystem::current_path();
+  json c = json::object();
+  apply_set(c, "data.root=imgs/../my images/train", schema);
+  apply_set(c, "data.format=folder", schema);
+  apply_set(c, "name=runs/x", schema);
+  EXPECT_EQ(c["data"]["root"], (here / "my images/train").string());
+  EXPECT_EQ(c["data"]["format"], "folder");
+  EXPECT_EQ(c["name"], "runs/x");
+  apply_set(c, "data.root=/abs/train", schema);
+  EXPECT_EQ(c["data"]["root"], "/abs/train");
+  apply_set(c, "data.root=", schema);
+  EXPECT_EQ(c["data"]["root"], "");
+
+  json file = json::parse(R"({"data": {"root": "./train", "format": "x"}, "query": ["a.png", "/b.png", ""],
+                              "name": "n", "unknown": "u"})");
+  absolute_paths(file, schema, "/from/here");
+  EXPECT_EQ(file["data"]["root"], "/from/here/train");
+  EXPECT_EQ(file["data"]["format"], "x");
+  EXPECT_EQ(file["query"], json::parse(R"(["/from/here/a.png", "/b.png", ""])"));
+  EXPECT_EQ(file["name"], "n");
+  EXPECT_EQ(file["unknown"], "u");
+}
+
 TEST(AlgorithmConfig, SetRejectsMalformedAssignments) {
   json c = {{"steps", 1}};
   EXPECT_THROW(apply_set(c, "steps", kSchema), ConfigError);

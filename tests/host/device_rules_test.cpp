@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_files.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost {
 namespace {
@@ -17,7 +18,7 @@ Device device(const std::string& kind, int32_t cls, int64_t memory) {
   return d;
 }
 
-std::vector<DeviceRule> shipped() { return read_device_rules(MLH_TEST_SHARE_DIR "/autoconfig.json"); }
+std::vector<DeviceRule> shipped() { return read_device_rules(std::string(MLH_TEST_SHARE_DIR) + "/autoconfig.json"); }
 
 struct Expect {
   std::string kind;
@@ -69,7 +70,7 @@ TEST(DeviceRules, NominalMemoryRoundsUpToWholeGib) {
 TEST(DeviceRules, UserFileExtendsOrReplaces) {
   TempDir t;
   testing::write_text(t / "mine.json", R"({"rules": [{"device": "cuda", "min_memory_gb": 70, "batch_size": 4096}]})");
-  std::vector<DeviceRule> rules = load_device_rules(MLH_TEST_SHARE_DIR "/autoconfig.json", t / "mine.json");
+  std::vector<DeviceRule> rules = load_device_rules(std::string(MLH_TEST_SHARE_DIR) + "/autoconfig.json", t / "mine.json");
   const Device h100 = device("cuda", MLH_DEVICE_CLASS_DISCRETE_GPU, 80 * GiB);
   EXPECT_EQ(match_device_rule(rules, h100)->batch_size, 4096);
   EXPECT_EQ(match_device_rule(rules, h100)->origin, "mine.json rule 1");
@@ -77,7 +78,7 @@ TEST(DeviceRules, UserFileExtendsOrReplaces) {
   EXPECT_EQ(match_device_rule(rules, device("cpu", MLH_DEVICE_CLASS_CPU, GiB))->batch_size, 256) << "extend keeps the rest";
 
   testing::write_text(t / "only.json", R"({"mode": "replace", "rules": [{"class": "cpu", "batch_size": 32}]})");
-  rules = load_device_rules(MLH_TEST_SHARE_DIR "/autoconfig.json", t / "only.json");
+  rules = load_device_rules(std::string(MLH_TEST_SHARE_DIR) + "/autoconfig.json", t / "only.json");
   EXPECT_EQ(rules.size(), 1u);
   EXPECT_EQ(match_device_rule(rules, h100), nullptr);
 }

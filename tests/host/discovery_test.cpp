@@ -5,6 +5,7 @@
 
 #include "plugins/file_checks.hpp"
 #include "test_files.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost {
 namespace {

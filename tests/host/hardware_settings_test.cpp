@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "test_files.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost {
 namespace {
@@ -23,13 +24,13 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(HardwareSettings, ShippedDefaultFileIsAllComments) {
-  HardwareSettings s = read_hardware_settings(MLH_TEST_SHARE_DIR "/hardware.ini");
+  HardwareSettings s = read_hardware_settings(std::string(MLH_TEST_SHARE_DIR) + "/hardware.ini");
   EXPECT_TRUE(s.global.empty());
   EXPECT_TRUE(s.per_device.empty());
 }
 
 TEST(HardwareSettings, ShippedFileDocumentsEveryKey) {
-  std::ifstream in(MLH_TEST_SHARE_DIR "/hardware.ini");
+  std::ifstream in(std::string(MLH_TEST_SHARE_DIR) + "/hardware.ini");
   std::stringstream text;
   text << in.rdbuf();
   for (const auto& key : hardware_setting_keys())

@@ -14,6 +14,7 @@
 #include "plugins/discovery.hpp"
 #include "probe/probe.hpp"
 #include "test_files.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost {
 namespace {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_files.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost {
 namespace {
@@ -38,6 +39,26 @@ TEST(Manifest, ReadsTorchBuildFacts) {
   EXPECT_EQ(*m.torch_version, "2.4.0");
   EXPECT_TRUE(m.torch_cuda);
   EXPECT_EQ(m.library_path, std::filesystem::path("/p/liba.so"));
+}
+
+// build.torch.distributed: the backends the plugin's runtime was built with. Absent (an older
+// SDK's plugin) is unknown, not empty: only a manifest that says refuses anything.
+TEST(Manifest, ReadsTheDistributedBackendsItWasBuiltWith) {
+  const auto with = [](const std::string& torch) {
+    return R"({"manifest_version":1,"kind":"algorithm","name":"a","version":"1","abi":{"major":1,"minor":2},
+              "library":"liba.so","build":{"torch":)" + torch + "}}";
+  };
+  const PluginManifest both = parse_manifest(with(R"({"version":"2.15.0","distributed":["gloo","nccl"]})"), "/p/a.plugin.json");
+  ASSERT_TRUE(both.torch_distributed.has_value());
+  EXPECT_EQ(*both.torch_distributed, (std::vector<std::string>{"gloo", "nccl"}));
+  const PluginManifest none = parse_manifest(with(R"({"version":"2.15.0","distributed":[]})"), "/p/a.plugin.json");
+  ASSERT_TRUE(none.torch_distributed.has_value());
+  EXPECT_TRUE(none.torch_distributed->empty());
+  EXPECT_FALSE(parse_manifest(with(R"({"version":"1.13.1"})"), "/p/a.plugin.json").torch_distributed.has_value());
+  const std::string e = parse_error(with(R"({"version":"2.15.0","distributed":"gloo"})"));
+  EXPECT_NE(e.find("'build.torch.distributed'"), std::string::npos) << e;
+  EXPECT_NE(parse_error(with(R"({"version":"2.15.0","distributed":[1]})")).find("'build.torch.distributed'"),
+            std::string::npos);
 }
 
 TEST(Manifest, ErrorsNameTheFileAndField) {

@@ -3,6 +3,7 @@
 
 #include "plugins/plugin_loader.hpp"
 #include "test_files.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost {
 namespace {

@@ -17,6 +17,7 @@
 #include "plan/plan_text.hpp"
 #include "planning.hpp"
 #include "test_devices.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost {
 namespace {
@@ -165,7 +166,7 @@ const std::vector<std::string> kColumns = {"field", "cpu", "cuda", "mps", "proto
 
 // field -> its row's cells, from the table under "## What each field does".
 std::map<std::string, std::vector<std::string>> effects_table() {
-  std::ifstream in(MLH_TEST_SOURCE_DIR "/docs/plan.md");
+  std::ifstream in(std::string(MLH_TEST_SOURCE_DIR) + "/docs/plan.md");
   std::string line;
   bool in_section = false;
   std::map<std::string, std::vector<std::string>> rows;
@@ -192,7 +193,7 @@ std::map<std::string, std::vector<std::string>> effects_table() {
 std::set<std::string> tests_in_tree() {
   std::set<std::string> names;
   const std::regex test(R"(TEST(?:_F|_P)?\(\s*(\w+),\s*(\w+)\s*\))");
-  for (const auto& entry : fs::recursive_directory_iterator(MLH_TEST_SOURCE_DIR "/tests")) {
+  for (const auto& entry : fs::recursive_directory_iterator(std::string(MLH_TEST_SOURCE_DIR) + "/tests")) {
     if (entry.path().extension() != ".cpp") continue;
     std::ifstream in(entry.path());
     std::stringstream text;
@@ -209,7 +210,7 @@ bool not_applicable(const std::string& cell) { return cell.rfind("n/a", 0) == 0;
 TEST(PlanEffectsTable, EveryFieldHasARowWithItsTestsOrWhyItDoesNotApply) {
   const auto table = effects_table();
   const std::set<std::string> tests = tests_in_tree();
-  ASSERT_GT(tests.size(), 500u) << "the test sources were not found under " MLH_TEST_SOURCE_DIR;
+  ASSERT_GT(tests.size(), 500u) << "the test sources were not found under " + std::string(MLH_TEST_SOURCE_DIR);
   for (const mlh::PlanFieldInfo& f : mlh::kPlanFields) {
     SCOPED_TRACE(f.name);
     auto row = table.find(f.name);

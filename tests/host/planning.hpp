@@ -13,6 +13,7 @@
 
 #include "plan/calibration/result.hpp"
 #include "plan/planner.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace mlhost::testing {
 
@@ -98,7 +99,7 @@ inline PlanRequest request_for(const Device& device) {
   r.device.available = true;
   r.ranking.devices = {{r.device, true, 1, "the only one"}};
   r.ranking.chosen = 0;
-  r.rules = read_device_rules(MLH_TEST_SHARE_DIR "/autoconfig.json");
+  r.rules = read_device_rules(std::string(MLH_TEST_SHARE_DIR) + "/autoconfig.json");
   r.measurement.why_cached_only = "a test";
   return r;
 }

@@ -125,6 +125,18 @@ TEST(Ranking, UserOverrideWins) {
   EXPECT_EQ(r.chosen_device()->id(), "cuda:1");
 }
 
+TEST(Ranking, DeviceGpuIsTheBestGpuOfAnyPlugin) {
+  Ranking r = rank_devices({cpu(), a100(0), a100(1)}, DeviceRequest::parse("gpu"), false);
+  ASSERT_NE(r.chosen_device(), nullptr) << r.error;
+  EXPECT_EQ(r.chosen_device()->id(), "cuda:0");
+  EXPECT_EQ(entry(r, "cpu:0").reason, "not requested (--device gpu)");
+  r = rank_devices({cpu(), a100(0), a100(1)}, DeviceRequest::parse("gpu:1"), false);
+  EXPECT_EQ(r.chosen_device()->id(), "cuda:1");
+  r = rank_devices({cpu()}, DeviceRequest::parse("gpu"), false);
+  EXPECT_EQ(r.chosen_device(), nullptr);
+  EXPECT_EQ(r.error, "no device matches --device gpu");
+}
+
 TEST(Ranking, OverrideThatCannotBeMetSaysWhy) {
   Ranking r = rank_devices({cpu()}, DeviceRequest::parse("cuda"), false);
   EXPECT_EQ(r.chosen_device(), nullptr);

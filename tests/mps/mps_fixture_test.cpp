@@ -8,6 +8,7 @@
 
 #include "mps_probe.hpp"
 #include "mps_snapshot.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

@@ -10,6 +10,7 @@
 
 #include "device_plugin_test.hpp"
 #include <string>
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include "algorithm_host_test.hpp"
 #include "run_snapshot.hpp"
 #include "test_levels.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 
@@ -36,7 +37,7 @@ TEST_F(PpoHost, Describe) {
   const Result r = host("--describe ppo --json");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
-  EXPECT_EQ(d["commands"], json({"train", "eval", "play", "forward", "benchmark", "calibrate"}));
+  EXPECT_EQ(d["commands"], json({"train", "eval", "play", "forward", "export", "benchmark", "calibrate"}));
   EXPECT_EQ(d["config_defaults"]["num_envs"], 4);
   EXPECT_TRUE(d["presets"].contains("puzzle4"));
 }
@@ -199,6 +200,32 @@ TEST_F(PpoHost, TrainsOnALevelFileAndReportsOnIt) {
   EXPECT_NE(log.find("on the training levels '" + levels + "' (4 puzzles"), std::string::npos) << log;
 }
 
+// Files given relative at training are recorded absolute (config.json), from the folder the
+// command was given in: the run resumes and evaluates from any other folder.
+TEST_F(PpoHost, RelativeLevelFilesHoldWhenTheRunResumesAndEvaluatesFromAnotherFolder) {
+  const std::string work = dir_ + "/work", elsewhere = dir_ + "/elsewhere";
+  fs::create_directories(elsewhere);
+  fs::create_directories(work + "/levels");
+  write_level_file(work + "/levels/mine.txt", kFourLevels);
+  const Result train = run_host(PPO_HOST_BIN, PPO_PLUGIN_DIR,
+                                "--algorithm ppo --run-dir run" + kSmallPuzzleRun +
+                                    " --set total_timesteps=1024 --max-steps 1 --set puzzle.train_levels=levels/mine.txt"
+                                    " --set puzzle.eval_level_file=levels/mine.txt",
+                                "", work);
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json config = read_json(work + "/run/config.json");
+  EXPECT_EQ(config["puzzle"]["train_levels"], work + "/levels/mine.txt") << config.dump(2);
+  EXPECT_EQ(config["puzzle"]["eval_level_file"], work + "/levels/mine.txt") << config.dump(2);
+
+  const Result resumed = run_host(PPO_HOST_BIN, PPO_PLUGIN_DIR, "--algorithm ppo --resume --run-dir ../work/run", "",
+                                  elsewhere);
+  ASSERT_EQ(resumed.rc, 0) << resumed.output;
+  EXPECT_EQ(read_json(work + "/run/summary.json")["status"], "completed");
+  const Result eval = run_host(PPO_HOST_BIN, PPO_PLUGIN_DIR,
+                               "--algorithm ppo --resume --run-dir ../work/run --command eval", "", elsewhere);
+  EXPECT_EQ(eval.rc, 0) << eval.output;
+}
+
 // Refused before anything trains: exit 2, the output names the file (and line), and the run
 // folder the host made is gone again.
 void expect_refused_before_training(const Result& r, const std::string& run, const std::string& what) {
@@ -212,6 +239,14 @@ TEST_F(PpoHost, AMalformedLevelFileExits2NamingFileAndLineAndLeavesNoRunFolder) 
   const std::string run = dir_ + "/bad-run";
   expect_refused_before_training(host("--algorithm ppo --run-dir " + run + kSmallPuzzleRun + " --set puzzle.train_levels=" + bad),
                                  run, "level file '" + bad + "', line 4: bad row length 3, expected 4");
+
+  // Without --run-dir: the default folder goes again, and so does the runs/ folder made for it.
+  const std::string fresh = dir_ + "/fresh";
+  fs::create_directories(fresh);
+  const Result r = run_host(PPO_HOST_BIN, PPO_PLUGIN_DIR,
+                            "--algorithm ppo" + kSmallPuzzleRun + " --set puzzle.train_levels=" + bad, "", fresh);
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_FALSE(fs::exists(fresh + "/runs")) << r.output;
 }
 
 TEST_F(PpoHost, AWrongOptimalIsRefusedNamingFileAndLine) {

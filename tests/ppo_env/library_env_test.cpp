@@ -11,6 +11,7 @@
 
 #include "env/library_env.hpp"
 #include "env/vector_env.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

@@ -16,6 +16,7 @@
 #include "algorithm_host_test.hpp"
 #include "run_snapshot.hpp"
 #include "test_plugins.h"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 
@@ -201,6 +202,37 @@ TEST_F(ProtonetHost, ThePlanNamesTheEncoderThePresetAndConfigBuild) {
   const Result unknown = host("--print-plan --algorithm protonet --device cpu --set model.encoder=vgg");
   EXPECT_NE(unknown.rc, 0);
   EXPECT_NE(unknown.output.find("'model.encoder'"), std::string::npos) << unknown.output;
+}
+
+// Data files given relative at training are recorded absolute (config.json), from the folder
+// the command was given in: the trained run evaluates from any other folder.
+TEST_F(ProtonetHost, RelativeDataPathsHoldWhenTheRunIsEvaluatedFromAnotherFolder) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << PROTONET_FASHION_MNIST_DIR;
+  const std::string work = dir_ + "/work", elsewhere = dir_ + "/elsewhere";
+  fs::create_directories(work + "/data");
+  fs::create_directories(elsewhere);
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                        "t10k-labels-idx1-ubyte.gz"})
+    fs::create_symlink(std::string(PROTONET_FASHION_MNIST_DIR) + "/" + f, work + "/data/" + f);
+  const Result train =
+      run_host(PROTONET_HOST_BIN, PROTONET_PLUGIN_DIR,
+               "--algorithm protonet --device cpu --run-dir run --set epochs=1 --set episodes_per_epoch=3"
+               " --set val_episodes=2 --set width=16 --set data.root=data/train-images-idx3-ubyte.gz"
+               " --set data.labels=./data/train-labels-idx1-ubyte.gz --set data.test_root=data/t10k-images-idx3-ubyte.gz"
+               " --set data.test_labels=data/../data/t10k-labels-idx1-ubyte.gz",
+               "", work);
+  ASSERT_EQ(train.rc, 0) << train.output;
+  const json config = read_json(work + "/run/config.json");
+  EXPECT_EQ(config["data"]["root"], work + "/data/train-images-idx3-ubyte.gz") << config.dump(2);
+  EXPECT_EQ(config["data"]["labels"], work + "/data/train-labels-idx1-ubyte.gz") << config.dump(2);
+  EXPECT_EQ(config["data"]["test_labels"], work + "/data/t10k-labels-idx1-ubyte.gz") << config.dump(2);
+
+  const Result eval = run_host(PROTONET_HOST_BIN, PROTONET_PLUGIN_DIR,
+                               "--algorithm protonet --resume --run-dir ../work/run --command eval"
+                               " --set eval_episodes=10",
+                               "", elsewhere);
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  EXPECT_TRUE(fs::exists(work + "/run/commands/eval-1/summary.json"));
 }
 
 TEST_F(ProtonetHost, TrainEvalClassifyOnFashionMnist) {
@@ -420,6 +452,7 @@ TEST_F(ProtonetHost, TwoRanksTrainInLockstep) {
 TEST_F(ProtonetHost, AFolderOfTwelveClassesOfTwentyImagesTrainsAndTestsOnTheUnseenOnes) {
   write_glyph_folder(dir_ + "/my/train", 0, 8, 20);
   write_glyph_folder(dir_ + "/my/test", 8, 4, 20);
+  write_text_file(dir_ + "/my/train/glyph0/notes.txt", "where these came from");
   const std::string run = dir_ + "/runs/mine";
   const std::string data = " --set data.format=folder --set data.root=" + dir_ + "/my/train --set data.test_root=" +
                            dir_ + "/my/test";
@@ -429,7 +462,19 @@ TEST_F(ProtonetHost, AFolderOfTwelveClassesOfTwentyImagesTrainsAndTestsOnTheUnse
   for (const char* said : {"validation: data.val_fraction 0.10 would hold out 2 of a class's 20 images",
                            "validation episodes: 1-query, not the 15-query test_query asks", "training 5-way 5-shot"})
     EXPECT_NE(train.output.find(said), std::string::npos) << said << "\n" << train.output;
-  EXPECT_EQ(train.output.find("warning"), std::string::npos) << "the fitting is not a warning\n" << train.output;
+  // What the run reads is said before it reads it: the file it skips (a warning), and the images'
+  // stored and read size (information: no conversion here).
+  EXPECT_NE(train.output.find("[warning] training data '" + dir_ + "/my/train': 1 file is not a .png/.jpg/.jpeg image "
+                              "and is skipped: '" + dir_ + "/my/train/glyph0/notes.txt'"),
+            std::string::npos)
+      << train.output;
+  EXPECT_NE(train.output.find("[info] training data '" + dir_ + "/my/train': 160 images (160 at 28x28 grayscale), "
+                              "read as 28x28 grayscale"),
+            std::string::npos)
+      << train.output;
+  // Each default fitted to the data is one warning naming the field.
+  EXPECT_NE(train.output.find("[warning] validation episodes: 1-query, not the 15-query test_query asks"), std::string::npos)
+      << train.output;
 
   const Result eval = host("--algorithm protonet --device cpu --run-dir " + run + " --resume --command eval" + data +
                            " --set eval_episodes=40");
@@ -438,6 +483,16 @@ TEST_F(ProtonetHost, AFolderOfTwelveClassesOfTwentyImagesTrainsAndTestsOnTheUnse
   const json result = read_json(run + "/commands/eval-1/summary.json")["result"];
   EXPECT_EQ(result["way"], 4);
   EXPECT_GT(result["accuracy"].get<double>(), 0.6) << result.dump();
+
+  // A way the user asks for is never changed under them: the test set's 4 classes cannot give
+  // 5-way episodes, so the command is refused naming the field, and leaves no folder.
+  const Result asked = host("--algorithm protonet --device cpu --run-dir " + run + " --resume --command eval" + data +
+                            " --set eval_episodes=40 --set test_way=5");
+  EXPECT_EQ(asked.rc, 2) << asked.output;
+  EXPECT_NE(asked.output.find("config field 'test_way' was set, and the data cannot give it: test episodes: 4-way"),
+            std::string::npos)
+      << asked.output;
+  EXPECT_FALSE(fs::exists(run + "/commands/eval-2")) << asked.output;
 }
 
 // Every bad data file is refused the same way, whichever it is and wherever it lies: exit 2,
@@ -446,12 +501,12 @@ TEST_F(ProtonetHost, BadImageFilesAreRefusedNamingTheFileAndLeaveNoRunFolder) {
   write_glyph_folder(dir_ + "/good/train", 0, 4, 8);
   write_glyph_folder(dir_ + "/good/test", 4, 3, 8);
   auto refused = [&](const std::string& case_name, const std::string& train, const std::string& test,
-                     const std::string& named) {
+                     const std::string& named, const std::string& extra = "") {
     SCOPED_TRACE(case_name);
     const std::string run = dir_ + "/runs/" + case_name;
     const Result r = host("--algorithm protonet --device cpu --run-dir " + run +
                           " --set data.format=folder --set data.root=" + train + " --set data.test_root=" + test +
-                          " --set epochs=1 --set episodes_per_epoch=2");
+                          " --set epochs=1 --set episodes_per_epoch=2" + extra);
     EXPECT_EQ(r.rc, 2) << r.output;
     EXPECT_NE(r.output.find(named), std::string::npos) << "names " << named << "\n" << r.output;
     EXPECT_EQ(r.output.find("training failed: "), std::string::npos) << "said once, by the host\n" << r.output;
@@ -480,6 +535,18 @@ TEST_F(ProtonetHost, BadImageFilesAreRefusedNamingTheFileAndLeaveNoRunFolder) {
 
   // A training folder that does not exist.
   refused("missing", dir_ + "/nowhere", dir_ + "/good/test", dir_ + "/nowhere");
+
+  // data.strict takes the data exactly as configured: a file that is not an image (skipped
+  // otherwise, with a warning) is refused, in the test folder too, at training...
+  copy_folder(dir_ + "/good/test", dir_ + "/notes/test");
+  write_text_file(dir_ + "/notes/test/glyph4/notes.txt", "about this class");
+  refused("strict-notes", dir_ + "/good/train", dir_ + "/notes/test",
+          "test data '" + dir_ + "/notes/test': 1 file is not a .png/.jpg/.jpeg image ('" + dir_ +
+              "/notes/test/glyph4/notes.txt'); data.strict refuses files that are not images",
+          " --set data.strict=true");
+  // ... and so is a default the data cannot give (4 training classes, 5-way by default).
+  refused("strict-way", dir_ + "/good/train", dir_ + "/good/test",
+          "training episodes: 4-way, not the 5-way train_way asks", " --set data.strict=true");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <mlh/runtime/warm_start.hpp>
 
 #include "model.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

@@ -288,11 +288,11 @@ TEST(ProtonetTraining, GradientCheckpointingAndDataWorkersTrainTheSameModel) {
   EXPECT_TRUE(logged);
 }
 
-TEST(ProtonetTraining, EvalWithoutACheckpointFails) {
+TEST(ProtonetTraining, EvalWithoutACheckpointIsRefusedAsInput) {
   TempDir dir;
   FakeHost host;
   std::string error;
-  EXPECT_EQ(run(host, "eval", small_config(), dir.path(), false, &error), MLH_ERR_IO);
+  EXPECT_EQ(run(host, "eval", small_config(), dir.path(), false, &error), MLH_ERR_INVALID_ARGUMENT);  // exit 2: fixed on the command line
   EXPECT_NE(error.find("no trained model"), std::string::npos) << error;
 }
 

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "data/folder.hpp"
 #include "fixtures.hpp"
 
 using namespace protonet;
@@ -63,4 +64,35 @@ TEST(Folder, Rejections) {
   std::filesystem::remove_all(d / "empty");
   pdt::write_text(d / "a/2.png", "not really a png");
   EXPECT_DATA_ERROR(load_dataset(folder_spec(d.path(), 4, 4, 1)), d / "a/2.png");
+}
+
+// What a run says before it reads a folder: the files it skips, and how the images are stored
+// and read. 40x40 RGB and 56x48 RGBA images read as the default 28x28 grayscale are resized
+// (aspect ratio not kept) and converted; read at their own size and colour, nothing is.
+TEST(Folder, TheSurveyNamesSkippedFilesAndHowTheImagesAreStoredAndRead) {
+  TempDir d;
+  for (int i = 0; i < 3; ++i) pdt::write_png(d / ("cat/" + std::to_string(i) + ".png"), 40, 40, 3, pdt::pattern_image(i, 40, 40, 3));
+  pdt::write_png(d / "dog/0.png", 56, 48, 4, pdt::pattern_image(5, 56, 48, 4));
+  pdt::write_text(d / "dog/notes.txt", "a note");
+  DatasetSpec spec = folder_spec(d.path(), 28, 28, 1);
+  const FolderSurvey survey = survey_folder(spec);
+  EXPECT_EQ(survey.skipped, (std::vector<std::string>{d / "dog/notes.txt"}));
+  EXPECT_EQ(survey.images, 4);
+  EXPECT_EQ(survey.unreadable, 0);
+  EXPECT_EQ(survey.stored.at({40, 40, 3}), 3);
+  EXPECT_EQ(survey.stored.at({56, 48, 4}), 1);
+
+  bool converts = false;
+  const std::string line = describe_stored_images(survey, spec, &converts);
+  EXPECT_TRUE(converts);
+  EXPECT_EQ(line, "4 images (3 at 40x40 RGB, 1 at 56x48 RGBA), read as 28x28 grayscale (data.width, data.height, "
+                  "data.channels); resized to that without keeping the aspect ratio (area-averaged where smaller, "
+                  "bilinear where larger); colour converted to grayscale (luminance)");
+
+  std::filesystem::remove_all(d / "dog");
+  pdt::write_png(d / "dog/0.png", 40, 40, 3, pdt::pattern_image(6, 40, 40, 3));
+  spec = folder_spec(d.path(), 40, 40, 3);
+  EXPECT_EQ(describe_stored_images(survey_folder(spec), spec, &converts),
+            "4 images (4 at 40x40 RGB), read as 40x40 RGB (data.width, data.height, data.channels)");
+  EXPECT_FALSE(converts);
 }

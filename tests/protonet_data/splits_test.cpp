@@ -13,6 +13,7 @@
 
 #include "data/splits.hpp"
 #include "fixtures.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 using namespace protonet;
 namespace fs = std::filesystem;

@@ -11,6 +11,7 @@
 #include <mlh/runtime/safetensors.hpp>
 
 #include "cross_version_fixture.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

@@ -21,6 +21,7 @@
 
 #include "fake_host.hpp"
 #include "temp_dir.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 

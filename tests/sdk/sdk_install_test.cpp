@@ -18,6 +18,7 @@
 #include <mlh/mlh_abi.h>
 #include <mlh/mlh_algorithm.h>
 #include <nlohmann/json.hpp>
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 
@@ -142,7 +143,8 @@ TEST_F(InstalledSdk, PrefixHoldsHostPluginsShareAndSdk) {
                         "share/mlhost/examples/cpuset-device/cpuset_device.cpp",
                         "share/mlhost/examples/mlp-fit/mlp_fit.cpp", "share/mlhost/examples/mlp-fit/CMakeLists.txt",
                         "share/mlhost/examples/c-device/c_device.c",
-                        "share/doc/mlhost/README.md", "share/doc/mlhost/docs/plugin-guide.md",
+                        "share/doc/mlhost/README.md", "share/doc/mlhost/LICENSE",
+                        "share/doc/mlhost/THIRD-PARTY.md", "share/doc/mlhost/docs/plugin-guide.md",
                         "share/doc/mlhost/docs/plan.md", "share/doc/mlhost/docs/sdk-changelog.md",
                         "include/mlh/worker_env.hpp", "include/mlh/thread_env.hpp", "include/mlh/allocator_env.hpp"})
     EXPECT_TRUE(fs::exists(kPrefix / f)) << f;
@@ -571,7 +573,8 @@ TEST_F(InstalledSdk, ACopiedAndRenamedAlgorithmBuildsAgainstThePrefixAndRunsBesi
 
   // About twenty LibTorch files and the precompiled header: the suite's build's compiler
   // cache (ccache, where it has one) makes a rerun of this test cheap.
-  const std::string launcher = MLH_SDK_TEST_CXX_LAUNCHER;
+  std::string launcher = MLH_SDK_TEST_CXX_LAUNCHER;  // a CMake list, '|' between its items
+  std::replace(launcher.begin(), launcher.end(), '|', ';');
   const auto start = std::chrono::steady_clock::now();
   const Result built = build_project(source, kWork / "myproto-build", "Release",
                                      launcher.empty() ? "" : " -DCMAKE_CXX_COMPILER_LAUNCHER=" + quote(launcher));
@@ -580,7 +583,14 @@ TEST_F(InstalledSdk, ACopiedAndRenamedAlgorithmBuildsAgainstThePrefixAndRunsBesi
   std::cout << "protonet copied and built out of tree in " << seconds << " s\n";
   RecordProperty("out_of_tree_build_seconds", static_cast<int>(seconds));
   const fs::path plugins = kWork / "myproto-build/plugins";
-  EXPECT_EQ(read_json(plugins / "myproto.plugin.json").value("name", ""), "myproto");
+  const json copy_manifest = read_json(plugins / "myproto.plugin.json");
+  EXPECT_EQ(copy_manifest.value("name", ""), "myproto");
+  // The installed runtime's distributed backends reach the copy's manifest, as the host reads
+  // them when it plans several ranks (a runtime built without Gloo's headers has none).
+  const json installed = read_json(kPrefix / "lib/mlhost/plugins/protonet.plugin.json");
+  ASSERT_TRUE(installed["build"]["torch"]["distributed"].is_array()) << installed.dump(2);
+  EXPECT_EQ(copy_manifest["build"]["torch"]["distributed"], installed["build"]["torch"]["distributed"])
+      << copy_manifest.dump(2);
 
   // Two libraries with the same C++ symbols in one process: each answers with its own code.
   const InProcessAlgorithm original = open_algorithm(kPrefix / "lib/mlhost/plugins/libmlhost-protonet.so");

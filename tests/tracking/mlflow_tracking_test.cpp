@@ -34,6 +34,7 @@
 #include "run/tracking/mlflow_sync.hpp"
 #include "run/tracking/tracker.hpp"
 #include "temp_dir.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 
@@ -70,7 +71,7 @@ MlflowTracking tracking_of(const std::string& uri, const std::string& experiment
 
 // The run as MLflow's Python client sees it.
 json read_back(const std::string& uri, const std::string& run_id) {
-  return mlflow_test::read_back(mlflow_program(), MLH_TEST_SOURCE_DIR "/tests/tracking/python/mlflow_read_run.py", uri, run_id);
+  return mlflow_test::read_back(mlflow_program(), std::string(MLH_TEST_SOURCE_DIR) + "/tests/tracking/python/mlflow_read_run.py", uri, run_id);
 }
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -375,7 +376,7 @@ TEST(MlflowTracker, AFolderThisLaunchDidNotWriteIsNeverSent) {
 TEST(MlflowErrors, AServerAnsweringErrorsIsNamedWithItsMessage) {
   TempDir tmp("mlhost-mlflow-");
   const int port = free_loopback_port_for_test();
-  Child server({"/usr/bin/env", "python3", MLH_TEST_SOURCE_DIR "/tests/tracking/python/failing_server.py", std::to_string(port)},
+  Child server({"/usr/bin/env", "python3", std::string(MLH_TEST_SOURCE_DIR) + "/tests/tracking/python/failing_server.py", std::to_string(port)},
                tmp / "server.log");
   const std::string uri = "http://127.0.0.1:" + std::to_string(port);
   const fs::path dir = tmp / "run";

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "algorithm_host_test.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace trm_test {
 

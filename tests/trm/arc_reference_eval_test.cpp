@@ -24,6 +24,7 @@
 #include "data/dataset.hpp"
 #include "data/sampler.hpp"
 #include "saved_predictions.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 
@@ -37,7 +38,7 @@ class ArcReferenceEvaluator : public HostTempDirTest {
   void SetUp() override {
     HostTempDirTest::SetUp();
     const char* venv = std::getenv("MLH_TORCH_VENV");
-    python_ = (venv && *venv ? std::string(venv) : std::string(TRM_SOURCE_DIR "/.venv")) + "/bin/python";
+    python_ = (venv && *venv ? std::string(venv) : std::string(TRM_SOURCE_DIR) + "/.venv") + "/bin/python";
     if (!fs::exists(python_)) GTEST_SKIP() << "no Python at " << python_ << " (bash scripts/torch-venv.sh --peers makes .venv/)";
     const HostResult usage = run_command(python_ + " " + evaluator_ + " 2>&1");
     if (usage.rc == 77) GTEST_SKIP() << usage.output;
@@ -63,7 +64,7 @@ class ArcReferenceEvaluator : public HostTempDirTest {
   }
 
   std::string python_;
-  const std::string evaluator_ = TRM_SOURCE_DIR "/bench/arc_reference_eval.py";
+  const std::string evaluator_ = std::string(TRM_SOURCE_DIR) + "/bench/arc_reference_eval.py";
 };
 
 TEST_F(ArcReferenceEvaluator, ScoresHandMadePredictionsAsOurScorer) {

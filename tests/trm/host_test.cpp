@@ -31,7 +31,7 @@ TEST_F(TrmHost, Describe) {
   const HostResult r = host("--describe trm --json");
   ASSERT_EQ(r.rc, 0) << r.output;
   const json d = json::parse(r.output.substr(r.output.find('{')));
-  EXPECT_EQ(d["commands"], json({"train", "build-data", "eval", "solve", "generate", "forward", "benchmark", "calibrate"}));
+  EXPECT_EQ(d["commands"], json({"train", "build-data", "eval", "solve", "generate", "forward", "export", "benchmark", "calibrate"}));
   EXPECT_EQ(d["config_defaults"]["model"]["hidden"], 512);
   EXPECT_TRUE(d["presets"].contains("sudoku-easy"));
   EXPECT_TRUE(d["presets"].contains("text"));

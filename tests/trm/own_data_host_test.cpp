@@ -14,6 +14,7 @@
 
 #include "algorithm_host_test.hpp"
 #include "data/dataset.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 
@@ -75,7 +76,7 @@ class TrmOwnData : public HostTempDirTest {
   }
   // The host run from `cwd`, as a user in that directory would.
   static HostResult host_in(const std::string& cwd, const std::string& args) {
-    return run_host("env -C '" + cwd + "' " TRM_HOST_BIN, TRM_PLUGIN_DIR, "--device cpu " + args);
+    return run_host("env -C '" + cwd + "' " + std::string(TRM_HOST_BIN), TRM_PLUGIN_DIR, "--device cpu " + args);
   }
   // A few steps of a tiny model: what is checked here is where things are found, not learning.
   HostResult train_in_lab(const std::string& run, const std::string& data) {
@@ -94,7 +95,8 @@ TEST_F(TrmOwnData, TrainedInOneDirectoryEvaluatesAndSolvesFromAnother) {
   const std::string run = lab_ + "/runs/own";
   const json record = read_json_file(run + "/model.json");
   EXPECT_EQ(record["data_dir"], lab_ + "/rowfill");
-  EXPECT_EQ(record["data_dir_config"], "rowfill");
+  // The host made the relative data.dir absolute before the plugin saw it.
+  EXPECT_EQ(record["data_dir_config"], lab_ + "/rowfill");
   EXPECT_EQ(record["token_names"], json(kNames));
 
   // From elsewhere/, with the run named relative to it: the reloaded config's data.dir
@@ -163,8 +165,9 @@ TEST_F(TrmOwnData, AMissingNpyExits2NamingItAndLeavesNoRunFolder) {
   fs::remove(lab_ + "/rowfill/train/all__labels.npy");
   const HostResult t = train_in_lab("runs/broken", "rowfill");
   EXPECT_EQ(t.rc, 2) << t.output;
-  // Named as the user gave it: data.dir was "rowfill", relative to lab/.
-  EXPECT_NE(t.output.find("dataset file 'rowfill/train/all__labels.npy' is missing"), std::string::npos) << t.output;
+  // data.dir was "rowfill", relative to lab/: named by the absolute path the host made of it.
+  EXPECT_NE(t.output.find("dataset file '" + lab_ + "/rowfill/train/all__labels.npy' is missing"), std::string::npos)
+      << t.output;
   EXPECT_FALSE(fs::exists(lab_ + "/runs/broken")) << t.output;
 
   // A malformed dataset.json the same way.
@@ -172,7 +175,7 @@ TEST_F(TrmOwnData, AMissingNpyExits2NamingItAndLeavesNoRunFolder) {
   std::ofstream(lab_ + "/second/test/dataset.json") << "{\"vocab_size\": 6, ";
   const HostResult m = train_in_lab("runs/broken", "second");
   EXPECT_EQ(m.rc, 2) << m.output;
-  EXPECT_NE(m.output.find("'second/test/dataset.json': not valid JSON"), std::string::npos) << m.output;
+  EXPECT_NE(m.output.find("'" + lab_ + "/second/test/dataset.json': not valid JSON"), std::string::npos) << m.output;
   EXPECT_FALSE(fs::exists(lab_ + "/runs/broken")) << m.output;
 }
 

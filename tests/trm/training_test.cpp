@@ -255,7 +255,7 @@ TEST(TrmTraining, BadInputsAreClearErrors) {
   EXPECT_NE(error.find("data.dir"), std::string::npos) << error;
   EXPECT_FALSE(fs::exists(dir.str() + "/run/model.json"));
 
-  EXPECT_EQ(run(host, "eval", easy_sudoku_config(), dir.str() + "/run", true, &error), MLH_ERR_IO);
+  EXPECT_EQ(run(host, "eval", easy_sudoku_config(), dir.str() + "/run", true, &error), MLH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("train first"), std::string::npos) << error;
 
   json text = json::parse(trm::presets_json())["text"];

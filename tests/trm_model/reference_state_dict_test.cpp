@@ -23,6 +23,7 @@
 
 #include "model/model_config.hpp"
 #include "model/trm.hpp"
+#include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
 
@@ -46,7 +47,7 @@ TEST(TrmReference, StateDictFromTheReferenceGivesItsLogits) {
   const fs::path python = MLH_TRM_VENV_PYTHON;
   if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (bash scripts/torch-venv.sh --peers makes .venv/)";
   ScratchDir dir;
-  const std::string command = python.string() + " " + MLH_TRM_PYTHON_DIR "/reference_trm.py " +
+  const std::string command = python.string() + " " + std::string(MLH_TRM_PYTHON_DIR) + "/reference_trm.py " +
                               dir.path.string() + " > " + (dir.path / "log.txt").string() + " 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream log_file(dir.path / "log.txt");

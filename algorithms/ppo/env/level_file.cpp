@@ -165,7 +165,8 @@ class LevelParser {
       if (row == "end") fail(line_no_, "board has " + std::to_string(r) + " rows, expected " + std::to_string(n));
       if (static_cast<int>(row.size()) != n)
         fail(line_no_, "bad row length " + std::to_string(row.size()) + ", expected " + std::to_string(n));
-      for (int c = 0; c < n; ++c) read_cell(row[c], r * n + c, c, p, cells);
+      // Columns counted from 1, as lines are (and as editors show them).
+      for (int c = 0; c < n; ++c) read_cell(row[c], r * n + c, c + 1, p, cells);
     }
   }
 

@@ -116,6 +116,11 @@ RawImage decode_image_file(const std::string& path, int channels) {
   return decode_image_memory(bytes.data(), bytes.size(), channels, path);
 }
 
+bool read_image_header(const std::string& path, RawImage& header) {
+  header = RawImage{};
+  return stbi_info(path.c_str(), &header.width, &header.height, &header.channels) == 1;
+}
+
 RawImage resize_image(const RawImage& in, int height, int width, const std::string& name) {
   if (height <= 0 || width <= 0)
     throw DataError("image '" + name + "': cannot resize to " + std::to_string(height) + " x " + std::to_string(width));

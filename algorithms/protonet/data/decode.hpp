@@ -28,6 +28,11 @@ RawImage decode_image_memory(const uint8_t* bytes, size_t size, int channels, co
 // Reads and decodes the file at `path`.
 RawImage decode_image_file(const std::string& path, int channels);
 
+// The size and channels an image file is stored at (1 gray, 2 gray + alpha, 3 RGB, 4 RGBA),
+// from its header alone, without decoding: data.empty(). False where the header is not one
+// that decodes (decoding then names the fault).
+bool read_image_header(const std::string& path, RawImage& header);
+
 // Resizes: area averaging (antialiased) along an axis that shrinks, bilinear along one that
 // grows; a plain copy when the size already matches. `name` is used in error messages.
 RawImage resize_image(const RawImage& in, int height, int width, const std::string& name);
@@ -52,6 +57,7 @@ struct FilePlan {
   std::vector<std::string> class_names;
   std::vector<ImageItem> items;
   std::vector<std::string> sources;
+  std::vector<std::string> skipped;  // folder: files of the class folders that are not images
 };
 
 struct DecodeOptions {

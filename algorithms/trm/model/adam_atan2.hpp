@@ -1,4 +1,5 @@
-// AdamATan2: the optimizer the TRM reference trains its dense weights with (pretrain.py,
+// AdamATan2, ported to C++ and modified from imoneoi/adam-atan2 (Apache-2.0; THIRD-PARTY.md):
+// the optimizer the TRM reference trains its dense weights with (pretrain.py,
 // `from adam_atan2 import AdamATan2`, PyPI adam-atan2 = github imoneoi/adam-atan2 at
 // 42a1aeb, csrc/adam_atan2.cu). Adam with atan2 in place of the division by sqrt(v) + eps
 // (Everett et al. 2024, arXiv 2407.05872): no eps, and every element moves by at most

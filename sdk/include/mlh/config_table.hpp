@@ -66,6 +66,10 @@ class FieldRule {
   // schedule's length, a seed, an evaluation's size): the host's calibration and device
   // measurements of one config hold for any value of it ("speed_neutral" in the schema).
   FieldRule& speed_neutral() { return set("speed_neutral", true); }
+  // Its value names a file or folder (a string, or a list of them): the host records one the
+  // user gives relative as absolute, from the folder the command was given in, so that later
+  // commands on the run (eval, --resume) find it from any folder ("path" in the schema).
+  FieldRule& path() { return set("path", true); }
 
   const nlohmann::json& keywords() const { return keywords_; }
   const std::optional<double>& item_minimum() const { return item_minimum_; }
@@ -94,6 +98,7 @@ inline FieldRule one_of(std::initializer_list<nlohmann::json> values) {
 [[deprecated("use mlh::any_value().unit(u); see sdk-changelog.md")]]
 inline FieldRule with_unit(std::string u) { return FieldRule().unit(std::move(u)); }
 inline FieldRule speed_neutral() { return FieldRule().speed_neutral(); }
+inline FieldRule path() { return FieldRule().path(); }
 
 namespace config_table_detail {
 

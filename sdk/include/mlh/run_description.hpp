@@ -42,6 +42,15 @@ class RunDescription {
     answer_["plan_fields"][field] = {{"no_effect", why}};
     return *this;
   }
+  // The work the run does, counted in the unit its calibrate command's throughput counts
+  // (episodes, env_steps, samples) and with the plan's max_steps applied: with a calibration
+  // the host says how long the run will take before it starts, and warns when over an hour.
+  // `shorten`: the config fields that shorten it ("epochs or episodes_per_epoch");
+  // `max_seconds`: a time limit of the config's own that ends it sooner (0: none).
+  RunDescription& work(double amount, const std::string& unit, const std::string& shorten, double max_seconds = 0) {
+    answer_["work"] = {{"amount", amount}, {"unit", unit}, {"shorten", shorten}, {"max_seconds", max_seconds}};
+    return *this;
+  }
   // uses() when `applies`, else no_effect(field, why_not): e.g. a field only training reads.
   RunDescription& uses_if(bool applies, const std::string& field, const std::string& what, const std::string& why_not) {
     return applies ? uses(field, what) : no_effect(field, why_not);

@@ -15,19 +15,9 @@
 #include <mlh/plugin.hpp>
 #include <nlohmann/json.hpp>
 
+#include "gloo_group.hpp"
 #include "mlh/runtime/compat.hpp"
 
-// Gloo is inside libtorch_cpu of Debian's LibTorch and of PyTorch's wheels, but their CMake
-// packages do not say so (USE_C10D_GLOO); its own headers must be there to use it.
-#if __has_include(<gloo/algorithm.h>)
-#define MLH_RT_HAS_GLOO 1
-#ifndef USE_C10D_GLOO
-#define USE_C10D_GLOO
-#endif
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#else
-#define MLH_RT_HAS_GLOO 0
-#endif
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if MLH_RT_HAS_NCCL
@@ -38,12 +28,7 @@ namespace mlh::rt {
 
 namespace {
 
-// The class both Gloo and NCCL groups derive from: ProcessGroup before 2.0, Backend since.
-#if MLH_TORCH_VERSION_AT_LEAST(2, 0)
-using CommBackend = c10d::Backend;
-#else
-using CommBackend = c10d::ProcessGroup;
-#endif
+using detail::CommBackend;
 
 int env_int(const char* name, int fallback, int min, int max) {
   const char* v = std::getenv(name);
@@ -55,8 +40,6 @@ int env_int(const char* name, int fallback, int min, int max) {
                                                    std::to_string(min) + " to " + std::to_string(max));
   return static_cast<int>(n);
 }
-
-bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
 
 }  // namespace
 
@@ -190,23 +173,9 @@ Distributed::Distributed(const DistributedSettings& s, c10::Device device)
     if (backend == "nccl")
       throw mlh::Error(MLH_ERR_UNSUPPORTED, "the plan's distributed backend is NCCL, which this build of the runtime "
                                             "does not have (LibTorch's NCCL headers were missing)");
-#if MLH_RT_HAS_GLOO
-    auto options = c10d::ProcessGroupGloo::Options::create(timeout_);
-    // Ranks on one machine talk over loopback; across machines Gloo needs the interface
-    // that reaches the others: GLOO_SOCKET_IFNAME as in PyTorch, else this host's name.
-    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    else if (is_loopback(s.master_addr))
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    else
-      options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    group->comm = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, rank_, world_size_, options);
+    group->comm = detail::make_gloo_group(group->store, rank_, world_size_, timeout_, s.master_addr);
     group->backend = "gloo";
     group_ = std::move(group);
-#else
-    throw mlh::Error(MLH_ERR_UNSUPPORTED, std::string("this build of the runtime has no Gloo (LibTorch's gloo headers "
-                                                      "were missing), so ") + device.str() + " ranks cannot join");
-#endif
   } catch (const std::exception& e) {
     throw mlh::Error(MLH_ERR_UNAVAILABLE, "distributed rank " + std::to_string(rank_) + " of " +
                                               std::to_string(world_size_) + ": cannot form the process group via " +

@@ -7,6 +7,7 @@
 // Distributed, it is data-parallel on the runtime: every rank draws the same permutation and
 // takes its slice of batch_size x world_size samples, so N ranks at batch B train exactly as
 // one process at batch N x B (the tests compare the two).
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -296,6 +297,12 @@ class ToyRegression : public mlh::AlgorithmPlugin {
     d.uses("preset", "the number of samples");
     d.uses_if(ctx.command() == "train", "max_steps", "trains that many steps of the config's", ctx.command() + " does not train");
     d.uses_if(ctx.command() == "train", "init_from", "the linear model's first weights", ctx.command() + " does not train");
+    if (ctx.command() == "train") {  // samples, as calibrate counts them
+      const json cfg = json::parse(ctx.config_json());
+      const mlh::rt::RuntimePlan plan = mlh::rt::RuntimePlan::parse(ctx.plan_json());
+      const int64_t steps = std::min(cfg.at("steps").get<int64_t>(), plan.max_steps.value_or(cfg.at("steps").get<int64_t>()));
+      d.work(static_cast<double>(steps * plan.batch_size.value_or(cfg.at("batch_size").get<int64_t>())), "samples", "steps");
+    }
     d.uses_if(ctx.command() == "train", "empty_cache_steps", "releases the device's cached memory every N steps",
               ctx.command() + " does not release the cache");
     d.no_effect("gradient_checkpointing", "a linear model has no activations to recompute");

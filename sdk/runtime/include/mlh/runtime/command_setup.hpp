@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "mlh/runtime/apply_plan.hpp"
 
@@ -22,5 +23,11 @@ namespace mlh::rt {
 // stream of its own (seed_for_rank), as ranks of a data-parallel run should; their models
 // start from rank 0's weights, which the distributed wrapper broadcasts.
 RuntimePlan prepare_command(const mlh::RunContext& ctx, uint64_t seed);
+
+// Whether the user set config field `field` (dotted: "test_way", "model.encoder") with --set
+// or a --config file (the plan's config_set_by_user). A value the user chose is never changed
+// to fit the data, which is an error naming the field instead; a default may be, with a
+// warning naming the field.
+bool set_by_user(const mlh::RunContext& ctx, const std::string& field);
 
 }  // namespace mlh::rt
