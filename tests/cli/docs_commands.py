@@ -2,6 +2,8 @@
 """Runs the shell and Python blocks of README.md and docs/*.md as a user would copy them.
 
   docs_commands.py SOURCE_DIR BUILD_DIR [PAGE...]
+  docs_commands.py --pages SOURCE_DIR     (the pages with a block to run, a line each: ctest's
+                                           DocsCommands.<page> tests, tests/cli/CMakeLists.txt)
 
 Every fenced `sh`, `bash` or `python` block runs as written (Python ones with .venv's Python:
 the docs' snippets that load trained weights into PyTorch), unless the line before its fence
@@ -91,13 +93,33 @@ def install_package(source, venv, work):
     return target
 
 
+def all_pages(source):
+    return ["README.md"] + sorted(os.path.join("docs", p) for p in os.listdir(os.path.join(source, "docs"))
+                                  if p.endswith(".md"))
+
+
+def pages_to_run(source):
+    """The pages with a block that runs, and those whose markers are malformed (their test then
+    fails saying so)."""
+    listed = []
+    for page in all_pages(source):
+        try:
+            if any(not marker or marker[0] != "not run" for _, _, marker, _ in blocks(os.path.join(source, page))):
+                listed.append(page)
+        except ValueError:
+            listed.append(page)
+    return listed
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--pages":
+        print("\n".join(pages_to_run(os.path.abspath(argv[2]))))
+        return 0
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
     source, build = os.path.abspath(argv[1]), os.path.abspath(argv[2])
-    pages = argv[3:] or ["README.md"] + sorted(
-        os.path.join("docs", p) for p in os.listdir(os.path.join(source, "docs")) if p.endswith(".md"))
+    pages = argv[3:] or all_pages(source)
     venv = os.environ.get("MLH_TORCH_VENV") or os.path.join(source, ".venv")
     missing = venv_lacks(venv)
     if missing:
