@@ -16,6 +16,7 @@ MlflowTracking mlflow_tracking(const CliOptions& options, const std::string& set
   if (t.experiment_name.empty()) t.experiment_name = settings_experiment;
   if (const std::string why = unsupported_tracking_uri(t.server.uri); !why.empty())
     throw HostError("MLflow tracking: " + why, kExitBadInput);
+  if (!t.interval_error.empty()) throw HostError("MLflow tracking: " + t.interval_error, kExitBadInput);
   return t;
 }
 

@@ -3,8 +3,12 @@
 // run to a real MLflow server (tests/common/mlflow_server.hpp), read back with MLflow's
 // Python client. A tracker that is down or missing never changes the run's exit status or
 // files.
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "cli_harness.hpp"
 #include "free_port.hpp"
@@ -143,6 +147,72 @@ TEST_F(TrackingTest, ATrackerThatIsDownCostsTheRunNothingAndSyncTrackingSendsItL
   const Result off = train(tmp() / "off", {"--hardware-config", ini.string(), "--track", "none"}, no_name);
   ASSERT_EQ(off.exit_code, 0) << off.describe();
   EXPECT_FALSE(fs::exists(tmp() / "off" / "tracking")) << off.describe();
+}
+
+// A run killed with SIGKILL after the tracker sent steps past its last checkpoint, then
+// resumed: the resumed attempt logs those steps again, and the server still holds each step
+// once, with the values the run's files end with (one thread: the resumed steps are
+// bit-identical). The launcher syncs every 0.3 s here (MLH_TRACKING_INTERVAL_S).
+class TrackingRestartTest : public ToyregTest {};
+
+TEST_F(TrackingRestartTest, AKilledAndResumedRunHasEachStepOnceOnTheServer) {
+  if (!fs::exists(mlflow_program()))
+    GTEST_SKIP() << "no mlflow at " << mlflow_program() << " (bash scripts/torch-venv.sh --peers; MLH_TEST_MLFLOW names another)";
+  const int port = free_loopback_port_for_test();
+  const std::string uri = "http://127.0.0.1:" + std::to_string(port);
+  mlflow_test::Server server(mlflow_program(), tmp() / "server", port);
+  ASSERT_EQ(server.wait_ready(), "");
+  const fs::path run = tmp() / "run";
+  std::vector<std::string> args{host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg",
+                                "--run-dir", run.string(), "--device", "cpu", "--no-calibrate",
+                                "--hardware-config", single_thread_settings(tmp()).string(), "--track", "mlflow",
+                                "--set", "steps=120", "--set", "checkpoint_every=40", "--set", "step_delay_ms=100",
+                                "--set", "lr=0.05", "--set", "seed=3", "--batch-size", "16"};
+  RunOptions o;
+  o.env = {{"MLFLOW_TRACKING_URI", uri}, {"MLFLOW_EXPERIMENT_NAME", "cli-restart"}, {"MLH_TRACKING_INTERVAL_S", "0.3"}};
+  o.cwd = tmp();
+  const fs::path cursor = run / "tracking" / "mlflow.json";
+  auto sent_through = [&] {  // the highest train/loss step the server has
+    const json c = json::parse(read_file(cursor), nullptr, false);
+    return c.is_object() && c.contains("sent_steps") ? c["sent_steps"].value("train/loss", int64_t{-1}) : int64_t{-1};
+  };
+  {
+    Process p(args, o);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (sent_through() < 45 && p.running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(p.running()) << p.wait(Millis(0)).describe();
+    ASSERT_GE(sent_through(), 45) << read_file(cursor);
+    const std::vector<pid_t> host_children = children_of(p.pid());  // its worker and telemetry
+    ASSERT_EQ(::kill(p.pid(), SIGKILL), 0);
+    EXPECT_EQ(p.wait(Millis(30000)).signal, SIGKILL);
+    for (pid_t child : host_children) ::waitpid(child, nullptr, 0);  // they die with the host (and come to us)
+  }
+  const int64_t sent_before_kill = sent_through();
+
+  args.push_back("--resume");
+  Process resumed(args, o);
+  const Result r = resumed.wait(Millis(180000));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json superseded = file_json(run / "metrics.superseded.json");
+  if (superseded.value("step", int64_t{1 << 30}) > sent_before_kill)
+    GTEST_SKIP() << "the kill landed after checkpoint " << superseded.dump()
+                 << ", past every step the server had (" << sent_before_kill << "): nothing was logged twice";
+
+  const json back = mlflow_test::read_back(mlflow_program(), kReadRun, uri, file_json(cursor)["run_id"]);
+  ASSERT_TRUE(back.is_object()) << "mlflow_read_run.py failed";
+  EXPECT_EQ(back["status"], "FINISHED");
+  std::map<int64_t, double> in_file;
+  for (const json& row : read_jsonl(run / "metrics.jsonl"))
+    if (row["name"] == "train/loss") in_file[row["step"].get<int64_t>()] = row["value"].get<double>();
+  ASSERT_EQ(in_file.size(), 120u);
+  const json& points = back["metrics"]["train/loss"];
+  ASSERT_EQ(points.size(), in_file.size()) << "steps " << superseded["step"] << " to " << sent_before_kill
+                                           << " were sent by both attempts";
+  for (size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(points[i][0].get<int64_t>(), static_cast<int64_t>(i));
+    EXPECT_EQ(points[i][1].get<double>(), in_file[static_cast<int64_t>(i)]) << "step " << i;
+  }
 }
 
 }  // namespace

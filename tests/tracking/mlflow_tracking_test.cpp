@@ -171,6 +171,22 @@ TEST(MlflowRules, AnUnsupportedUriIsAnErrorNotACrash) {
   EXPECT_NE(mlhost::unsupported_tracking_uri("").find("MLFLOW_TRACKING_URI"), std::string::npos);
 }
 
+TEST(MlflowRules, TheSyncIntervalComesFromTheEnvironmentAndABadOneIsNamed) {
+  auto with_interval = [](const char* value) {
+    return mlhost::mlflow_tracking_from_env(
+        [value](const char* name) -> const char* { return std::string(name) == "MLH_TRACKING_INTERVAL_S" ? value : nullptr; },
+        "");
+  };
+  EXPECT_EQ(with_interval(nullptr).sync_interval, std::chrono::seconds(15));
+  EXPECT_EQ(with_interval("0.3").sync_interval, std::chrono::milliseconds(300));
+  EXPECT_EQ(with_interval("0.3").interval_error, "");
+  for (const char* bad : {"fast", "0", "-1", "2s", "1e9"}) {
+    const mlhost::MlflowTracking t = with_interval(bad);
+    EXPECT_NE(t.interval_error.find(std::string("MLH_TRACKING_INTERVAL_S='") + bad + "'"), std::string::npos) << bad;
+    EXPECT_EQ(t.sync_interval, std::chrono::seconds(15)) << bad;
+  }
+}
+
 // A run synced while it trains and once more at its end: MLflow's client reads back the
 // params, tags, status, every metric point once, and the artifacts.
 // MLflow's clients treat these as one server; so does the sync cursor.

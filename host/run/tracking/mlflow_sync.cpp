@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -262,9 +263,16 @@ class Syncer {
     if (!in) return;
     int64_t offset = cursor_.value("metrics_offset", int64_t{0});
     int64_t lines = cursor_.value("metrics_lines", int64_t{0});
+    // Per metric, the highest step the server has of it (sent_steps), and after a rewind the
+    // steps it already had then (resent_skip).
+    if (!cursor_.value("sent_steps", json()).is_object()) cursor_["sent_steps"] = json::object();
+    if (!cursor_.value("resent_skip", json()).is_object()) cursor_["resent_skip"] = json::object();
     // A resumed attempt dropped the rows its predecessor logged past the checkpoint
-    // (run/run_sink.hpp): carry on from where the file now ends before its own rows. The
-    // server keeps the dropped points it already had; MLflow has no way to delete them.
+    // (run/run_sink.hpp) and logs those steps again: carry on from where the file now ends
+    // before its own rows, but skip the points of each metric up to the step the server already
+    // has (MLflow cannot delete or replace a point, and a second one at the same step would be
+    // a duplicate). A resumed run computes those steps again from the same checkpoint, so the
+    // server's values are the ones the run would have logged.
     std::ifstream superseded_in(dir_ / "metrics.superseded.json");
     const json superseded = json::parse(superseded_in, nullptr, /*allow_exceptions=*/false);
     if (superseded.is_object() && superseded.value("jsonl_bytes", json()).is_number_integer() &&
@@ -272,7 +280,11 @@ class Syncer {
       offset = std::min(offset, superseded["jsonl_bytes"].get<int64_t>());
       cursor_["superseded"] = superseded;
       cursor_["metrics_offset"] = offset;
+      for (const auto& [name, step] : cursor_["sent_steps"].items())
+        cursor_["resent_skip"][name] = std::max(step.get<int64_t>(), cursor_["resent_skip"].value(name, step.get<int64_t>()));
     }
+    const json& resent_skip = cursor_["resent_skip"];
+    std::map<std::string, int64_t> batch_steps;  // the batch's highest step per metric, kept in the cursor when sent
     in.seekg(offset);
     // Lines written before metrics.jsonl carried wall_time: the time since the start added to
     // when config.json was written (the run's start).
@@ -285,6 +297,9 @@ class Syncer {
       result_.metrics_sent += static_cast<int64_t>(batch.size());
       offset += batch_bytes;
       lines += batch_lines;
+      for (const auto& [name, step] : batch_steps)
+        cursor_["sent_steps"][name] = std::max(step, cursor_["sent_steps"].value(name, step));
+      batch_steps.clear();
       cursor_["metrics_offset"] = offset;
       cursor_["metrics_lines"] = lines;
       save_cursor();
@@ -302,10 +317,14 @@ class Syncer {
         const double wall = m.value("wall_time", json()).is_number() ? m["wall_time"].get<double>()
                                                                      : start_s + m.value("time", 0.0);
         const std::string name = m["name"].get<std::string>();
-        batch.push_back({{"key", mlflow_key(name)},
-                         {"value", metric_value(value)},
-                         {"timestamp", static_cast<int64_t>(std::llround(wall * 1000.0))},
-                         {"step", m["step"].is_number_integer() ? m["step"].get<int64_t>() : int64_t{0}}});
+        const int64_t step = m["step"].is_number_integer() ? m["step"].get<int64_t>() : int64_t{0};
+        if (!(resent_skip.contains(name) && step <= resent_skip[name].get<int64_t>())) {
+          batch.push_back({{"key", mlflow_key(name)},
+                           {"value", metric_value(value)},
+                           {"timestamp", static_cast<int64_t>(std::llround(wall * 1000.0))},
+                           {"step", step}});
+          batch_steps[name] = std::max(step, batch_steps.count(name) ? batch_steps[name] : step);
+        }
       }
       if (batch.size() >= kMetricsPerBatch) flush();
     }
@@ -388,6 +407,15 @@ MlflowTracking mlflow_tracking_from_env(const TrackingEnv& env, const std::strin
   const char* id = env("MLFLOW_EXPERIMENT_ID");
   t.experiment_name = !experiment_option.empty() ? experiment_option : name ? name : "";
   t.experiment_id = id ? id : "";
+  if (const char* interval = env("MLH_TRACKING_INTERVAL_S"); interval && *interval) {
+    char* end = nullptr;
+    const double seconds = std::strtod(interval, &end);
+    if (end == interval || *end != '\0' || !(seconds >= 0.1 && seconds <= 86400))
+      t.interval_error = std::string("MLH_TRACKING_INTERVAL_S='") + interval +
+                         "' is not a number of seconds from 0.1 to 86400 (how often the run is sent while it trains)";
+    else
+      t.sync_interval = std::chrono::milliseconds(std::llround(seconds * 1000.0));
+  }
   return t;
 }
 

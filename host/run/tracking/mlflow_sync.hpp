@@ -21,6 +21,7 @@
 //     cancelled, preempted: KILLED; anything else: FAILED) with the end time.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -38,6 +39,10 @@ struct MlflowTracking {
   // Tags the launcher knows and the folder does not say (algorithm, libtorch_version, ...);
   // kept in the cursor, so a later --sync-tracking sends them too.
   std::map<std::string, std::string> tags;
+  // How often the launcher syncs while the run goes on: MLH_TRACKING_INTERVAL_S, default 15.
+  // interval_error says why the variable's value was not taken ("" when it was, or unset).
+  std::chrono::milliseconds sync_interval{15000};
+  std::string interval_error;
 };
 
 // From the environment (MLflow's variables) and the experiment option ("" when not given).
