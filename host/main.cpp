@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "run/host_log.hpp"
 #include "run/worker.hpp"
 
 namespace {
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   setup_logging();
+  host_log::install();  // a run's log.txt gets the host's lines too (commands_run.cpp attaches it)
   spdlog::set_level(spdlog::level::from_str(options.log_level));
 
   try {
@@ -53,9 +55,11 @@ int main(int argc, char** argv) {
     }
   } catch (const HostError& e) {
     std::cerr << "host: error: " << e.what() << "\n";
+    host_log::write_line("error", e.what());
     return e.exit_code();
   } catch (const std::exception& e) {
     std::cerr << "host: error: " << e.what() << "\n";
+    host_log::write_line("error", e.what());
     return 1;
   }
   return 0;

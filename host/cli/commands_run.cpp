@@ -15,6 +15,7 @@
 #include "plan/plan_text.hpp"
 #include "plugins/plugin_calls.hpp"
 #include "run/benchmark_report.hpp"
+#include "run/host_log.hpp"
 #include "run/restarts.hpp"
 #include "run/run_files.hpp"
 #include "run/run_record.hpp"
@@ -187,17 +188,22 @@ int command_run(const CliOptions& options) {
     if (job.algorithm.torch_version) tracking.tags["libtorch_version"] = *job.algorithm.torch_version;
     spdlog::info("MLflow tracking: sending the run to {}{}", tracking.server.uri,
                  tracking.experiment_name.empty() ? "" : ", experiment '" + tracking.experiment_name + "'");
-    tracker = std::make_unique<RunTracker>(std::move(tracking), job.run_dir);
+    const auto interval = tracking.sync_interval;
+    tracker = std::make_unique<RunTracker>(std::move(tracking), job.run_dir, interval);
   }
   // A resumed run the algorithm refuses (every checkpoint damaged, its data gone bad) keeps
   // its files as they were: the host's records of this attempt are taken back with the rest.
   std::optional<RunRecordSnapshot> record;
   if (s.resume && !s.on_trained_run && launch.first_rank == 0) record = RunRecordSnapshot::take(s.run_dir);
+  // The host's lines go to the run's log.txt too from here (those logged so far first), and
+  // with them the error the run may end with (main.cpp).
+  if (launch.first_rank == 0) host_log::attach(job.run_dir);
   int status = 0;
   try {
     status = run_with_restarts(job, options.max_restarts);
   } catch (const HostError& e) {
     if (e.exit_code() != kExitBadInput || !record) throw;
+    host_log::detach();  // the log goes back as it was with the rest
     const std::string not_restored = record->restore();
     throw HostError(std::string(e.what()) + (not_restored.empty()
                                                  ? "; the run's files are as they were before this command"
@@ -205,6 +211,7 @@ int command_run(const CliOptions& options) {
                     kExitBadInput);
   }
   if (tracker) tracker->finish();
+  host_log::detach();
   if (status == 0 && options.benchmark && launch.first_rank == 0) print_benchmark(options, job.run_dir, s.planned.plan);
   if (s.on_trained_run) std::cerr << s.planned.command << ": results in " << job.run_dir.string() << "\n";
   // A command that is not training (build-data, benchmark), given no --run-dir, keeps the

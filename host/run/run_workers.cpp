@@ -271,13 +271,18 @@ int end_stopped_run(const RunJob& job, int stop, bool owns_run_dir) {
 }
 
 // Any other failed exit: the worker's own error, from its summary, is the cause.
-[[noreturn]] void fail_worker(const RunJob& job, const WorkerSpec& spec, const WorkerOutcome& outcome) {
+[[noreturn]] void fail_worker(const WorkerSpec& spec, const WorkerOutcome& outcome) {
   const json summary = read_summary(spec);
-  const std::string cause = summary.is_object() && summary.value("error", json()).is_string()
-                                ? "the worker failed: " + summary["error"].get<std::string>()
-                                : "the worker failed (exit status " + std::to_string(outcome.exit_code) + ")";
-  throw WorkersFailed(spec.work_name() + " failed (worker exit status " + std::to_string(outcome.exit_code) + "); see " +
-                          (job.run_dir / "summary.json").string(),
+  const bool recorded = summary.is_object() && summary.value("error", json()).is_string();
+  const std::string cause = recorded ? "the worker failed: " + summary["error"].get<std::string>()
+                                     : "the worker failed (exit status " + std::to_string(outcome.exit_code) + ")";
+  // A worker that could not write its summary (a full disk) said why on its output: point
+  // there, not to a file that is not there.
+  throw WorkersFailed(spec.work_name() + " failed (worker exit status " + std::to_string(outcome.exit_code) + "); " +
+                          (recorded ? "see " + (spec.output_dir() / "summary.json").string()
+                                    : "it could not write " + (spec.output_dir() / "summary.json").string() +
+                                          ": its error is in the lines above, and in " +
+                                          (spec.output_dir() / "log.txt").string() + " where that could be written"),
                       cause);
 }
 
@@ -311,7 +316,7 @@ int run_workers(const RunJob& job) {
   if (outcome.signal != 0) fail_killed_worker(job, specs[0], outcome, oom_kills);
   if (outcome.exit_code == kWorkerCancelled) return end_stopped_run(job, stop, owns_run_dir);
   if (outcome.exit_code == kWorkerBadInput && !launch.distributed()) refuse_input(job, specs[0], fresh_folder);
-  if (outcome.exit_code != kWorkerCompleted) fail_worker(job, specs[0], outcome);
+  if (outcome.exit_code != kWorkerCompleted) fail_worker(specs[0], outcome);
   spdlog::info("run completed; outputs in {}", run_dir.string());
   return 0;
 }

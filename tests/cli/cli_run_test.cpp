@@ -735,11 +735,16 @@ TEST_F(RunTest, AFinishedRunsRecordIsLeftAsItIsByResumeByARefusedResumeAndByComm
   const Result failed = run_toyreg({"--run-dir", failed_run.string(), "--set", "steps=20", "--set", "checkpoint_every=5",
                                     "--set", "fail_at_step=12"});
   ASSERT_NE(failed.exit_code, 0) << failed.describe();
+  // The host's lines are in the run's log too: its plan, and the error the terminal ended with.
+  const std::string failed_log = read_file(failed_run / "log.txt");
+  EXPECT_TRUE(contains(failed_log, "] [info] run folder " + failed_run.string())) << failed_log;
+  EXPECT_TRUE(contains(failed_log, "[host] [error] training failed (worker exit status")) << failed_log;
   damage_every_checkpoint(failed_run);
   const auto failed_files = training_files(failed_run.string());
   const Result failed_refused = run_toyreg({"--run-dir", failed_run.string(), "--resume", "--set", "fail_at_step=-1"});
   EXPECT_EQ(failed_refused.exit_code, 2) << failed_refused.describe();
   EXPECT_EQ(changed_files(failed_files, training_files(failed_run.string())), "") << "a refused --resume of a failed run";
+
 
   // More steps asked: it trains on from the newest checkpoint that loads, and the damaged
   // newer one is moved aside.
@@ -750,10 +755,34 @@ TEST_F(RunTest, AFinishedRunsRecordIsLeftAsItIsByResumeByARefusedResumeAndByComm
   ASSERT_EQ(more.exit_code, 0) << more.describe();
   EXPECT_TRUE(contains(more.err, "trains on with the settings changed: steps 20 -> 30")) << more.describe();
   const std::string log = read_file(longer / "log.txt");
+  EXPECT_TRUE(contains(log, "trains on with the settings changed: steps 20 -> 30")) << log;
   EXPECT_TRUE(contains(log, "resumed from step 15")) << log;
   EXPECT_TRUE(contains(log, "step-000000020.ckpt' aside to")) << log;
   EXPECT_TRUE(fs::exists(longer / "checkpoints" / "step-000000020.ckpt.damaged"));
   EXPECT_EQ(file_json(longer / "summary.json")["status"], "completed");
+}
+
+// A disk that fills during training (a tmpfs out of inodes, in a mount namespace of its own):
+// the checkpoint cannot be written, then neither can the summary. The host says where the
+// worker's error is instead of pointing to a summary that is not there.
+TEST_F(RunTest, AFullDiskThatKeepsTheSummaryFromBeingWrittenIsReportedWithWhereTheErrorIs) {
+  if (::geteuid() != 0 || !fs::exists("/usr/bin/unshare"))
+    GTEST_SKIP() << "needs root and unshare(1) to mount a small tmpfs of its own";
+  const fs::path disk = tmp() / "disk", run = disk / "run";
+  fs::create_directories(disk);
+  const std::string script = "mount -t tmpfs -o size=1m,nr_inodes=13 tmpfs '" + disk.string() + "' && exec '" +
+                             host_path().string() + "' --plugin-dir '" + toyreg_ +
+                             "' --algorithm toyreg --device cpu --no-calibrate --run-dir '" + run.string() +
+                             "' --set steps=20 --set checkpoint_every=5 --batch-size 16";
+  RunOptions o;
+  o.timeout = kRunTimeout;
+  const Result r = mlhost::cli_test::run({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script}, o);
+  if (contains(r.err, "mount:") || contains(r.err, "unshare:")) GTEST_SKIP() << "cannot mount a tmpfs here: " << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "No space left on device")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "it could not write " + (run / "summary.json").string() + ": its error is in the lines above"))
+      << r.describe();
+  EXPECT_FALSE(contains(r.err, "see " + (run / "summary.json").string())) << r.describe();
 }
 
 // A safetensors file by hand (the format's bytes: u64 header size, JSON header, data), so
