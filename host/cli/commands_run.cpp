@@ -195,9 +195,6 @@ int command_run(const CliOptions& options) {
   // its files as they were: the host's records of this attempt are taken back with the rest.
   std::optional<RunRecordSnapshot> record;
   if (s.resume && !s.on_trained_run && launch.first_rank == 0) record = RunRecordSnapshot::take(s.run_dir);
-  // The host's lines go to the run's log.txt too from here (those logged so far first), and
-  // with them the error the run may end with (main.cpp).
-  if (launch.first_rank == 0) host_log::attach(job.run_dir);
   int status = 0;
   try {
     status = run_with_restarts(job, options.max_restarts);

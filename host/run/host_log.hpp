@@ -13,8 +13,9 @@ namespace mlhost::host_log {
 // until attach() it keeps the lines in memory.
 void install();
 
-// From now on the host's lines go to `run_dir`/log.txt too (the kept ones first), as soon as
-// the folder exists. Only the host that owns the run's folder attaches (rank 0's).
+// From now on the host's lines go to `run_dir`/log.txt too (the kept ones first). Called by the
+// host that owns the run's folder (rank 0's) once the folder is this run's (run_workers.cpp):
+// a folder the run refuses is never written.
 void attach(const std::filesystem::path& run_dir);
 
 // No more lines to a run's log, and none kept: before a refused command puts the run's files

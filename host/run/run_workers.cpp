@@ -14,6 +14,7 @@
 
 #include "common/files.hpp"
 #include "plan/plan_text.hpp"
+#include "run/host_log.hpp"
 #include "run/memory_kill.hpp"
 #include "run/run_files.hpp"
 #include "run/telemetry.hpp"
@@ -117,6 +118,10 @@ void set_up_run_folder(const RunJob& job, bool owns_run_dir) {
   write_file_atomically(run_dir / "config.json", planned.config.dump(2) + "\n");
   write_file_atomically(run_dir / "plan.json", planned.plan.dump(2) + "\n");
   write_file_atomically(run_dir / "probe.json", job.probe.dump(2) + "\n");
+  // The folder is this run's now: the host's lines go to its log.txt too (those logged so far
+  // first), and with them the error the run may end with (main.cpp). Not before: a folder
+  // refused above is left as it was.
+  host_log::attach(run_dir);
   spdlog::info("run folder {}\n{}", run_dir.string(), plan_to_text(planned.plan));
 }
 
