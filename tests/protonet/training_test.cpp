@@ -265,6 +265,18 @@ TEST(ProtonetTraining, StopSavesAndResumeEndsWhereAnUninterruptedRunDoes) {
   ASSERT_EQ(c.metrics["train/loss"].size(), 1u);
   EXPECT_DOUBLE_EQ(c.metrics["train/loss"][0], a.metrics["train/loss"][1]);
   EXPECT_DOUBLE_EQ(c.metrics["train/acc"][0], a.metrics["train/acc"][1]);
+
+  // Every summary field is the uninterrupted run's; the two that name files (the best
+  // checkpoint, the weights) name the same file in each run's own folder.
+  json sa = json::parse(a.summary), sc = json::parse(c.summary);
+  for (const char* file : {"checkpoint", "weights"}) {
+    const std::string in_whole = sa[file], in_stopped = sc[file];
+    ASSERT_EQ(in_whole.rfind(whole.str(), 0), 0u) << file << ": " << in_whole;
+    ASSERT_EQ(in_stopped.rfind(stopped.str(), 0), 0u) << file << ": " << in_stopped;
+    sa[file] = in_whole.substr(whole.str().size());
+    sc[file] = in_stopped.substr(stopped.str().size());
+  }
+  EXPECT_EQ(sc, sa) << "uninterrupted: " << sa.dump(2) << "\nresumed: " << sc.dump(2);
 }
 
 TEST(ProtonetTraining, GradientCheckpointingAndDataWorkersTrainTheSameModel) {

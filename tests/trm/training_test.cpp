@@ -198,6 +198,13 @@ TEST(TrmTraining, CancelledRunResumesWhereItStopped) {
   ASSERT_EQ(whole_loss.size(), 12u);
   for (size_t i = 0; i < resumed_loss.size(); ++i)
     EXPECT_EQ(resumed_loss[i], whole_loss[i + 5]) << "step " << i + 6;
+  // And every summary field but the timings of this launch.
+  json sw = json::parse(whole.summary), sr = json::parse(second.summary);
+  for (const char* timing : {"wall_seconds", "samples_per_s"}) {
+    ASSERT_TRUE(sw.contains(timing) && sr.contains(timing)) << timing;
+    sr[timing] = sw[timing];
+  }
+  EXPECT_EQ(sr, sw) << "uninterrupted: " << sw.dump(2) << "\nresumed: " << sr.dump(2);
 }
 
 TEST(TrmTraining, TextModelLearnsAndGenerates) {
