@@ -7,9 +7,14 @@
 # Prints the exit status, the minutes and the demo's accuracy line; exits with the demo's
 # status. The root's mounts are undone and the root removed on every way out.
 #
-#   bash scripts/fresh-machine.sh [--ref REF]     (as root; .ci/run runs it before the tests)
+#   bash scripts/fresh-machine.sh [--ref REF] [--ccache DIR]   (as root; .ci/run runs it before the tests)
 #
 # REF: the commit to clone (default HEAD; uncommitted changes are not in a clone).
+# --ccache DIR: lend the root this machine's compiler cache (DIR, bound at the root's
+# ~/.cache/ccache), which the ccache that scripts/setup.sh installs there then uses. CI does, so
+# that this check spends its minutes on what it checks, the set-up, not on compiling what the
+# test stages compile again. It hides no missing package: ccache preprocesses anew when a
+# header it recorded is not there, and the root compiles and links against its own files.
 # Environment: MLH_FRESH_DIR, the folder the root is made in (default: a new one under
 # /var/tmp); MLH_FRESH_MIRROR, the Debian archive (default: the machine's own, from its apt
 # sources).
@@ -18,11 +23,14 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 ref=HEAD
+ccache_dir=
 while (($#)); do
   case $1 in
     --ref) [[ $# -ge 2 ]] || { echo "fresh-machine: --ref needs a commit" >&2; exit 2; }
            ref=$2; shift 2 ;;
-    *) echo "fresh-machine: unknown argument '$1' (usage: fresh-machine.sh [--ref REF])" >&2; exit 2 ;;
+    --ccache) [[ $# -ge 2 && -d $2 ]] || { echo "fresh-machine: --ccache needs a folder (got '${2:-}')" >&2; exit 2; }
+              ccache_dir=$(cd "$2" && pwd); shift 2 ;;
+    *) echo "fresh-machine: unknown argument '$1' (usage: fresh-machine.sh [--ref REF] [--ccache DIR])" >&2; exit 2 ;;
   esac
 done
 [[ $(id -u) -eq 0 ]] || { echo "fresh-machine: needs root (it mounts /proc and /dev into a chroot)" >&2; exit 2; }
@@ -144,6 +152,11 @@ mount -t proc proc "$root/proc" && mounts+=("$root/proc")
 mount -t sysfs sysfs "$root/sys" && mounts+=("$root/sys")
 mount --bind /dev "$root/dev" && mounts+=("$root/dev")
 mount -t tmpfs tmpfs "$root/dev/shm" && mounts+=("$root/dev/shm")
+if [[ -n $ccache_dir ]]; then
+  mkdir -p "$root/root/.cache/ccache"
+  mount --bind "$ccache_dir" "$root/root/.cache/ccache" && mounts+=("$root/root/.cache/ccache")
+  echo "the root uses this machine's compiler cache ($ccache_dir)"
+fi
 
 echo "== fresh-machine: the README's first command in a clone of ${commit:0:12} =="
 echo "\$ $readme_command"
