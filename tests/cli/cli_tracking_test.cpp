@@ -166,7 +166,7 @@ TEST_F(TrackingRestartTest, AKilledAndResumedRunHasEachStepOnceOnTheServer) {
   std::vector<std::string> args{host_path().string(), "--plugin-dir", toyreg_, "--algorithm", "toyreg",
                                 "--run-dir", run.string(), "--device", "cpu", "--no-calibrate",
                                 "--hardware-config", single_thread_settings(tmp()).string(), "--track", "mlflow",
-                                "--set", "steps=120", "--set", "checkpoint_every=40", "--set", "step_delay_ms=100",
+                                "--set", "steps=200", "--set", "checkpoint_every=40", "--set", "step_delay_ms=100",
                                 "--set", "lr=0.05", "--set", "seed=3", "--batch-size", "16"};
   RunOptions o;
   o.env = {{"MLFLOW_TRACKING_URI", uri}, {"MLFLOW_EXPERIMENT_NAME", "cli-restart"}, {"MLH_TRACKING_INTERVAL_S", "0.3"}};
@@ -205,7 +205,7 @@ TEST_F(TrackingRestartTest, AKilledAndResumedRunHasEachStepOnceOnTheServer) {
   std::map<int64_t, double> in_file;
   for (const json& row : read_jsonl(run / "metrics.jsonl"))
     if (row["name"] == "train/loss") in_file[row["step"].get<int64_t>()] = row["value"].get<double>();
-  ASSERT_EQ(in_file.size(), 120u);
+  ASSERT_EQ(in_file.size(), 200u);
   const json& points = back["metrics"]["train/loss"];
   ASSERT_EQ(points.size(), in_file.size()) << "steps " << superseded["step"] << " to " << sent_before_kill
                                            << " were sent by both attempts";
