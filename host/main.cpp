@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   setup_logging();
-  host_log::install();  // a run's log.txt gets the host's lines too (commands_run.cpp attaches it)
+  host_log::install();  // a run's log.txt gets the host's lines too (run_workers.cpp attaches it)
   spdlog::set_level(spdlog::level::from_str(options.log_level));
 
   try {
