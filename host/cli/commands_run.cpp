@@ -188,8 +188,7 @@ int command_run(const CliOptions& options) {
     if (job.algorithm.torch_version) tracking.tags["libtorch_version"] = *job.algorithm.torch_version;
     spdlog::info("MLflow tracking: sending the run to {}{}", tracking.server.uri,
                  tracking.experiment_name.empty() ? "" : ", experiment '" + tracking.experiment_name + "'");
-    const auto interval = tracking.sync_interval;
-    tracker = std::make_unique<RunTracker>(std::move(tracking), job.run_dir, interval);
+    tracker = std::make_unique<RunTracker>(std::move(tracking), job.run_dir);
   }
   // A resumed run the algorithm refuses (every checkpoint damaged, its data gone bad) keeps
   // its files as they were: the host's records of this attempt are taken back with the rest.

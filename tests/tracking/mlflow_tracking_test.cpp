@@ -349,7 +349,9 @@ TEST_F(MlflowTrackingTest, TheLaunchersTrackerSendsWhileTheRunGoesOn) {
   Server server(tmp_ / "server", free_loopback_port_for_test());
   ASSERT_TRUE(server.ready());
   const fs::path dir = tmp_ / "run";
-  mlhost::RunTracker tracker(tracking_of(server.uri()), dir, std::chrono::milliseconds(200));
+  mlhost::MlflowTracking tracking = tracking_of(server.uri());
+  tracking.sync_interval = std::chrono::milliseconds(200);
+  mlhost::RunTracker tracker(tracking, dir);
   start_run_folder(dir);  // after the tracker started, as run_workers writes it
   {
     mlhost::RunSink sink(dir, /*console=*/false);
@@ -381,7 +383,9 @@ TEST(MlflowTracker, AFolderThisLaunchDidNotWriteIsNeverSent) {
   end_run_folder(dir, "completed");
   const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
   fs::last_write_time(dir / "config.json", old);
-  mlhost::RunTracker tracker(tracking_of("http://127.0.0.1:1"), dir, std::chrono::milliseconds(50));
+  mlhost::MlflowTracking tracking = tracking_of("http://127.0.0.1:1");
+  tracking.sync_interval = std::chrono::milliseconds(50);
+  mlhost::RunTracker tracker(tracking, dir);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_TRUE(tracker.finish().ok);
   EXPECT_FALSE(fs::exists(dir / "tracking"));

@@ -17,10 +17,9 @@ std::string where(const MlflowTracking& t, const SyncResult& r) {
 
 }  // namespace
 
-RunTracker::RunTracker(MlflowTracking tracking, fs::path run_dir, std::chrono::milliseconds interval)
+RunTracker::RunTracker(MlflowTracking tracking, fs::path run_dir)
     : tracking_(std::move(tracking)),
       run_dir_(std::move(run_dir)),
-      interval_(interval),
       // A second of slack for file systems whose clocks lag (NFS).
       started_(std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1)) {
   thread_ = std::thread([this] { loop(); });
@@ -50,7 +49,7 @@ void RunTracker::loop() {
       spdlog::warn("MLflow tracking: {}", e.what());
     }
     lock.lock();
-    wake_.wait_for(lock, interval_, [this] { return stop_; });
+    wake_.wait_for(lock, tracking_.sync_interval, [this] { return stop_; });
   }
 }
 

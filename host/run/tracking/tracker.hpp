@@ -20,8 +20,8 @@ namespace mlhost {
 
 class RunTracker {
  public:
-  RunTracker(MlflowTracking tracking, std::filesystem::path run_dir,
-             std::chrono::milliseconds interval = std::chrono::seconds(15));
+  // Syncs every tracking.sync_interval (MLH_TRACKING_INTERVAL_S, default 15 s).
+  RunTracker(MlflowTracking tracking, std::filesystem::path run_dir);
   ~RunTracker();  // finish(), if not done
   RunTracker(const RunTracker&) = delete;
   RunTracker& operator=(const RunTracker&) = delete;
@@ -39,7 +39,6 @@ class RunTracker {
 
   MlflowTracking tracking_;
   std::filesystem::path run_dir_;
-  std::chrono::milliseconds interval_;
   std::filesystem::file_time_type started_;
   std::mutex mu_;
   std::condition_variable wake_;
