@@ -7,7 +7,8 @@
 #   dedicated    both at once, each planned as if it had the machine to itself
 #                (MLH_MACHINE_SHARING=dedicated: every core, the OpenMP runtime's wait policy);
 #   shared       both at once, planned as users get it: ProtoNet starts first, alone, and TRM,
-#                started DELAY seconds later, sees its worker (the cores left, passive waits).
+#                started DELAY seconds later, sees its worker (its own threads, passive waits);
+#   split        likewise with shared_machine_threads = split (TRM takes the cores left).
 #   bench/shared_machine.sh [BUILD_DIR]      (default build; SECONDS 45, DELAY 8)
 # Runs skip calibration (MLH_NO_CALIBRATE), which would otherwise differ between the cases.
 set -euo pipefail
@@ -40,23 +41,26 @@ PY
 trm=(--set preset=sudoku-easy)
 train protonet-alone protonet "$seconds"
 train trm-alone trm "$seconds" "${trm[@]}"
-for mode in dedicated shared; do
+printf 'shared_machine_threads = split\n' >"$out/split.ini"
+for mode in dedicated shared split; do
   sharing=$([ "$mode" = dedicated ] && echo dedicated || echo auto)
-  MLH_MACHINE_SHARING=$sharing train "protonet-$mode" protonet $((seconds + delay)) &
+  settings=$([ "$mode" = split ] && echo "$out/split.ini" || echo "")
+  MLH_HARDWARE_CONFIG=$settings MLH_MACHINE_SHARING=$sharing train "protonet-$mode" protonet $((seconds + delay)) &
   sleep "$delay"
-  MLH_MACHINE_SHARING=$sharing train "trm-$mode" trm "$seconds" "${trm[@]}"
+  MLH_HARDWARE_CONFIG=$settings MLH_MACHINE_SHARING=$sharing train "trm-$mode" trm "$seconds" "${trm[@]}"
   wait
 done
 
-printf '| run | alone | beside the other, each planned alone | beside the other, planned as shared |\n|---|---|---|---|\n'
+printf '| run | alone | beside the other, each planned alone | planned as shared | shared, split |\n|---|---|---|---|---|\n'
 for algorithm in protonet trm; do
   warm=10
   read -r alone at ap < <(figure "$algorithm-alone" $warm)
   beside_warm=$([ "$algorithm" = protonet ] && echo $((warm + delay)) || echo $warm)
   read -r dedicated dt dp < <(figure "$algorithm-dedicated" "$beside_warm")
   read -r shared st sp < <(figure "$algorithm-shared" "$beside_warm")
+  read -r split xt xp < <(figure "$algorithm-split" "$beside_warm")
   python3 -c "
-a, d, s = $alone, $dedicated, $shared
+a, d, s, x = $alone, $dedicated, $shared, $split
 r = lambda x: f'{x / a:.2f}x' if a else '-'
-print(f'| $algorithm samples/s | {a:.1f} ($at threads, $ap) | {d:.1f} = {r(d)} ($dt, $dp) | {s:.1f} = {r(s)} ($st, $sp) |')"
+print(f'| $algorithm samples/s | {a:.1f} ($at threads, $ap) | {d:.1f} = {r(d)} ($dt, $dp) | {s:.1f} = {r(s)} ($st, $sp) | {x:.1f} = {r(x)} ($xt, $xp) |')"
 done

@@ -316,22 +316,29 @@ void Decisions::threads() {
     threads["intra_op"] = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
     source = from(SourceKind::kDefault, "default: all online CPUs");
   }
-  // Beside other runs' workers, the cores they hold are not ours: take what they leave, or a
-  // fair share when they hold them all (a run of one thread beside a run of all of them
-  // still trains, where a second thread per core would make both crawl).
-  // Runs started at the same moment, still planning, hold nothing yet: each is counted at the
-  // fair share all of them will get, so that runs started together split the cores.
+  // Beside other runs, a run keeps its threads by default: another thread count sums in another
+  // order, and the same command must compute the same numbers whatever else ran when it
+  // started. Passive waits (backend_switches) keep the oversubscription cheap: two ProtoNet
+  // runs of 2 threads on 2 cores each trained at 0.91x of the 1-thread split's speed
+  // (docs/benchmarks.md, "A shared machine"), where spinning waits made one crawl 90x slower.
+  // With shared_machine_threads = split, a run takes the cores other runs' workers leave, or a
+  // fair share when they hold them all. Runs started at the same moment, still planning, hold
+  // nothing yet: each is counted at the fair share all of them will get, so that runs started
+  // together split the cores.
   const MachineShare& share = req_.sharing;
   const int other_runs = share.other_workers + share.other_runs_planning;
   const bool kept = source.kind == SourceKind::kTrainedRun;
-  if (!backend_.accelerator && !chosen_by_user(source.kind) && !kept && share.shared() && other_runs > 0) {
+  const auto split_setting = setting("shared_machine_threads");
+  const bool split = split_setting && split_setting->value == "split";
+  if (split && !backend_.accelerator && !chosen_by_user(source.kind) && !kept && share.shared() && other_runs > 0) {
     const int64_t cores = d_.recommended_threads > 0 ? d_.recommended_threads : share.online_cpus;
     const int64_t each = std::max<int64_t>(1, cores / (other_runs + 1));
     const int64_t left = cores - share.other_worker_threads - share.other_runs_planning * each;
     const int64_t fair = std::max<int64_t>(1, left >= 1 ? left : cores / (other_runs + 1));
     if (fair < threads["intra_op"].get<int64_t>()) {
       threads["intra_op"] = fair;
-      source.text += "; " + std::to_string(fair) + " on a shared machine (" + share.describe() + ")";
+      source.text += "; " + std::to_string(fair) + " on a shared machine (" + share.describe() +
+                     "; shared_machine_threads = split, settings file " + split_setting->origin + ")";
     }
   }
   // Inter-op pools only help graphs with independent branches, and compete with intra-op

@@ -127,25 +127,23 @@ class SharedMachinePlan : public ::testing::Test {
   testing::FakePlanServices services_;
 };
 
-TEST_F(SharedMachinePlan, BesideAnotherRunItTakesTheCoresLeftAndSleepsWhenIdle) {
+// A shared machine lowers throughput, never changes the numbers: beside other runs, or other
+// load, a run keeps the threads it would plan alone, and its idle threads sleep.
+TEST_F(SharedMachinePlan, BesideAnotherRunItKeepsItsThreadsAndSleepsWhenIdle) {
   // A quiet machine: every core, the OpenMP runtime's own wait policy.
   json p = plan(MachineShare{});
   EXPECT_EQ(p["threads"]["intra_op"], 2);
   EXPECT_TRUE(p["omp_wait_policy"].is_null()) << p.dump(2);
 
-  // One other run holding one core: the other is ours; idle threads sleep.
-  p = plan(beside(1, 1));
-  EXPECT_EQ(p["threads"]["intra_op"], 1);
-  EXPECT_EQ(p["omp_wait_policy"], "passive");
-  EXPECT_NE(p["sources"]["threads"].get<std::string>().find("1 on a shared machine (1 mlhost worker of other runs (1 "
-                                                              "thread)"),
-            std::string::npos)
-      << p["sources"].dump(2);
-  EXPECT_NE(p["sources"]["omp_wait_policy"].get<std::string>().find("shared machine"), std::string::npos);
-
-  // Another run holding both cores: a fair share, one.
-  EXPECT_EQ(plan(beside(1, 2))["threads"]["intra_op"], 1);
-  // Other processes busy on the CPUs, no other mlhost run: threads stay, idle threads sleep.
+  for (const MachineShare& share : {beside(1, 1), beside(1, 2), beside(2, 4)}) {
+    p = plan(share);
+    EXPECT_EQ(p["threads"]["intra_op"], 2) << share.describe();
+    EXPECT_EQ(p["sources"]["threads"].get<std::string>().find("shared machine"), std::string::npos)
+        << p["sources"].dump(2);
+    EXPECT_EQ(p["omp_wait_policy"], "passive") << share.describe();
+    EXPECT_NE(p["sources"]["omp_wait_policy"].get<std::string>().find("shared machine"), std::string::npos);
+  }
+  // Other processes busy on the CPUs, no other mlhost run: likewise.
   MachineShare loaded = beside(0, 0);
   loaded.busy_cpus = 1.5;
   p = plan(loaded);
@@ -153,18 +151,52 @@ TEST_F(SharedMachinePlan, BesideAnotherRunItTakesTheCoresLeftAndSleepsWhenIdle) 
   EXPECT_EQ(p["omp_wait_policy"], "passive");
 }
 
+class SplittingSharedMachinePlan : public SharedMachinePlan {
+ protected:
+  json split_plan(const MachineShare& share) {
+    TempDir t;
+    testing::write_text(t / "hw.ini", "shared_machine_threads = split\n");
+    const HardwareSettings settings = read_hardware_settings(t / "hw.ini");
+    return plan(share, [&](PlanRequest& r) { r.settings = settings; });
+  }
+};
+
+// shared_machine_threads = split: the cores other runs leave, for throughput over numbers.
+TEST_F(SplittingSharedMachinePlan, ItTakesTheCoresLeft) {
+  EXPECT_EQ(split_plan(MachineShare{})["threads"]["intra_op"], 2);
+  // One other run holding one core: the other is ours.
+  json p = split_plan(beside(1, 1));
+  EXPECT_EQ(p["threads"]["intra_op"], 1);
+  EXPECT_EQ(p["omp_wait_policy"], "passive");
+  EXPECT_NE(p["sources"]["threads"].get<std::string>().find("1 on a shared machine (1 mlhost worker of other runs (1 "
+                                                              "thread)"),
+            std::string::npos)
+      << p["sources"].dump(2);
+  EXPECT_NE(p["sources"]["threads"].get<std::string>().find("shared_machine_threads = split, settings file "),
+            std::string::npos)
+      << p["sources"].dump(2);
+  // Another run holding both cores: a fair share, one.
+  EXPECT_EQ(split_plan(beside(1, 2))["threads"]["intra_op"], 1);
+  // Other processes busy on the CPUs, no other mlhost run: nothing to split with.
+  MachineShare loaded = beside(0, 0);
+  loaded.busy_cpus = 1.5;
+  EXPECT_EQ(split_plan(loaded)["threads"]["intra_op"], 2);
+}
+
 // Runs in the registry still planning hold nothing yet: each is counted at the fair share, so
 // that runs started together split the cores; one that planned is counted by its threads.
-TEST_F(SharedMachinePlan, RunsStillPlanningAreCountedAtTheFairShare) {
+TEST_F(SplittingSharedMachinePlan, RunsStillPlanningAreCountedAtTheFairShare) {
   MachineShare planning = beside(0, 0);
   planning.other_runs_planning = 1;
-  json p = plan(planning);
+  json p = split_plan(planning);
   EXPECT_EQ(p["threads"]["intra_op"], 1);
   EXPECT_NE(p["sources"]["threads"].get<std::string>().find("1 other run starting now"), std::string::npos)
       << p["sources"].dump(2);
   EXPECT_EQ(p["omp_wait_policy"], "passive");
   // The other planned 1 thread of the 2 (it saw this one planning): the one left.
-  EXPECT_EQ(plan(beside(1, 1))["threads"]["intra_op"], 1);
+  EXPECT_EQ(split_plan(beside(1, 1))["threads"]["intra_op"], 1);
+  // Without the setting, a run starting beside one still planning keeps its threads.
+  EXPECT_EQ(plan(planning)["threads"]["intra_op"], 2);
 }
 
 // The registry: an entry per host process with its threads, another process's seen while it

@@ -93,7 +93,11 @@ inline constexpr PlanFieldInfo kPlanFields[] = {
     {PlanField::kPreset, "preset", PlanFieldDecider::kAlgorithm, "model preset",
      {{"preset", SettingKind::kName}}, RunParameter::kYes},
     {PlanField::kThreads, "threads", PlanFieldDecider::kWorker, "threads",
-     {{"intra_op_threads", SettingKind::kCount, 1}, {"inter_op_threads", SettingKind::kCount, 1}},
+     {{"intra_op_threads", SettingKind::kCount, 1},
+      {"inter_op_threads", SettingKind::kCount, 1},
+      // keep: a shared machine lowers throughput, never changes the numbers; split: take the
+      // cores other runs leave (faster beside them, but another thread count sums differently).
+      {"shared_machine_threads", SettingKind::kChoice, 0, 0, "keep|split"}},
      RunParameter::kNo},
     {PlanField::kAllocator, "allocator", PlanFieldDecider::kWorker, "allocator",
      {{"allocator", SettingKind::kChoice, 0, 0, "glibc|glibc-tuned|jemalloc|tcmalloc"},
