@@ -15,6 +15,8 @@
 
 namespace ppo {
 
+using nlohmann::json;
+
 namespace {
 
 // A level file's problem as the run reports every bad data file: an mlh::DataError naming
@@ -162,10 +164,9 @@ Task make_task(const Config& cfg) {
   // each episode's outcome recorded for the levels' solve rate.
   std::shared_ptr<TrainingLevels> levels;
   std::shared_ptr<Curriculum> level_curriculum;
-  std::shared_ptr<PuzzleSource> from_levels;
+  std::shared_ptr<PuzzleSource> from_levels, pool;
   if (!cfg.puzzle.train_levels.empty()) {
     levels = std::make_shared<TrainingLevels>(load_training_levels(cfg));
-    std::shared_ptr<PuzzleSource> pool;
     CurriculumOptions o = co;
     o.seed = seed + 1;
     if (curriculum_on) {
@@ -178,19 +179,41 @@ Task make_task(const Config& cfg) {
   }
 
   const PuzzleEnvOptions options = puzzle_env_options(cfg, cfg.puzzle.size);
+  // Every environment's mix, in the order they were made (the vector's slots).
+  auto mixes = std::make_shared<std::vector<std::shared_ptr<MixedSource>>>();
   if (!from_levels) {
     t.make_env = [generated, options] { return std::make_unique<PuzzleEnv>(generated, options); };
   } else if (!generated) {
     t.make_env = [from_levels, options] { return std::make_unique<PuzzleEnv>(from_levels, options); };
   } else {
     // One mix per environment (level_sources.hpp says why), each with its own seed.
-    auto made = std::make_shared<uint64_t>(0);
     const double share = cfg.puzzle.train_levels_share;
-    t.make_env = [from_levels, generated, share, options, made, seed] {
-      auto mix = std::make_shared<MixedSource>(from_levels, generated, share, seed + 1000 + (*made)++);
+    t.make_env = [from_levels, generated, share, options, mixes, seed] {
+      auto mix = std::make_shared<MixedSource>(from_levels, generated, share, seed + 1000 + mixes->size());
+      mixes->push_back(mix);
       return std::make_unique<PuzzleEnv>(mix, options);
     };
   }
+  // What the environments' sources hold, for the checkpoint: a resumed run plays the puzzles,
+  // at the curriculum levels, that an uninterrupted one would.
+  t.save_state = [generated, pool, levels, mixes] {
+    json s = {{"generated", generated ? generated->state() : json()},
+              {"levels", pool ? pool->state() : json()},
+              {"levels_results", levels ? levels->results->state() : json()},
+              {"mixes", json::array()}};
+    for (const auto& mix : *mixes) s["mixes"].push_back(mix->state());
+    return s;
+  };
+  t.load_state = [generated, pool, levels, mixes](const json& s) {
+    if (generated) generated->load_state(s.at("generated"));
+    if (pool) pool->load_state(s.at("levels"));
+    if (levels) levels->results->load_state(s.at("levels_results"));
+    const json& saved = s.at("mixes");
+    if (saved.size() != mixes->size())
+      throw std::invalid_argument("the checkpoint holds " + std::to_string(saved.size()) + " puzzle mixes, the run " +
+                                  std::to_string(mixes->size()));
+    for (size_t i = 0; i < mixes->size(); ++i) (*mixes)[i]->load_state(saved[i]);
+  };
   t.observation_shape = {PuzzleEnv::kNumPlanes, options.obs_size, options.obs_size};
   t.num_actions = kNumMoves;
   t.action_masks = true;

@@ -239,6 +239,7 @@ mlh::rt::TrainingState Trainer::state() {
               {"recent_solved", std::vector<int>(recent_solved_.begin(), recent_solved_.end())},
               {"network", to_json(net_->spec())},
               {"scaler", updater_->scaler().state()}};
+  if (task_.save_state) s.values["task"] = task_.save_state();
   return s;
 }
 
@@ -253,6 +254,8 @@ void Trainer::restore(mlh::rt::TrainingState& loaded, bool own_streams) {
     rng >> rng_;
     try {
       envs_.load_state(v.at("envs"));
+      // After the environments: one restored without a snapshot draws a fresh puzzle.
+      if (task_.load_state && v.contains("task")) task_.load_state(v.at("task"));
     } catch (const std::invalid_argument& e) {
       throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("checkpoint: ") + e.what());
     }

@@ -3,9 +3,10 @@
 //              inference and sampling for the MLP, no autograd), then GAE over the rollout;
 //   update()   the PPO epochs over the rollout (ppo_update.hpp), after the LR annealing.
 // Plus its checkpoint state: network, Adam, iteration, global step, every RNG (torch's, the
-// sampler's, each environment's) and the running episode statistics, so that a resumed run
-// continues exactly where an uninterrupted one would (CartPole; puzzle envs restart their
-// episodes).
+// sampler's, each environment's), the environments' episodes, the task's shared state (the
+// puzzles' curricula) and the running episode statistics, so that a resumed run continues
+// exactly where an uninterrupted one would (environment libraries: where they implement
+// snapshot()).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,11 @@ struct Task {
   bool action_masks = false;  // the envs' action_mask() can say no (puzzles; libraries with one)
   std::function<std::map<std::string, double>()> metrics;  // e.g. curriculum level
   std::shared_ptr<TrainingLevels> levels;                  // null unless puzzle.train_levels
+  // The state the environments share (the puzzles' sources: curricula, streams, the levels'
+  // solve window) for the checkpoint, and putting it back (std::invalid_argument when it does
+  // not fit); unset where the environments hold all of it.
+  std::function<nlohmann::json()> save_state;
+  std::function<void(const nlohmann::json&)> load_state;
 };
 
 // The network the config asks for on this task (resnet size from the plan's preset when unset).

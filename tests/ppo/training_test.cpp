@@ -21,6 +21,7 @@
 #include "env/level_file.hpp"
 #include "fake_host.hpp"
 #include "temp_dir.hpp"
+#include "test_levels.hpp"
 
 namespace {
 
@@ -170,6 +171,51 @@ TEST(PpoTraining, AResumedRunReportsTheUninterruptedRunsSummary) {
     sc[timing] = sa[timing];
   }
   EXPECT_EQ(sc, sa);
+}
+
+// The puzzles resume exactly too: a run on a curriculum of generated puzzles mixed with the
+// user's levels (their own curriculum), stopped in mid-episode and resumed, ends with the
+// uninterrupted run's parameters, metrics and summary. The checkpoint holds the episodes being
+// played, both curricula, every environment's mix and the levels' solve window.
+TEST(PpoTraining, AStoppedPuzzleRunOnItsCurriculaResumesExactly) {
+  TempDir straight, split;
+  json cfg = easy_puzzle_config();
+  cfg["puzzle"]["max_moves"] = 5;
+  cfg["puzzle"]["max_steps"] = 8;
+  cfg["puzzle"]["curriculum"] = {{"enabled", true}, {"window", 16}, {"promote_at", 0.3}};
+  cfg["puzzle"]["train_levels"] = write_level_file(straight.path() / "levels.txt", kFourLevels);
+  cfg["puzzle"]["train_levels_share"] = 0.5;
+  cfg["total_timesteps"] = 8192;  // 16 iterations of 512 steps
+  cfg["checkpoint_every"] = 2;
+  FakeHost a;
+  ASSERT_EQ(run(a, "train", cfg, straight.path()), MLH_OK) << (a.logs.empty() ? "" : a.logs.back());
+  FakeHost b;
+  b.stop_at = 4096;  // after iteration 8
+  std::string error;
+  ASSERT_EQ(run(b, "train", cfg, split.path(), false, &error), MLH_ERR_CANCELLED) << error;
+  // The curriculum had moved by the stop, so its state is what the resumed run depends on.
+  ASSERT_FALSE(b.metrics["curriculum/level"].empty());
+  EXPECT_GT(b.metrics["curriculum/level"].back(), 2.0);
+  FakeHost c;
+  ASSERT_EQ(run(c, "train", cfg, split.path(), true), MLH_OK) << (c.logs.empty() ? "" : c.logs.back());
+
+  for (const char* metric : {"curriculum/level", "levels/curriculum_level", "levels/solve_rate_100", "losses/value_loss"}) {
+    const std::vector<double>& all = a.metrics[metric];
+    const std::vector<double>& resumed = c.metrics[metric];
+    ASSERT_FALSE(resumed.empty()) << metric;
+    ASSERT_LE(resumed.size(), all.size()) << metric;
+    EXPECT_EQ(std::vector<double>(all.end() - static_cast<std::ptrdiff_t>(resumed.size()), all.end()), resumed)
+        << metric;
+  }
+  json sa = json::parse(a.summary), sc = json::parse(c.summary);
+  for (const char* timing : {"wall_seconds", "env_steps_per_s"}) {
+    ASSERT_TRUE(sa.contains(timing) && sc.contains(timing)) << timing;
+    sc[timing] = sa[timing];
+  }
+  EXPECT_EQ(sc, sa);
+  const auto wa = weights(straight.path()), wc = weights(split.path());
+  ASSERT_EQ(wa.size(), wc.size());
+  for (const auto& [name, t] : wa) EXPECT_TRUE(at::equal(t, wc.at(name))) << name;
 }
 
 TEST(PpoCommands, ErrorsNameTheFile) {

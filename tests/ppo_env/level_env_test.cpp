@@ -332,4 +332,66 @@ TEST(PuzzleEnv, VectorEnvWithSharedCurriculum) {
   EXPECT_EQ(cur->level(), 6);  // every report a success: climbed to the top
 }
 
+// A checkpoint in mid-episode: the vector's episodes (PuzzleEnv::snapshot) and the shared
+// curriculum's state put into fresh objects go on exactly as the originals do: the same
+// observations, rewards and puzzles, and the curriculum at the same level.
+TEST(PuzzleEnv, AVectorAndItsCurriculumRestoredMidEpisodeGoOnAsTheOriginals) {
+  GeneratorSpec spec;
+  spec.size = 5;
+  spec.tiles = 2;
+  spec.max_moves = 6;
+  CurriculumOptions co;
+  co.start_level = 1;
+  co.window = 8;
+  co.threshold = 0.25;
+  co.seed = 11;
+  PuzzleEnvOptions o;
+  o.obs_size = 5;
+  o.max_steps = 12;
+  auto make = [&](std::shared_ptr<Curriculum> cur) {
+    return std::make_unique<VectorEnv>([cur, o] { return std::unique_ptr<Env>(new PuzzleEnv(cur, o)); }, 4, 5);
+  };
+  auto cur = std::make_shared<Curriculum>(spec, co);
+  auto v = make(cur);
+  v->reset();
+  std::mt19937_64 actions_rng(3);
+  std::vector<int> actions(4);
+  auto step = [&](VectorEnv& env, std::mt19937_64& rng) {
+    for (int& a : actions) a = static_cast<int>(rng() % 4);
+    env.step(actions.data());
+  };
+  for (int t = 0; t < 137; ++t) step(*v, actions_rng);  // mid-episode in some envs
+  ASSERT_GT(cur->level(), co.start_level) << "the curriculum should have moved for the test to mean something";
+  const nlohmann::json envs = v->state(), curriculum = cur->state();
+
+  auto cur2 = std::make_shared<Curriculum>(spec, co);
+  auto w = make(cur2);
+  w->reset();
+  w->load_state(envs);
+  cur2->load_state(curriculum);
+  std::mt19937_64 actions_rng2 = actions_rng;
+  for (int t = 0; t < 200; ++t) {
+    step(*v, actions_rng);
+    step(*w, actions_rng2);
+    ASSERT_EQ(v->observations(), w->observations()) << "step " << t;
+    ASSERT_EQ(v->rewards(), w->rewards()) << "step " << t;
+    ASSERT_EQ(cur->level(), cur2->level()) << "step " << t;
+    ASSERT_EQ(cur->window_count(), cur2->window_count()) << "step " << t;
+  }
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(static_cast<const PuzzleEnv&>(v->env(i)).puzzle(), static_cast<const PuzzleEnv&>(w->env(i)).puzzle());
+
+  // A snapshot that does not hold a puzzle, or puts a tile off the board, is refused.
+  PuzzleEnv e(cur, o);
+  std::vector<double> snap = static_cast<const PuzzleEnv&>(v->env(0)).snapshot();
+  EXPECT_NO_THROW(e.restore(snap));
+  snap.back() = 999;
+  EXPECT_THROW(e.restore(snap), std::invalid_argument);
+  EXPECT_THROW(e.restore({1, 2, 3}), std::invalid_argument);
+  // A curriculum's level outside the one it runs is refused.
+  nlohmann::json high = curriculum;
+  high["level"] = 99;
+  EXPECT_THROW(cur2->load_state(high), std::invalid_argument);
+}
+
 }  // namespace

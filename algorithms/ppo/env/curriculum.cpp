@@ -78,6 +78,29 @@ void Curriculum::report(bool solved) {
   }
 }
 
+nlohmann::json Curriculum::state() const {
+  return {{"level", level_},   {"window", ring_},  {"head", head_}, {"count", count_},
+          {"solved", solved_in_window_}, {"rng", rng_text(rng_)}};
+}
+
+void Curriculum::load_state(const nlohmann::json& state) {
+  const int level = state.at("level").get<int>();
+  if (level < min_level_ || level > max_level_)
+    throw std::invalid_argument("the saved curriculum level " + std::to_string(level) + " is not in [" +
+                                std::to_string(min_level_) + ", " + std::to_string(max_level_) + "]");
+  rng_from_text(state.at("rng").get<std::string>(), rng_);
+  level_ = level;
+  const auto window = state.at("window").get<std::vector<uint8_t>>();
+  if (window.size() != ring_.size()) {
+    head_ = count_ = solved_in_window_ = 0;
+    return;
+  }
+  ring_ = window;
+  head_ = state.at("head").get<int>();
+  count_ = state.at("count").get<int>();
+  solved_in_window_ = state.at("solved").get<int>();
+}
+
 double Curriculum::solve_rate() const {
   return count_ ? static_cast<double>(solved_in_window_) / count_ : 0.0;
 }

@@ -34,6 +34,10 @@ class Curriculum : public PuzzleSource {
 
   Puzzle next() override;
   void report(bool solved) override;
+  // The level, its window and the stream. A saved window of another size (the config's
+  // window changed on --resume) keeps the level and starts the window empty.
+  nlohmann::json state() const override;
+  void load_state(const nlohmann::json& state) override;
 
   int level() const { return level_; }
   int max_level() const { return max_level_; }

@@ -20,6 +20,9 @@ class SolveWindow {
   double rate() const;  // over the window; 0 when no episode finished yet
   int64_t episodes() const { return episodes_; }
   int64_t solved() const { return solved_; }
+  // For a checkpoint; a saved window of another size is refused (std::invalid_argument).
+  nlohmann::json state() const;
+  void load_state(const nlohmann::json& state);
 
  private:
   std::vector<uint8_t> ring_;
@@ -51,6 +54,9 @@ class MixedSource : public PuzzleSource {
               uint64_t seed);
   Puzzle next() override;
   void report(bool solved) override;
+  // Its stream and whose puzzle is being played (the two sources are saved by their owner).
+  nlohmann::json state() const override;
+  void load_state(const nlohmann::json& state) override;
 
  private:
   std::shared_ptr<PuzzleSource> levels_, generated_;

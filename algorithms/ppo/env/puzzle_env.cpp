@@ -29,14 +29,19 @@ void PuzzleEnv::reset(std::mt19937_64& rng, float* observation) {
 }
 
 void PuzzleEnv::start(const Puzzle& puzzle, float* observation) {
+  load_puzzle(puzzle);
+  state_ = puzzle_.tiles;
+  steps_ = 0;
+  done_ = false;
+  observe(observation);
+}
+
+void PuzzleEnv::load_puzzle(const Puzzle& puzzle) {
   validate(puzzle);
   if (puzzle.size > options_.obs_size)
     throw std::invalid_argument("PuzzleEnv: puzzle size " + std::to_string(puzzle.size) +
                                 " larger than obs_size " + std::to_string(options_.obs_size));
   puzzle_ = puzzle;
-  state_ = puzzle_.tiles;
-  steps_ = 0;
-  done_ = false;
   distance_field(puzzle_.targets, dist_any_);
   const size_t k = puzzle_.targets.size();
   if (puzzle_.multi_color) {
@@ -46,7 +51,53 @@ void PuzzleEnv::start(const Puzzle& puzzle, float* observation) {
       distance_field(one_, dist_own_[i]);
     }
   }
-  observe(observation);
+}
+
+// Layout: version, size, multi_color, optimal, K, steps, done, last episode (solved, steps,
+// optimal), then blocked (size * size), tiles, targets and the tiles' cells now (K each).
+namespace {
+constexpr double kSnapshotVersion = 1;
+constexpr size_t kSnapshotHeader = 10;
+}  // namespace
+
+std::vector<double> PuzzleEnv::snapshot() const {
+  const size_t k = puzzle_.tiles.size();
+  std::vector<double> s = {kSnapshotVersion, double(puzzle_.size), double(puzzle_.multi_color), double(puzzle_.optimal),
+                           double(k), double(steps_), double(done_), double(last_.solved), double(last_.steps),
+                           double(last_.optimal)};
+  s.insert(s.end(), puzzle_.blocked.begin(), puzzle_.blocked.end());
+  for (const std::vector<int>* cells : {&puzzle_.tiles, &puzzle_.targets, &state_})
+    s.insert(s.end(), cells->begin(), cells->end());
+  return s;
+}
+
+void PuzzleEnv::restore(const std::vector<double>& s) {
+  auto bad = [](const std::string& why) { return std::invalid_argument("PuzzleEnv::restore: " + why); };
+  if (s.size() < kSnapshotHeader || s[0] != kSnapshotVersion) throw bad("not a puzzle snapshot");
+  const auto size = static_cast<size_t>(s[1]), k = static_cast<size_t>(s[4]);
+  if (size > kMaxPuzzleSize || k > kMaxTiles || s.size() != kSnapshotHeader + size * size + 3 * k)
+    throw bad("a snapshot of " + std::to_string(s.size()) + " values does not hold a puzzle");
+  Puzzle p;
+  p.size = static_cast<int>(size);
+  p.multi_color = s[2] != 0;
+  p.optimal = static_cast<int>(s[3]);
+  auto next = s.begin() + kSnapshotHeader;
+  auto take = [&next](size_t n, auto& out) {
+    out.assign(next, next + static_cast<std::ptrdiff_t>(n));
+    next += static_cast<std::ptrdiff_t>(n);
+  };
+  take(size * size, p.blocked);
+  take(k, p.tiles);
+  take(k, p.targets);
+  PuzzleState cells;
+  take(k, cells);
+  for (int c : cells)
+    if (c < 0 || c >= p.num_cells() || p.blocked[c]) throw bad("a tile on cell " + std::to_string(c));
+  load_puzzle(p);
+  state_ = std::move(cells);
+  steps_ = static_cast<int>(s[5]);
+  done_ = s[6] != 0;
+  last_ = {s[7] != 0, static_cast<int>(s[8]), static_cast<int>(s[9])};
 }
 
 // BFS over the board's non-blocked cells from `sources`, written in obs coordinates.

@@ -62,6 +62,10 @@ class PuzzleEnv final : public Env {
   void reset(std::mt19937_64& rng, float* observation) override;
   StepResult step(int action, float* observation) override;
   void action_mask(uint8_t* mask) const override;
+  // The episode being played (the puzzle, its tiles, the steps taken, the last episode), so
+  // that a resumed run goes on with it; the source's state is its owner's to save.
+  std::vector<double> snapshot() const override;
+  void restore(const std::vector<double>& snapshot) override;
 
   // Starts an episode on a given puzzle instead of the source's next (play, evaluation).
   void start(const Puzzle& puzzle, float* observation);
@@ -76,6 +80,8 @@ class PuzzleEnv final : public Env {
   void observe(float* observation) const;
 
  private:
+  // Takes `puzzle` as the one played (and its distance fields), checked as start() does.
+  void load_puzzle(const Puzzle& puzzle);
   void distance_field(const std::vector<int>& sources, std::vector<float>& out);
   std::shared_ptr<PuzzleSource> source_;
   PuzzleEnvOptions options_;
