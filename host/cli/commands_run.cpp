@@ -69,12 +69,14 @@ void print_benchmark(const CliOptions& options, const fs::path& run_dir, const j
   const json result = summary.is_object() ? summary.value("result", json()) : json();
   const std::string allocator =
       summary.is_object() && summary.value("worker", json()).is_object() ? summary["worker"].value("allocator", "") : "";
+  std::string text;
   try {
-    std::cout << (options.json ? benchmark_json(result, plan, allocator).dump(2) + "\n"
-                               : benchmark_table(result, plan, allocator));
+    text = options.json ? benchmark_json(result, plan, allocator).dump(2) + "\n" : benchmark_table(result, plan, allocator);
   } catch (const std::runtime_error& e) {
     throw HostError(e.what());
   }
+  std::cout << text;
+  host_log::write_line("info", text);
 }
 
 }  // namespace
@@ -207,9 +209,13 @@ int command_run(const CliOptions& options) {
                     kExitBadInput);
   }
   if (tracker) tracker->finish();
-  host_log::detach();
   if (status == 0 && options.benchmark && launch.first_rank == 0) print_benchmark(options, job.run_dir, s.planned.plan);
-  if (s.on_trained_run) std::cerr << s.planned.command << ": results in " << job.run_dir.string() << "\n";
+  if (s.on_trained_run) {
+    const std::string results = s.planned.command + ": results in " + job.run_dir.string();
+    std::cerr << results << "\n";
+    host_log::write_line("info", results);
+  }
+  host_log::detach();
   // A command that is not training (build-data, benchmark), given no --run-dir, keeps the
   // folder made for it only when it wrote something there: its output went elsewhere (the
   // dataset folder, the terminal) and its log to the terminal.

@@ -1,5 +1,6 @@
 #include "run/host_log.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -98,7 +99,13 @@ void detach() {
 }
 
 void write_line(const std::string& level, const std::string& text) {
-  if (sink()) sink()->write_raw("[host] [" + level + "] " + text + "\n");
+  if (!sink()) return;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    sink()->write_raw("[host] [" + level + "] " + text.substr(start, end - start) + "\n");
+    start = end + 1;
+  }
 }
 
 }  // namespace mlhost::host_log

@@ -22,8 +22,8 @@ void attach(const std::filesystem::path& run_dir);
 // back as they were, and once the run's folder is finished with.
 void detach();
 
-// A line the host printed outside its logger (main.cpp's "host: error: ..."), written to the
-// attached run's log.
+// What the host printed outside its logger (main.cpp's "host: error: ...", a benchmark's
+// table, "results in DIR"), written to the attached run's log, each of its lines prefixed.
 void write_line(const std::string& level, const std::string& text);
 
 }  // namespace mlhost::host_log

@@ -257,7 +257,9 @@ TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
   EXPECT_EQ(file_json(run_dir_ / "commands" / "eval-1" / "config.json")["lr"], 0.9);
   EXPECT_EQ(file_json(run_dir_ / "commands" / "eval-1" / "plan.json")["trained_run_dir"],
             fs::absolute(run_dir_).string());
-  EXPECT_TRUE(fs::exists(run_dir_ / "commands" / "eval-1" / "log.txt"));
+  // Its log holds what the terminal showed, the last line too.
+  EXPECT_TRUE(contains(read_file(run_dir_ / "commands" / "eval-1" / "log.txt"),
+                       "[host] [info] eval: results in " + (run_dir_ / "commands" / "eval-1").string()));
   const Result again = run_toyreg({"--resume", "--run-dir", run_dir_.string(), "--command", "eval"});
   ASSERT_EQ(again.exit_code, 0) << again.describe();
   EXPECT_TRUE(fs::exists(run_dir_ / "commands" / "eval-2" / "summary.json")) << "a second eval, a second folder";
@@ -896,6 +898,10 @@ TEST_F(RunTest, BenchmarkPrintsATableOrJson) {
   EXPECT_TRUE(contains(r.out, "samples/s")) << r.describe();
 
   EXPECT_TRUE(fs::exists(tmp() / "bench" / "summary.json")) << "--run-dir keeps the benchmark's records";
+  // The log holds the table the terminal showed, each line marked as the host's.
+  const std::string log = read_file(tmp() / "bench" / "log.txt");
+  EXPECT_TRUE(contains(log, "[host] [info] Benchmarks on cpu:0")) << log;
+  EXPECT_TRUE(contains(log, "[host] [info]   train_step")) << log;
 
   // Without --run-dir a command that is not training keeps no run folder for its records
   // alone: the results went to the terminal.
