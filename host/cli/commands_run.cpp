@@ -200,7 +200,8 @@ int command_run(const CliOptions& options) {
   try {
     status = run_with_restarts(job, options.max_restarts);
   } catch (const HostError& e) {
-    if (e.exit_code() != kExitBadInput || !record) throw;
+    // Input found bad while training keeps what this attempt wrote, its log included.
+    if (e.exit_code() != kExitBadInput || !record || dynamic_cast<const InputFailedWhileTraining*>(&e)) throw;
     host_log::detach();  // the log goes back as it was with the rest
     const std::string not_restored = record->restore();
     throw HostError(std::string(e.what()) + (not_restored.empty()

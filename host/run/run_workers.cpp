@@ -15,6 +15,7 @@
 #include "common/files.hpp"
 #include "plan/plan_text.hpp"
 #include "run/host_log.hpp"
+#include "run/crash_report.hpp"
 #include "run/memory_kill.hpp"
 #include "run/run_files.hpp"
 #include "run/telemetry.hpp"
@@ -38,7 +39,10 @@ json read_summary(const WorkerSpec& spec) {
 // "rank 1 was killed by signal 9 (Killed)" / "rank 1 failed: <its error>"
 std::string describe_rank_end(const WorkerSpec& spec, const WorkerOutcome& o) {
   const std::string who = "rank " + std::to_string(spec.rank);
-  if (o.signal != 0) return who + " was killed by signal " + std::to_string(o.signal) + " (" + strsignal(o.signal) + ")";
+  if (o.signal != 0) {
+    if (auto crash = crash_line(spec.output_dir() / "log.txt", o.signal)) return who + " was killed by " + *crash;
+    return who + " was killed by signal " + std::to_string(o.signal) + " (" + strsignal(o.signal) + ")";
+  }
   const json summary = read_summary(spec);
   if (summary.is_object() && summary.value("error", json()).is_string())
     return who + " failed: " + summary["error"].get<std::string>();
@@ -213,8 +217,11 @@ int end_killed_on_request(const RunJob& job) {
                                      const OomKillsBefore& oom_kills) {
   const PlannedRun& planned = *job.planned;
   const fs::path& run_dir = job.run_dir;
-  std::string error = std::string("worker killed by signal ") + std::to_string(outcome.signal) + " (" +
-                      strsignal(outcome.signal) + ")";
+  // A crash the worker could describe says where it was (crash_report.hpp).
+  const std::optional<std::string> crash = crash_line(spec.output_dir() / "log.txt", outcome.signal);
+  std::string error = crash ? "worker killed by " + *crash
+                            : std::string("worker killed by signal ") + std::to_string(outcome.signal) + " (" +
+                                  strsignal(outcome.signal) + ")";
   if (outcome.signal == SIGKILL)
     if (auto why = memory_kill_explanation(oom_kills.count, oom_kill_count(oom_kills.memory_events),
                                            run_dir / "telemetry.jsonl", planned.plan, job.resume_command,
@@ -246,9 +253,18 @@ int end_stopped_run(const RunJob& job, int stop, bool owns_run_dir) {
 
 // The algorithm refused its input (exit 2, the user's to fix). A folder this launch made holds
 // nothing of value yet, so it goes again and the same command works once the input is fixed.
+// Input found bad after training began exits 2 as well, keeping everything.
 [[noreturn]] void refuse_input(const RunJob& job, const WorkerSpec& spec, bool fresh_folder) {
   const fs::path& run_dir = job.run_dir;
   const json summary = read_summary(spec);
+  const bool trained = summary.is_object() && summary.value("last_metrics", json()).is_object() &&
+                       !summary["last_metrics"].empty();
+  if (trained)
+    throw InputFailedWhileTraining(
+        spec.work_name() + " stopped on bad input" +
+        (summary.value("error", json()).is_string() ? ": " + summary["error"].get<std::string>() : std::string()) +
+        "; what it wrote is kept in " + run_dir.string() +
+        " (log.txt, summary.json): fix what the message names, and --resume continues from the last checkpoint");
   std::string message = spec.work_name() + " refused its input" +
                         (summary.is_object() && summary.value("error", json()).is_string()
                              ? ": " + summary["error"].get<std::string>()

@@ -38,6 +38,15 @@ class WorkersFailed : public HostError {
   std::string cause_;
 };
 
+// A run that trained and then found its input bad (an environment library's NaN observation,
+// a data file read mid-run): exit 2 as a refusal before training is, the user's to fix and
+// not retried, but what the run wrote stays as it is (a resumed run's records are not put
+// back as they were, as those of a refused resume are).
+class InputFailedWhileTraining : public HostError {
+ public:
+  explicit InputFailedWhileTraining(const std::string& message) : HostError(message, kExitBadInput) {}
+};
+
 // Returns 0 when the run completed, kWorkerCancelled when it was stopped on request (it
 // saved), kExitPreempted when the stop was a preemption; throws WorkersFailed when a worker
 // failed, after recording how in summary.json, and HostError when the run could not start.

@@ -23,6 +23,7 @@
 
 #include "plugins/plugin_loader.hpp"
 #include "common/files.hpp"
+#include "run/crash_report.hpp"
 #include "run/run_sink.hpp"
 
 namespace mlhost {
@@ -51,6 +52,7 @@ extern "C" {
 void cb_log(void* d, int32_t level, const char* m) { static_cast<RunSink*>(d)->log(level, m); }
 void cb_metric(void* d, const char* n, double v, int64_t s) { static_cast<RunSink*>(d)->metric(n, v, s); }
 void cb_progress(void* d, int64_t done, int64_t total, const char* u) {
+  note_crash_progress(done, u);
   static_cast<RunSink*>(d)->progress(done, total, u);
 }
 int32_t cb_should_stop(void*) { return g_stop_requested ? 1 : 0; }
@@ -92,6 +94,7 @@ int worker_main(const WorkerSpec& spec) {
                                      spec.world_size > 1 ? "[rank " + std::to_string(spec.rank) + "] " : "",
                                      spec.resume);
     if (hparams_run) sink->hparams_start(run_hparams(spec));
+    install_crash_report(spec.output_dir() / "log.txt");
     LoadedPlugin plugin = load_plugin(spec.algorithm);
     const mlh_algorithm_plugin* table = plugin.algorithm_table();
     PluginInstance<mlh_algorithm_plugin> instance(table, spec.algorithm.name);
@@ -125,9 +128,10 @@ int worker_main(const WorkerSpec& spec) {
     } else {
       summary["status"] = "failed";
       summary["error"] = describe_error(status, err);
-      // Refused before it trained (no metric yet): bad input, like a config error the host
-      // finds. Later, the run failed.
-      if (status == MLH_ERR_INVALID_ARGUMENT && sink->last_metrics().empty()) code = kWorkerBadInput;
+      // Bad input, like a config error the host finds, whenever it is found: refused before
+      // training (no metric yet), or met while training (an environment's NaN observation).
+      // Its exit status does not depend on when (run_workers.cpp says which it was).
+      if (status == MLH_ERR_INVALID_ARGUMENT) code = kWorkerBadInput;
     }
   } catch (const std::exception& e) {
     summary["status"] = "failed";

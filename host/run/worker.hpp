@@ -61,9 +61,9 @@ WorkerSpec worker_spec(const PluginManifest& algorithm, const std::string& comma
 constexpr int kWorkerCompleted = 0;
 constexpr int kWorkerFailed = 1;
 constexpr int kWorkerCancelled = kExitCancelled;  // the host exits with it too
-// The algorithm refused its input before training (MLH_ERR_INVALID_ARGUMENT and no metric
-// logged: a config value, a data file, an --init-from file); the host exits with it too, and
-// restarts do not retry it.
+// The algorithm found its input bad (MLH_ERR_INVALID_ARGUMENT: a config value, a data file,
+// an --init-from file, an environment's observation), before training or while it trained;
+// the host exits with it too, and restarts do not retry it.
 constexpr int kWorkerBadInput = kExitBadInput;
 
 struct WorkerOutcome {

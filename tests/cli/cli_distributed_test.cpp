@@ -344,7 +344,7 @@ TEST_F(DistributedTest, AFailingRankReportsItsError) {
   const Result r = run_toyreg(tmp() / "run", {"--nproc-per-node", "2", "--batch-size", "16", "--set", "steps=100",
                                               "--set", "fail_at_step=5", "--set", "fault_rank=1"});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_TRUE(contains(r.err, "rank 1 failed: invalid argument: failing on purpose at step 5")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "rank 1 failed: internal error: failing on purpose at step 5")) << r.describe();
   EXPECT_TRUE(wait_for_orphans(Millis(5000)).empty());
 }
 

@@ -133,11 +133,43 @@ TEST_F(PpoLibraryHost, AFailingStepStopsTheRunNamingTheLibraryAndKeepsWhatWasWri
   const std::string nan_run = dir_ + "/nan";
   const HostResult nan = host("--algorithm ppo --device cpu --set env=library --set library.path=" +
                               bad_env("nan_obs") + " --run-dir " + nan_run);
-  EXPECT_NE(nan.rc, 0) << nan.output;
+  EXPECT_EQ(nan.rc, 2) << nan.output;
   EXPECT_NE(nan.output.find("(bad-env): the observation of step 1 of episode 2 (5 steps of this env in all) holds "
                             "nan at index 1"),
             std::string::npos)
       << nan.output;
+}
+
+// The same fault late in a run exits as it does early (2: the environment's to fix), keeping
+// what the run wrote, with the error in its log; a crash inside the library names it and how
+// far the run got, on the terminal and in the log.
+TEST_F(PpoLibraryHost, AFaultLateInARunExitsAsAnEarlyOneAndACrashNamesTheLibrary) {
+  const std::string options = " --set num_envs=2 --set num_steps=64 --set checkpoint_every=2 --set total_timesteps=4096";
+  const std::string nan_run = dir_ + "/nan-late";
+  const HostResult nan = host("--algorithm ppo --device cpu --threads 1 --set env=library --set library.path=" +
+                              bad_env("nan_late") + options + " --run-dir " + nan_run);
+  EXPECT_EQ(nan.rc, 2) << nan.output;
+  const std::string fault = "the observation of step 4 of episode 150 (600 steps of this env in all) holds nan at index 1";
+  EXPECT_NE(nan.output.find("training stopped on bad input: "), std::string::npos) << nan.output;
+  EXPECT_NE(nan.output.find(fault), std::string::npos) << nan.output;
+  EXPECT_NE(nan.output.find("what it wrote is kept in " + nan_run), std::string::npos) << nan.output;
+  EXPECT_TRUE(fs::exists(nan_run + "/checkpoints")) << nan.output;
+  EXPECT_FALSE(metric_values(nan_run).empty());
+  std::ifstream nan_log(nan_run + "/log.txt");
+  const std::string nan_log_text((std::istreambuf_iterator<char>(nan_log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(nan_log_text.find("[error] training stopped on bad input: "), std::string::npos) << nan_log_text;
+  EXPECT_NE(nan_log_text.find(fault), std::string::npos) << nan_log_text;
+
+  const std::string crash_run = dir_ + "/segv";
+  const HostResult crash = host("--algorithm ppo --device cpu --threads 1 --set env=library --set library.path=" +
+                                bad_env("segv") + options + " --run-dir " + crash_run);
+  EXPECT_EQ(crash.rc, 1) << crash.output;
+  const std::string where = "signal 11 (Segmentation fault) in " + bad_env("segv") + ", at ";
+  EXPECT_NE(crash.output.find("worker killed by " + where), std::string::npos) << crash.output;
+  std::ifstream crash_log(crash_run + "/log.txt");
+  const std::string crash_log_text((std::istreambuf_iterator<char>(crash_log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(crash_log_text.find("[worker crash] " + where), std::string::npos) << crash_log_text;
+  EXPECT_NE(read_json_file(crash_run + "/summary.json")["error"].get<std::string>().find(where), std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 //   throw_late  the same on step 600 (after a run's first checkpoints)
 //   throw_reset reset throws std::runtime_error("no level to start")
 //   nan_obs     step writes NaN into observation[1]
+//   nan_late    the same on step 600 (after a run's first metrics and checkpoints)
+//   segv        step writes through a null pointer on step 600 (a crash: SIGSEGV)
 //   inf_reward  step returns an infinite reward
 //   overrun     step writes one float past the observation
 //   shapes      the second instance has shape {4}
@@ -26,6 +28,10 @@
 namespace {
 
 const std::string kKind = BAD_ENV_KIND;
+
+// A write through a null pointer the compiler cannot prove null, as a buggy simulator makes.
+volatile int* volatile g_nowhere = nullptr;
+__attribute__((noinline)) void crash() { *g_nowhere = 1; }
 int instances = 0;
 
 class BadEnv final : public mlh::Environment {
@@ -54,7 +60,8 @@ class BadEnv final : public mlh::Environment {
     r.truncated = episode_ >= 4;
     if (steps_ == BAD_ENV_AT) {
       if (kKind == "throw_step" || kKind == "throw_late") throw std::runtime_error("the simulator diverged");
-      if (kKind == "nan_obs") observation[1] = std::numeric_limits<float>::quiet_NaN();
+      if (kKind == "nan_obs" || kKind == "nan_late") observation[1] = std::numeric_limits<float>::quiet_NaN();
+      if (kKind == "segv") crash();
       if (kKind == "inf_reward") r.reward = std::numeric_limits<float>::infinity();
       if (kKind == "overrun") observation[size_] = 1.0f;
     }

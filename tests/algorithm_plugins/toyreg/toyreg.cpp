@@ -145,7 +145,7 @@ void inject_faults(const json& cfg, int rank, int64_t step, bool resumed) {
   const int64_t fault_rank = cfg.at("fault_rank");
   const bool faulty = (fault_rank < 0 || fault_rank == rank) && !(resumed && cfg.at("fault_once").get<bool>());
   if (faulty && step == cfg.at("fail_at_step").get<int64_t>())
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "failing on purpose at step " + std::to_string(step));
+    throw mlh::Error(MLH_ERR_INTERNAL, "failing on purpose at step " + std::to_string(step));
   if (faulty && step == cfg.at("crash_at_step").get<int64_t>()) std::raise(SIGSEGV);
   const int64_t hang_rank = cfg.at("hang_rank");
   if ((hang_rank < 0 || hang_rank == rank) && step == cfg.at("hang_at_step").get<int64_t>())
