@@ -54,6 +54,23 @@ void list_changes(const json& before, const json& now, const std::string& prefix
   }
 }
 
+// A run is its algorithm plugin's: resumed, or a command run on it, with another plugin's code
+// (a copy of protonet named myproto, say), it would load weights that code did not write.
+// The run's plan.json names the plugin (its summary.json, for a run planned before it did).
+void refuse_another_algorithm(const fs::path& run_dir, const std::string& algorithm) {
+  for (const char* file : {"plan.json", "summary.json"}) {
+    std::ifstream in(run_dir / file);
+    const json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object() || !record.value("algorithm", json()).is_string()) continue;
+    const std::string trained_by = record["algorithm"];
+    if (trained_by == algorithm) return;
+    throw HostError("--algorithm " + algorithm + ": the run in " + run_dir.string() +
+                        " is the algorithm plugin '" + trained_by + "''s (its " + file +
+                        "), and another plugin's code would misread its checkpoints: use --algorithm " + trained_by,
+                    kExitBadInput);
+  }
+}
+
 // --resume of a run whose training completed: nothing to do unless the command asks for more
 // (a changed setting such as total_timesteps or epochs, or a run that ended at --max-steps
 // resumed without it), which it then names. Returns what to tell the user when there is
@@ -171,6 +188,7 @@ RunSetup setup_run(const CliOptions& options, const Launch& launch, const Measur
       } catch (const std::exception& e) {
         throw HostError(e.what(), kExitBadInput);
       }
+      refuse_another_algorithm(s.run_dir, s.algorithm->name());
     }
     s.on_trained_run = s.resume && command != s.algorithm->default_command();
     request.algorithm = s.algorithm;

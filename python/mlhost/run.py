@@ -2,7 +2,8 @@
 
 A run folder holds config.json (the config it trained with) and model.safetensors (the
 trained weights; their metadata says which network they are). The module's `mlhost`
-attribute keeps what was read: algorithm, metadata, config.
+attribute keeps what was read: algorithm (the plugin whose run it is, from plan.json),
+network (protonet, ppo or trm: the family the module was built as), metadata, config.
 """
 import json
 import os
@@ -64,5 +65,17 @@ def load_run(run_dir, weights="model.safetensors"):
     module = BUILDERS[algorithm](meta, path)
     module.load_state_dict(load_file(path), strict=True)
     module.eval()
-    module.mlhost = {"algorithm": algorithm, "metadata": meta, "config": config, "weights": path}
+    module.mlhost = {"algorithm": _trained_by(run_dir) or algorithm, "network": algorithm, "metadata": meta,
+                     "config": config, "weights": path}
     return module
+
+
+def _trained_by(run_dir):
+    """The algorithm plugin whose run this is, as its plan.json names it (a copy of protonet
+    has its own name); None where the folder has no plan.json or it names none."""
+    path = os.path.join(run_dir, "plan.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        plan = json.load(f)
+    return plan.get("algorithm") if isinstance(plan, dict) else None

@@ -183,6 +183,35 @@ TEST_F(RunTest, DescribeUnknownAlgorithm) {
   EXPECT_TRUE(contains(r.err, "toyreg")) << "the error should list the algorithms found" << r.describe();
 }
 
+// A run is its plugin's: its plan names the plugin, and a resume or a command on the run with
+// another --algorithm (a run trained by a copied plugin, here as its plan.json would say) is
+// refused, naming both, with nothing written. A run planned before plans named their plugin
+// resumes as it did.
+TEST_F(RunTest, ARunIsResumedAndUsedOnlyByThePluginThatTrainedIt) {
+  ASSERT_EQ(train({"--set", "steps=10", "--max-steps", "5"}).exit_code, 0);
+  json plan = file_json(run_dir_ / "plan.json");
+  EXPECT_EQ(plan["algorithm"], "toyreg");
+  plan["algorithm"] = "mytoy";
+  write_file(run_dir_ / "plan.json", plan.dump(2));
+  const auto before = training_files(run_dir_.string());
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"--resume"}, std::vector<std::string>{"--resume", "--command", "eval"}}) {
+    const Result r = train(command);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_TRUE(contains(r.err, "--algorithm toyreg: the run in " + run_dir_.string() +
+                                    " is the algorithm plugin 'mytoy''s (its plan.json)"))
+        << r.describe();
+    EXPECT_TRUE(contains(r.err, "use --algorithm mytoy")) << r.describe();
+  }
+  EXPECT_EQ(changed_files(before, training_files(run_dir_.string())), "");
+  EXPECT_FALSE(fs::exists(run_dir_ / "commands"));
+  plan.erase("algorithm");
+  write_file(run_dir_ / "plan.json", plan.dump(2));
+  const Result resumed = train({"--resume"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  EXPECT_EQ(file_json(run_dir_ / "plan.json")["algorithm"], "toyreg");
+}
+
 TEST_F(RunTest, TrainLearnsAndWritesTheRunFolder) {
   const Result r = train({"--set", "steps=100"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();

@@ -125,6 +125,8 @@ def compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load
     summary = json.load(open(os.path.join(run, "commands", "forward-1", "summary.json")))
     expected = load_file(summary["result"]["outputs"])
     module = mlhost.load_run(run)
+    if module.mlhost["algorithm"] != args[1] or module.mlhost["network"] != args[1]:
+        return f"{name}: load_run says algorithm {module.mlhost['algorithm']}, network {module.mlhost['network']}"
     with torch.no_grad():
         if "images" in inputs:
             got = {"embeddings": module(inputs["images"])}
