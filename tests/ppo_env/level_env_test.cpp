@@ -287,15 +287,25 @@ TEST(PuzzleEnv, SingleColorPlanesAndSizeChecks) {
   EXPECT_THROW(PuzzleEnv(src, o), std::invalid_argument);
 }
 
-TEST(PuzzleEnv, VectorEnvWithSharedCurriculum) {
+// 5x5 boards of two tiles, up to 6 moves, on a curriculum of 8-episode windows from level 1.
+GeneratorSpec two_tiles_on_five_by_five() {
   GeneratorSpec spec;
   spec.size = 5;
   spec.tiles = 2;
   spec.max_moves = 6;
+  return spec;
+}
+CurriculumOptions quick_curriculum(double threshold) {
   CurriculumOptions co;
   co.start_level = 1;
   co.window = 8;
-  co.threshold = 0.5;
+  co.threshold = threshold;
+  return co;
+}
+
+TEST(PuzzleEnv, VectorEnvWithSharedCurriculum) {
+  const GeneratorSpec spec = two_tiles_on_five_by_five();
+  const CurriculumOptions co = quick_curriculum(0.5);
   auto cur = std::make_shared<Curriculum>(spec, co);
   PuzzleEnvOptions o;
   o.obs_size = 5;
@@ -336,14 +346,8 @@ TEST(PuzzleEnv, VectorEnvWithSharedCurriculum) {
 // curriculum's state put into fresh objects go on exactly as the originals do: the same
 // observations, rewards and puzzles, and the curriculum at the same level.
 TEST(PuzzleEnv, AVectorAndItsCurriculumRestoredMidEpisodeGoOnAsTheOriginals) {
-  GeneratorSpec spec;
-  spec.size = 5;
-  spec.tiles = 2;
-  spec.max_moves = 6;
-  CurriculumOptions co;
-  co.start_level = 1;
-  co.window = 8;
-  co.threshold = 0.25;
+  const GeneratorSpec spec = two_tiles_on_five_by_five();
+  CurriculumOptions co = quick_curriculum(0.25);
   co.seed = 11;
   PuzzleEnvOptions o;
   o.obs_size = 5;
