@@ -3,7 +3,7 @@
 // user's plugin, LibTorch) and how far the run had got, in one line on its stderr and in the
 // run's log.txt:
 //
-//   [worker crash] signal 11 (Segmentation fault) in /home/me/libmyenv.so (my_step+0x1c), at 1536 env steps
+//   [worker crash] signal 11 (Segmentation fault) in /home/me/libmyenv.so (my_step+0x1c), at 1152 steps
 //
 // The host, which sees only "killed by signal 11", reads that line back from the log
 // (crash_line) and adds it to the error the run ends with.
@@ -16,8 +16,8 @@
 
 namespace mlhost {
 
-// In the worker, before the plugin is loaded: installs the handlers (on an alternate stack,
-// so a stack overflow is reported too). The handler writes the line, then gives the signal
+// In the worker, before the plugin is loaded: installs the handlers (on an alternate stack for
+// the calling thread, so a stack overflow there is reported too). The handler writes the line, then gives the signal
 // to the action it had before (the default: the worker dies of it, and the host sees its end
 // as it was; under AddressSanitizer, its report).
 void install_crash_report(const std::filesystem::path& log_file);
