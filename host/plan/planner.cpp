@@ -57,7 +57,7 @@ class Planner {
     const std::vector<Device> rank_devices = devices_for_ranks(request_.launch, request_.device, request_.ranking);
     plan_launch_layout(plan_, request_.launch, request_.device);
     // Which plugin's code this run is: a later --resume or command on it must be the same.
-    plan_.set_fact("algorithm", algorithm_->name());
+    if (algorithm_) plan_.set_fact("algorithm", algorithm_->name());
     // The worker reads the model from there and writes into its own folder (mlh/runtime/trained_run.hpp).
     if (request_.on_trained_run) plan_.set_fact("trained_run_dir", std::filesystem::absolute(request_.run_dir).string());
     mark_effects(out.command);
