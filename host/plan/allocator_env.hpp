@@ -14,8 +14,7 @@
 //   {"name": "glibc"}, or no "allocator": nothing
 //
 // What the host's own environment already preloads or tunes stays, after the allocator's.
-#ifndef MLH_ALLOCATOR_ENV_HPP
-#define MLH_ALLOCATOR_ENV_HPP
+#pragma once
 
 #include <cstdlib>
 #include <string>
@@ -24,23 +23,25 @@
 #include <mlh/plan_reader.hpp>
 #include <mlh/plugin.hpp>
 
-namespace mlh {
+// The host's own, in its namespace: the SDK's deprecated shims of the same names
+// (mlh/thread_env.hpp and others) have other bodies, and a program must not see two.
+namespace mlhost {
 
-inline std::vector<EnvVar> allocator_environment(const PlanReader& plan,
+inline std::vector<mlh::EnvVar> allocator_environment(const mlh::PlanReader& plan,
                                                  const char* existing_preload = std::getenv("LD_PRELOAD"),
                                                  const char* existing_tunables = std::getenv("GLIBC_TUNABLES")) {
   const auto name = plan.one_of("allocator.name", {"glibc", "glibc-tuned", "jemalloc", "tcmalloc"});
-  std::vector<EnvVar> env;
+  std::vector<mlh::EnvVar> env;
   if (!name || *name == "glibc") return env;
   if (*name == "glibc-tuned") {
     std::string tunables;
     for (const char* key : {"mmap_threshold", "trim_threshold", "top_pad"}) {
       const std::string path = std::string("allocator.settings.") + key;
-      const PlanReader::json* bytes = plan.find(path);
+      const mlh::PlanReader::json* bytes = plan.find(path);
       if (!bytes) continue;
-      // Byte counts beyond PlanReader::integer's int range (a 4 GiB trim threshold).
+      // Byte counts beyond mlh::PlanReader::integer's int range (a 4 GiB trim threshold).
       if (!bytes->is_number_integer() || (!bytes->is_number_unsigned() && bytes->get<int64_t>() < 0))
-        PlanReader::fail(path, "a byte count >= 0", *bytes);
+        mlh::PlanReader::fail(path, "a byte count >= 0", *bytes);
       tunables += (tunables.empty() ? "" : ":") + std::string("glibc.malloc.") + key + "=" + bytes->dump();
     }
     if (tunables.empty()) return env;
@@ -48,21 +49,20 @@ inline std::vector<EnvVar> allocator_environment(const PlanReader& plan,
     env.push_back({"GLIBC_TUNABLES", tunables});
     return env;
   }
-  const PlanReader::json* library = plan.find("allocator.library");
+  const mlh::PlanReader::json* library = plan.find("allocator.library");
   if (!library || !library->is_string() || library->get<std::string>().empty() || library->get<std::string>()[0] != '/')
-    PlanReader::fail("allocator.library", "the absolute path of the " + *name + " library",
-                     library ? *library : PlanReader::json(nullptr));
+    mlh::PlanReader::fail("allocator.library", "the absolute path of the " + *name + " library",
+                     library ? *library : mlh::PlanReader::json(nullptr));
   std::string preload = library->get<std::string>();
   if (existing_preload && *existing_preload) preload += ":" + std::string(existing_preload);
   env.push_back({"LD_PRELOAD", preload});
   if (*name == "jemalloc") {
-    const PlanReader::json* conf = plan.find("allocator.settings.conf");
-    if (conf && !conf->is_string()) PlanReader::fail("allocator.settings.conf", "jemalloc's MALLOC_CONF text", *conf);
+    const mlh::PlanReader::json* conf = plan.find("allocator.settings.conf");
+    if (conf && !conf->is_string()) mlh::PlanReader::fail("allocator.settings.conf", "jemalloc's MALLOC_CONF text", *conf);
     if (conf && !conf->get<std::string>().empty()) env.push_back({"MALLOC_CONF", conf->get<std::string>()});
   }
   return env;
 }
 
-}  // namespace mlh
+}  // namespace mlhost
 
-#endif  // MLH_ALLOCATOR_ENV_HPP

@@ -6,8 +6,7 @@
 //   OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS = threads.intra_op
 //   MLH_INTEROP_THREADS = threads.inter_op (the runtime's apply_plan sets the pool itself)
 //   OMP_PROC_BIND, OMP_WAIT_POLICY: when the plan sets them (null: the OpenMP runtime's own)
-#ifndef MLH_THREAD_ENV_HPP
-#define MLH_THREAD_ENV_HPP
+#pragma once
 
 #include <optional>
 #include <string>
@@ -16,7 +15,9 @@
 #include <mlh/plan_reader.hpp>
 #include <mlh/plugin.hpp>
 
-namespace mlh {
+// The host's own, in its namespace: the SDK's deprecated shims of the same names
+// (mlh/thread_env.hpp and others) have other bodies, and a program must not see two.
+namespace mlhost {
 
 struct ThreadPlan {
   std::optional<int> intra_op;  // unset: no thread counts in the environment
@@ -30,7 +31,7 @@ struct ThreadPlan {
 // takes `default_intra_op` (a CPU plugin's recommendation; GPU plugins have none), inter_op 1
 // with such a default (else none). Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the field
 // of a value not allowed.
-inline ThreadPlan read_thread_plan(const PlanReader& plan, std::optional<int> default_intra_op) {
+inline ThreadPlan read_thread_plan(const mlh::PlanReader& plan, std::optional<int> default_intra_op) {
   ThreadPlan result;
   result.intra_op = default_intra_op;
   if (default_intra_op) result.inter_op = 1;
@@ -41,8 +42,8 @@ inline ThreadPlan read_thread_plan(const PlanReader& plan, std::optional<int> de
   return result;
 }
 
-inline std::vector<EnvVar> thread_environment(const ThreadPlan& plan) {
-  std::vector<EnvVar> env;
+inline std::vector<mlh::EnvVar> thread_environment(const ThreadPlan& plan) {
+  std::vector<mlh::EnvVar> env;
   if (plan.intra_op) {
     const std::string intra = std::to_string(*plan.intra_op);
     env = {{"OMP_NUM_THREADS", intra}, {"MKL_NUM_THREADS", intra}, {"OPENBLAS_NUM_THREADS", intra}};
@@ -53,6 +54,5 @@ inline std::vector<EnvVar> thread_environment(const ThreadPlan& plan) {
   return env;
 }
 
-}  // namespace mlh
+}  // namespace mlhost
 
-#endif  // MLH_THREAD_ENV_HPP

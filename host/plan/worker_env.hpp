@@ -5,8 +5,7 @@
 // a device plugin's prepare() returns only its own device's variables (visible devices, its
 // allocator's options). The variables it sets are mlh::host_owned_variables()
 // (mlh/host_owned_env.hpp); one a device plugin sets as well is not used, and the plan says so.
-#ifndef MLH_WORKER_ENV_HPP
-#define MLH_WORKER_ENV_HPP
+#pragma once
 
 #include <optional>
 #include <string>
@@ -19,15 +18,16 @@
 #include "plan/allocator_env.hpp"
 #include "plan/thread_env.hpp"
 
-namespace mlh {
+// The host's own, in its namespace: the SDK's deprecated shims of the same names
+// (mlh/thread_env.hpp and others) have other bodies, and a program must not see two.
+namespace mlhost {
 
 // default_intra_op: the thread count when the plan has none (the host's plans always have one).
-inline std::vector<EnvVar> worker_cpu_environment(const PlanReader& plan, std::optional<int> default_intra_op) {
-  std::vector<EnvVar> env = thread_environment(read_thread_plan(plan, default_intra_op));
-  for (EnvVar& var : allocator_environment(plan)) env.push_back(std::move(var));
+inline std::vector<mlh::EnvVar> worker_cpu_environment(const mlh::PlanReader& plan, std::optional<int> default_intra_op) {
+  std::vector<mlh::EnvVar> env = thread_environment(read_thread_plan(plan, default_intra_op));
+  for (mlh::EnvVar& var : allocator_environment(plan)) env.push_back(std::move(var));
   return env;
 }
 
-}  // namespace mlh
+}  // namespace mlhost
 
-#endif  // MLH_WORKER_ENV_HPP

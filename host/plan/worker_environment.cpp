@@ -11,7 +11,7 @@ using nlohmann::json;
 WorkerEnvironment worker_environment(const json& plan, const Device& device, const json& device_variables) {
   WorkerEnvironment env;
   try {
-    for (const mlh::EnvVar& var : mlh::worker_cpu_environment(mlh::PlanReader(plan.dump()), std::nullopt))
+    for (const mlh::EnvVar& var : worker_cpu_environment(mlh::PlanReader(plan.dump()), std::nullopt))
       env.variables[var.name] = var.value;
   } catch (const mlh::Error& e) {
     throw PlanError(e.what());

@@ -152,12 +152,12 @@ TEST(Allocator, BadSettingsNameTheKey) {
 TEST(AllocatorEnvironment, EachAllocatorBecomesWhatTheWorkerProgramReads) {
   auto env = [](const json& allocator, const char* preload = nullptr, const char* tunables = nullptr) {
     std::map<std::string, std::string> out;
-    for (const auto& v : mlh::allocator_environment(mlh::PlanReader(json{{"allocator", allocator}}.dump()), preload, tunables))
+    for (const auto& v : mlhost::allocator_environment(mlh::PlanReader(json{{"allocator", allocator}}.dump()), preload, tunables))
       out[v.name] = v.value;
     return out;
   };
   EXPECT_TRUE(env({{"name", "glibc"}}).empty());
-  EXPECT_TRUE(mlh::allocator_environment(mlh::PlanReader("{}"), nullptr, nullptr).empty());
+  EXPECT_TRUE(mlhost::allocator_environment(mlh::PlanReader("{}"), nullptr, nullptr).empty());
   auto je = env({{"name", "jemalloc"}, {"library", "/l/libjemalloc.so.2"}, {"settings", {{"conf", "a:1"}}}});
   EXPECT_EQ(je["LD_PRELOAD"], "/l/libjemalloc.so.2");
   EXPECT_EQ(je["MALLOC_CONF"], "a:1");

@@ -7,12 +7,19 @@
 #include <optional>
 
 #include "plan/thread_env.hpp"
+#include "plan/worker_env.hpp"
+// The SDK's deprecated shims of the same names, in the same program: they compile beside the
+// host's only while the host keeps its own in its namespace (two definitions of one name with
+// other bodies would be a one-definition violation).
+#include <mlh/allocator_env.hpp>
+#include <mlh/thread_env.hpp>
+#include <mlh/worker_env.hpp>
 
 namespace {
 
 std::map<std::string, std::string> env_of(const std::string& plan, std::optional<int> default_intra_op) {
   std::map<std::string, std::string> env;
-  for (const mlh::EnvVar& v : mlh::thread_environment(mlh::read_thread_plan(mlh::PlanReader(plan), default_intra_op)))
+  for (const mlh::EnvVar& v : mlhost::thread_environment(mlhost::read_thread_plan(mlh::PlanReader(plan), default_intra_op)))
     env[v.name] = v.value;
   return env;
 }
@@ -20,7 +27,7 @@ std::map<std::string, std::string> env_of(const std::string& plan, std::optional
 // The error prepare throws for `plan`, as code and message.
 std::pair<mlh_status, std::string> error_of(const std::string& plan) {
   try {
-    mlh::read_thread_plan(mlh::PlanReader(plan), 4);
+    mlhost::read_thread_plan(mlh::PlanReader(plan), 4);
   } catch (const mlh::Error& e) {
     return {e.code(), e.what()};
   }
