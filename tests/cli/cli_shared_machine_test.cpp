@@ -206,6 +206,16 @@ TEST_F(SharedMachineTest, AResumedRunKeepsItsThreadsWhenTheMachineIsBusierNow) {
       << plan["sources"].dump(2);
   EXPECT_EQ(plan["source_kinds"]["precision"], "trained_run") << plan["sources"].dump(2);
   EXPECT_TRUE(contains(read_file(fs::path(run) / "log.txt"), "torch intra-op threads: " + std::to_string(cores)));
+  // And it ends as the same run uninterrupted on a machine of its own does.
+  const std::string straight = (tmp() / "straight").string();
+  ASSERT_EQ(host({"--plugin-dir", toyreg_, "--algorithm", "toyreg", "--run-dir", straight, "--set", "steps=6"}, dedicated)
+                .exit_code,
+            0);
+  json resumed_result = file_json(fs::path(run) / "summary.json")["result"];
+  json straight_result = file_json(fs::path(straight) / "summary.json")["result"];
+  for (json* r : {&resumed_result, &straight_result}) r->at("plan_applied").erase("omp_wait_policy");
+  EXPECT_EQ(resumed_result, straight_result);
+  EXPECT_EQ(read_file(fs::path(run) / "model.safetensors"), read_file(fs::path(straight) / "model.safetensors"));
 
   // The command line wins, and says what that costs.
   if (cores > 1) {
