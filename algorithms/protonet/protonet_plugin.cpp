@@ -4,10 +4,8 @@
 
 #include "commands.hpp"
 #include "config.hpp"
-#include "describe_run.hpp"
-#ifdef PROTONET_HAVE_DECODER
 #include "data/decode.hpp"
-#endif
+#include "describe_run.hpp"
 
 namespace {
 
@@ -31,7 +29,6 @@ class ProtoNet : public mlh::AlgorithmPlugin {
 
  private:
   static protonet::ImageDecoder protonet_decoder() {
-#ifdef PROTONET_HAVE_DECODER
     return [](const std::vector<std::string>& files, const protonet::DatasetSpec& spec) {
       protonet::FilePlan plan;
       for (const std::string& f : files) plan.items.push_back({f, 0, 0});
@@ -43,9 +40,6 @@ class ProtoNet : public mlh::AlgorithmPlugin {
       options.invert = spec.invert;
       return protonet::decode_plan(plan, options);
     };
-#else
-    return nullptr;
-#endif
   }
 };
 
