@@ -44,10 +44,33 @@ Workloads (--workload, default all):
             gymnasium 0.29's SyncVectorEnv does), the agent in torch on --device. One iteration =
             collect + update, in env steps/s, with torch's threads and with one (the host's
             cartpole_iteration_<N>threads and _1thread rows). fp32 only: the host keeps PPO in fp32.
+  ppo_continuous
+            CleanRL's ppo_continuous_action.py, one whole training run on Pendulum-v1 (not a timed
+            step: "all" leaves it out, it takes minutes on a CPU), with rl-baselines3-zoo's PPO
+            Pendulum-v1 settings without gSDE as the --pc-* defaults: 4 envs x 1024 steps, 10 epochs
+            of 64 minibatches, Adam lr 1e-3 eps 1e-5 annealed linearly to 0 over the run, GAE (0.9,
+            0.95), clip 0.2, entropy 0, value 0.5, gradient norm 0.5, 200000 steps (rounded down
+            to whole iterations: 48 x 4096 = 196608), seed 1. The agent: separate 64-64 tanh actor
+            mean and critic with orthogonal init (sqrt 2; actor output 0.01, critic 1), a
+            state-independent log std (0 at first), Normal(mean, exp(log std)) with log-prob and
+            entropy summed over the action dims; the sampled action stored unclipped, clipped to
+            [-2, 2] on its way to the env (ClipAction). The environments: Pendulum-v1 vectorized in
+            numpy (gymnasium's dynamics and rewards, 200-step truncation, reset as CartPoleVec),
+            behind gymnasium 0.29.1's NormalizeObservation (+ clip to [-10, 10]) and NormalizeReward
+            (+ clip to [-10, 10]). DEVIATION: one set of normalization statistics for the whole
+            vector, as mlhost keeps; CleanRL's per-env wrappers keep one set per env (the same when
+            --pc-envs is 1). Truncation ends the episode with no bootstrap, as in ppo and CleanRL.
+            One line: env steps/s over the whole run's wall time (collect + update), the mean raw
+            return of the last 100 finished episodes ("final_return") and after each iteration
+            ("returns_at": [[global_step, mean], ...]), with torch's threads (or --threads).
 
-  python bench/peers.py [--workload trm|protonet|ppo|all] [--device cpu|cuda]
+  python bench/peers.py [--workload trm|protonet|ppo|ppo_continuous|all] [--device cpu|cuda]
                         [--precision fp32,bf16] [--variant eager,compiled,cuda_graph]
-                        [--batch N] [--trm-size small,default] [--seconds S] [--tiny]
+                        [--batch N] [--trm-size small,default] [--seconds S] [--tiny] [--threads N]
+                        [--pc-envs 4] [--pc-steps 1024] [--pc-minibatches 64] [--pc-epochs 10]
+                        [--pc-lr 1e-3] [--pc-gamma 0.9] [--pc-gae-lambda 0.95] [--pc-clip 0.2]
+                        [--pc-ent 0.0] [--pc-vf 0.5] [--pc-max-grad-norm 0.5]
+                        [--pc-total-timesteps 200000] [--pc-seed 1]
 
 --tiny: small sizes (TRM small at batch 4, ProtoNet 5-way 5-shot 15-query only, PPO as always)
 for a test; a second of steps, eager only unless --variant says otherwise.
@@ -56,6 +79,7 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import time
@@ -440,11 +464,273 @@ def run_ppo(args):
     torch.set_num_threads(default_threads)
 
 
+# ------------------------------------------------------------------------------ PPO, continuous actions
+
+class PendulumVec:
+    """N Pendulum-v1 environments stepped together in numpy: gymnasium's PendulumEnv (max_speed 8,
+    max_torque 2, dt 0.05, g 10, m 1, l 1; reset theta ~ U[-pi, pi], theta_dot ~ U[-1, 1]; obs
+    (cos theta, sin theta, theta_dot); reward -(angle_normalize(theta)^2 + 0.1 theta_dot^2 +
+    0.001 u^2), u clipped to [-2, 2]; never terminates) under TimeLimit(200), reset into the
+    returned observation on the same step as CartPoleVec. step() also returns the observations the
+    steps ended on (the final ones where an episode ended), for the observation statistics."""
+
+    max_speed, max_torque, dt, g, m, l = 8.0, 2.0, 0.05, 10.0, 1.0, 1.0
+    max_episode_steps = 200
+    action_low, action_high = -max_torque, max_torque  # the action space, Box(-2, 2, (1,))
+
+    def __init__(self, n, seed):
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+        self.state = self._initial_states(n)
+        self.elapsed = np.zeros(n, dtype=np.int64)
+
+    def _initial_states(self, k):
+        return self.rng.uniform(low=[-math.pi, -1.0], high=[math.pi, 1.0], size=(k, 2))
+
+    def _obs(self):
+        th, thdot = self.state.T
+        return np.stack([np.cos(th), np.sin(th), thdot], axis=1).astype(np.float32)
+
+    def reset(self):
+        return self._obs()
+
+    def step(self, action):
+        th, thdot = self.state.T
+        u = np.clip(np.asarray(action, dtype=np.float32).reshape(self.n), -self.max_torque, self.max_torque)
+        angle = ((th + math.pi) % (2 * math.pi)) - math.pi  # angle_normalize
+        costs = angle ** 2 + 0.1 * thdot ** 2 + 0.001 * u ** 2
+        newthdot = thdot + (3 * self.g / (2 * self.l) * np.sin(th) + 3.0 / (self.m * self.l ** 2) * u) * self.dt
+        newthdot = np.clip(newthdot, -self.max_speed, self.max_speed)
+        newth = th + newthdot * self.dt
+        self.state = np.stack([newth, newthdot], axis=1)
+        self.elapsed += 1
+        terminated = np.zeros(self.n, dtype=bool)
+        truncated = self.elapsed >= self.max_episode_steps
+        stepped = self._obs()
+        done = terminated | truncated
+        if done.any():
+            self.state[done] = self._initial_states(int(done.sum()))
+            self.elapsed[done] = 0
+        return self._obs(), -costs, terminated, truncated, stepped
+
+
+class RunningMeanStd:
+    """gymnasium 0.29's RunningMeanStd: mean 0, variance 1 and count 1e-4 at first, batches merged
+    by the parallel algorithm, in float64."""
+
+    def __init__(self, shape=()):
+        self.mean, self.var, self.count = np.zeros(shape, np.float64), np.ones(shape, np.float64), 1e-4
+
+    def update(self, x):
+        batch_mean, batch_var, batch_count = np.mean(x, axis=0), np.var(x, axis=0), x.shape[0]
+        delta = batch_mean - self.mean
+        tot_count = self.count + batch_count
+        self.mean = self.mean + delta * batch_count / tot_count
+        m2 = self.var * self.count + batch_var * batch_count + np.square(delta) * self.count * batch_count / tot_count
+        self.var, self.count = m2 / tot_count, tot_count
+
+
+class NormalizedVec:
+    """CleanRL ppo_continuous_action.py's wrapper stack (gymnasium 0.29.1) over a whole vector:
+    RecordEpisodeStatistics (the raw rewards' episode returns), ClipAction, NormalizeObservation
+    (epsilon 1e-8) then a clip to [-10, 10], NormalizeReward (the running variance of the discounted
+    return with gamma, reset where an episode terminates, not where it is truncated, as 0.29.1 does;
+    reward / sqrt(var + 1e-8)) then a clip to [-10, 10]. One set of statistics for all the envs
+    of the vector (mlhost's way; CleanRL's per-env wrappers keep one set per env): each step
+    updates the observation statistics with the observations the steps ended on, then with the
+    reset observations of the envs that started a new episode, as each env's wrapper would."""
+
+    def __init__(self, env, gamma, epsilon=1e-8):
+        self.env, self.gamma, self.epsilon = env, gamma, epsilon
+        self.obs_rms, self.return_rms = RunningMeanStd(shape=(3,)), RunningMeanStd(shape=())
+        self.returns = np.zeros(env.n)
+        self.episode_returns = np.zeros(env.n)
+        self.finished = []  # the raw returns of the finished episodes, in order
+
+    def _normalize_obs(self, obs):
+        return np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + self.epsilon), -10, 10).astype(np.float32)
+
+    def reset(self):
+        obs = self.env.reset()
+        self.obs_rms.update(obs)
+        return self._normalize_obs(obs)
+
+    def step(self, action):
+        action = np.clip(action, self.env.action_low, self.env.action_high)  # ClipAction
+        obs, reward, terminated, truncated, stepped = self.env.step(action)
+        done = terminated | truncated
+        self.episode_returns += reward
+        if done.any():
+            self.finished.extend(self.episode_returns[done].tolist())
+            self.episode_returns[done] = 0.0
+        self.obs_rms.update(stepped)
+        if done.any():
+            self.obs_rms.update(obs[done])
+        self.returns = self.returns * self.gamma * (1 - terminated) + reward
+        self.return_rms.update(self.returns)
+        reward = np.clip(reward / np.sqrt(self.return_rms.var + self.epsilon), -10, 10)
+        return self._normalize_obs(obs), reward, terminated, truncated
+
+
+class ContinuousAgent(nn.Module):
+    """CleanRL ppo_continuous_action.py's Agent: the critic and the actor's mean, 64-64 tanh with
+    orthogonal init, and a state-independent log standard deviation, 0 at first."""
+
+    def __init__(self, obs_dim=3, action_dim=1):
+        super().__init__()
+        self.critic = nn.Sequential(layer_init(nn.Linear(obs_dim, 64)), nn.Tanh(), layer_init(nn.Linear(64, 64)),
+                                    nn.Tanh(), layer_init(nn.Linear(64, 1), std=1.0))
+        self.actor_mean = nn.Sequential(layer_init(nn.Linear(obs_dim, 64)), nn.Tanh(), layer_init(nn.Linear(64, 64)),
+                                        nn.Tanh(), layer_init(nn.Linear(64, action_dim), std=0.01))
+        self.actor_logstd = nn.Parameter(torch.zeros(1, action_dim))
+
+    def get_value(self, x):
+        return self.critic(x)
+
+    def get_action_and_value(self, x, action=None):
+        action_mean = self.actor_mean(x)
+        action_std = torch.exp(self.actor_logstd.expand_as(action_mean))
+        probs = torch.distributions.Normal(action_mean, action_std)
+        if action is None:
+            action = probs.sample()
+        return action, probs.log_prob(action).sum(1), probs.entropy().sum(1), self.critic(x)
+
+
+def ppo_continuous_train(args):
+    """CleanRL ppo_continuous_action.py's whole run (collect, GAE, update; LR annealed over the
+    run) on PendulumVec with the --pc-* settings; returns the record's figures."""
+    num_envs, num_steps = args.pc_envs, args.pc_steps
+    num_minibatches, update_epochs = args.pc_minibatches, args.pc_epochs
+    lr, gamma, gae_lambda, clip_coef = args.pc_lr, args.pc_gamma, args.pc_gae_lambda, args.pc_clip
+    ent_coef, vf_coef, max_grad_norm = args.pc_ent, args.pc_vf, args.pc_max_grad_norm
+    batch_size = num_envs * num_steps
+    minibatch_size = batch_size // num_minibatches
+    num_iterations = args.pc_total_timesteps // batch_size
+    if num_iterations < 1 or minibatch_size < 1:
+        raise ValueError(f"--pc-total-timesteps {args.pc_total_timesteps} is under one iteration's "
+                         f"{batch_size} steps, or --pc-minibatches is over {batch_size}")
+    obs_dim, action_dim = 3, 1
+    device = torch.device(args.device)
+    random.seed(args.pc_seed)
+    np.random.seed(args.pc_seed)
+    torch.manual_seed(args.pc_seed)
+    envs = NormalizedVec(PendulumVec(num_envs, seed=args.pc_seed), gamma)
+    agent = ContinuousAgent(obs_dim, action_dim).to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
+    obs = torch.zeros((num_steps, num_envs, obs_dim)).to(device)
+    actions = torch.zeros((num_steps, num_envs, action_dim)).to(device)
+    logprobs = torch.zeros((num_steps, num_envs)).to(device)
+    rewards = torch.zeros((num_steps, num_envs)).to(device)
+    dones = torch.zeros((num_steps, num_envs)).to(device)
+    values = torch.zeros((num_steps, num_envs)).to(device)
+
+    def mean_last_100():
+        return float(np.mean(envs.finished[-100:])) if envs.finished else None
+
+    returns_at = []
+    global_step = 0
+    start_time = time.perf_counter()
+    next_obs = torch.Tensor(envs.reset()).to(device)
+    next_done = torch.zeros(num_envs).to(device)
+    for iteration in range(1, num_iterations + 1):
+        frac = 1.0 - (iteration - 1.0) / num_iterations
+        optimizer.param_groups[0]["lr"] = frac * lr
+        for step in range(num_steps):
+            global_step += num_envs
+            obs[step] = next_obs
+            dones[step] = next_done
+            with torch.no_grad():
+                action, logprob, _, value = agent.get_action_and_value(next_obs)
+                values[step] = value.flatten()
+            actions[step] = action  # unclipped; the env clips it to the action bounds
+            logprobs[step] = logprob
+            next_obs, reward, terminations, truncations = envs.step(action.cpu().numpy())
+            next_done = np.logical_or(terminations, truncations)
+            rewards[step] = torch.tensor(reward).to(device).view(-1)
+            next_obs, next_done = torch.Tensor(next_obs).to(device), torch.Tensor(next_done).to(device)
+        with torch.no_grad():
+            next_value = agent.get_value(next_obs).reshape(1, -1)
+            advantages = torch.zeros_like(rewards).to(device)
+            lastgaelam = 0
+            for t in reversed(range(num_steps)):
+                if t == num_steps - 1:
+                    nextnonterminal = 1.0 - next_done
+                    nextvalues = next_value
+                else:
+                    nextnonterminal = 1.0 - dones[t + 1]
+                    nextvalues = values[t + 1]
+                delta = rewards[t] + gamma * nextvalues * nextnonterminal - values[t]
+                advantages[t] = lastgaelam = delta + gamma * gae_lambda * nextnonterminal * lastgaelam
+            returns = advantages + values
+        b_obs = obs.reshape((-1, obs_dim))
+        b_logprobs = logprobs.reshape(-1)
+        b_actions = actions.reshape((-1, action_dim))
+        b_advantages = advantages.reshape(-1)
+        b_returns = returns.reshape(-1)
+        b_values = values.reshape(-1)
+        b_inds = np.arange(batch_size)
+        clipfracs = []
+        for _ in range(update_epochs):
+            np.random.shuffle(b_inds)
+            for start in range(0, batch_size, minibatch_size):
+                mb_inds = b_inds[start:start + minibatch_size]
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
+                logratio = newlogprob - b_logprobs[mb_inds]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    old_approx_kl = (-logratio).mean()  # noqa: F841  (CleanRL logs it)
+                    approx_kl = ((ratio - 1) - logratio).mean()  # noqa: F841
+                    clipfracs += [((ratio - 1.0).abs() > clip_coef).float().mean().item()]
+                mb_advantages = b_advantages[mb_inds]
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+                pg_loss1 = -mb_advantages * ratio
+                pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
+                pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+                newvalue = newvalue.view(-1)
+                v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -clip_coef, clip_coef)
+                v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+                entropy_loss = entropy.mean()
+                loss = pg_loss - ent_coef * entropy_loss + v_loss * vf_coef
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
+                optimizer.step()
+        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+        var_y = np.var(y_true)
+        _ = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y  # explained variance, logged
+        returns_at.append([global_step, mean_last_100()])
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - start_time
+    return dict(items_per_s=global_step / wall, unit="steps", total_timesteps=global_step, wall_s=wall,
+                final_return=mean_last_100(), episodes=len(envs.finished), returns_at=returns_at)
+
+
+def run_ppo_continuous(args):
+    if "fp32" not in args.precision or "eager" not in args.variant:
+        return  # CleanRL's ppo_continuous_action.py runs eagerly in fp32
+    # One run with torch's threads (or --threads): a training run, not a repeated step.
+    record = dict(workload="ppo_continuous", env="Pendulum-v1", variant="eager", precision="fp32",
+                  device=args.device, torch=torch.__version__, threads=torch.get_num_threads(),
+                  settings=dict(envs=args.pc_envs, steps=args.pc_steps, minibatches=args.pc_minibatches,
+                                epochs=args.pc_epochs, lr=args.pc_lr, gamma=args.pc_gamma,
+                                gae_lambda=args.pc_gae_lambda, clip=args.pc_clip, ent=args.pc_ent, vf=args.pc_vf,
+                                max_grad_norm=args.pc_max_grad_norm, anneal_lr=True, seed=args.pc_seed))
+    try:
+        record.update(ppo_continuous_train(args))
+    except Exception as e:  # noqa: BLE001  (a failed run is a line with its reason)
+        record.update(error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
+    emit(record)
+
+
 # --------------------------------------------------------------------------------------------- main
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--workload", default="all", help="trm, protonet, ppo or all (comma-separated)")
+    p.add_argument("--workload", default="all",
+                   help="trm, protonet, ppo, ppo_continuous or all (trm, protonet, ppo; comma-separated)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16")
     p.add_argument("--variant", default=None,
@@ -455,6 +741,21 @@ def main(argv=None):
     p.add_argument("--min-iterations", type=int, default=None, help="at least this many timed steps (5; --tiny 2)")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: torch's)")
     p.add_argument("--tiny", action="store_true", help="small sizes for a test")
+    pc = p.add_argument_group("ppo_continuous (rl-baselines3-zoo's PPO Pendulum-v1 without gSDE)")
+    pc.add_argument("--pc-envs", type=int, default=4, help="environments (4)")
+    pc.add_argument("--pc-steps", type=int, default=1024, help="steps per env per iteration (1024)")
+    pc.add_argument("--pc-minibatches", type=int, default=64, help="minibatches per epoch (64)")
+    pc.add_argument("--pc-epochs", type=int, default=10, help="update epochs per iteration (10)")
+    pc.add_argument("--pc-lr", type=float, default=1e-3, help="Adam learning rate, annealed linearly (1e-3)")
+    pc.add_argument("--pc-gamma", type=float, default=0.9, help="discount (0.9)")
+    pc.add_argument("--pc-gae-lambda", type=float, default=0.95, help="GAE lambda (0.95)")
+    pc.add_argument("--pc-clip", type=float, default=0.2, help="surrogate and value clip (0.2)")
+    pc.add_argument("--pc-ent", type=float, default=0.0, help="entropy coefficient (0.0)")
+    pc.add_argument("--pc-vf", type=float, default=0.5, help="value loss coefficient (0.5)")
+    pc.add_argument("--pc-max-grad-norm", type=float, default=0.5, help="gradient norm clip (0.5)")
+    pc.add_argument("--pc-total-timesteps", type=int, default=200000,
+                    help="env steps (200000), rounded down to whole iterations of envs x steps")
+    pc.add_argument("--pc-seed", type=int, default=1, help="seed (1)")
     args = p.parse_args(argv)
     args.precision = [s for s in args.precision.split(",") if s]
     args.variant = ([s for s in args.variant.split(",") if s] if args.variant else
@@ -471,9 +772,14 @@ def main(argv=None):
         if precision not in ("fp32", "bf16"):
             emit({"workload": args.workload, "precision": precision, "error": "the peers measure fp32 and bf16"})
     args.precision = [s for s in args.precision if s in ("fp32", "bf16")]
-    workloads = ["trm", "protonet", "ppo"] if args.workload == "all" else args.workload.split(",")
+    runners = {"trm": run_trm, "protonet": run_protonet, "ppo": run_ppo, "ppo_continuous": run_ppo_continuous}
+    # "all" leaves out ppo_continuous: a whole training run, minutes on a CPU.
+    workloads = ["trm", "protonet", "ppo"] if args.workload == "all" else [w for w in args.workload.split(",") if w]
     for w in workloads:
-        {"trm": run_trm, "protonet": run_protonet, "ppo": run_ppo}[w](args)
+        if w not in runners:
+            p.error(f"--workload {w}: one of {', '.join(runners)} or all")
+    for w in workloads:
+        runners[w](args)
     return 0
 
 

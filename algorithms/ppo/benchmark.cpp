@@ -81,7 +81,7 @@ void benchmark(mlh::RunContext& ctx, const Config& user_cfg, const mlh::rt::Runt
     for (const std::string kind : {"mlp", "recursive", "resnet"}) {
       cfg.network.kind = kind;
       const NetworkSpec spec = network_spec(cfg, plan, kind == "mlp" ? std::vector<int64_t>{4} : board,
-                                            kind == "mlp" ? 2 : kNumMoves);
+                                            kind == "mlp" ? 2 : kNumMoves, /*action_dim=*/0);
       std::shared_ptr<ActorCritic> net = make_network(spec);
       net->to(plan.device);
       net->eval();

@@ -14,10 +14,13 @@ using mlh::config_check;
 const mlh::ConfigTable<Config>& config_table() {
   static const auto table =
       mlh::ConfigTable<Config>(MLH_PLUGIN_NAME)  // the plugin's name (CMakeLists.txt)
-          .host_field("preset", "string", "a preset of this algorithm (cartpole, puzzle4, puzzle5, full, reduced)")
-          .field("env", MLH_MEMBER(env), "cartpole", mlh::one_of({"cartpole", "puzzle", "library"}),
-                 "the environment: CartPole-v1, tiler-slider puzzles (generated, or yours: puzzle.train_levels), "
-                 "or your own environment's shared library (library.path)")
+          .host_field("preset", "string",
+                      "a preset of this algorithm (cartpole, pendulum, puzzle4, puzzle5, full, reduced)")
+          .field("env", MLH_MEMBER(env), "cartpole",
+                 mlh::one_of({"cartpole", "pendulum", "mountain-car-continuous", "puzzle", "library"}),
+                 "the environment: CartPole-v1, Pendulum-v1 and MountainCarContinuous-v0 (continuous actions), "
+                 "tiler-slider puzzles (generated, or yours: puzzle.train_levels), or your own environment's "
+                 "shared library (library.path)")
           .field("library.path", MLH_MEMBER(library.path), "", mlh::path(),
                  "env=library: the environment's shared library (.so), written with mlh/rl_env.hpp "
                  "(docs/plugin-guide.md, Writing an environment)")
@@ -68,6 +71,12 @@ const mlh::ConfigTable<Config>& config_table() {
                  "gradients are clipped to this global norm")
           .field("norm_adv", MLH_MEMBER(norm_adv), true, mlh::speed_neutral(),
                  "normalize the advantages within each minibatch")
+          .field("normalize_observations", MLH_MEMBER(normalize_observations), false, mlh::speed_neutral(),
+                 "feed the network observations normalized by their running mean and variance, clipped to "
+                 "+-10 (the statistics are saved with the weights and used by eval, forward and export)")
+          .field("normalize_rewards", MLH_MEMBER(normalize_rewards), false, mlh::speed_neutral(),
+                 "train on rewards divided by the running standard deviation of the discounted return, "
+                 "clipped to +-10 (returns reported stay the environment's)")
           .field("target_kl", MLH_MEMBER(target_kl), nullptr, mlh::above(0),
                  "stop an update's epochs once approx_kl exceeds it (null: off)")
           .field("seed", MLH_MEMBER(seed), 1, mlh::at_least(0).speed_neutral(),
@@ -138,8 +147,9 @@ const char* config_schema_json() { return config_table().schema_text().c_str(); 
 const char* config_defaults_json() { return config_table().defaults_text().c_str(); }
 
 // full/reduced are the plan's model-size presets (they size the residual tower: the MLP and
-// the recursive net are the tasks' own size in both); cartpole,
-// puzzle4 and puzzle5 are task presets (--set preset=puzzle4). The puzzle presets use a
+// the recursive net are the tasks' own size in both); cartpole, pendulum,
+// puzzle4 and puzzle5 are task presets (--set preset=puzzle4). pendulum is rl-baselines3-zoo's
+// PPO setting for Pendulum-v1 (without its state-dependent exploration). The puzzle presets use a
 // step limit of twice the longest optimal length (instead of the default 100) so that a
 // random policy fails often enough for solve rates to mean something (with 100 steps a
 // random walk over the valid moves solves ~93% of 4x4 one-tile puzzles).
@@ -148,6 +158,9 @@ const char* presets_json() {
   "full": {"network": {"blocks": 30, "channels": 192}},
   "reduced": {"network": {"blocks": 20, "channels": 128}},
   "cartpole": {"env": "cartpole"},
+  "pendulum": {"env": "pendulum", "total_timesteps": 300000, "num_envs": 4, "num_steps": 1024, "num_minibatches": 64,
+               "update_epochs": 10, "lr": 0.001, "gamma": 0.9, "gae_lambda": 0.95, "ent_coef": 0.0,
+               "normalize_observations": true, "normalize_rewards": true},
   "puzzle4": {"env": "puzzle", "network": {"kind": "recursive", "hidden_dim": 64, "num_heads": 4, "num_recursive_steps": 2},
               "puzzle": {"size": 4, "tiles": 1, "max_moves": 10, "max_steps": 20},
               "total_timesteps": 300000, "num_envs": 16, "num_steps": 64, "num_minibatches": 4, "update_epochs": 4,
@@ -161,7 +174,7 @@ const char* presets_json() {
 
 std::string Config::network_kind() const {
   if (network.kind != "auto" || env == "library") return network.kind;
-  return env == "cartpole" ? "mlp" : "recursive";
+  return env == "puzzle" ? "recursive" : "mlp";
 }
 
 // The rules between fields; each field's own bounds are the table's.
@@ -170,9 +183,9 @@ Config parse_config(const json& user) {
   config_check(c.network.hidden_dim % c.network.num_heads == 0, "network.num_heads",
                "must divide network.hidden_dim (" + std::to_string(c.network.hidden_dim) + ")");
   // Which network fits which environment: docs/ppo.md's table says the same.
-  config_check(c.env != "cartpole" || c.network_kind() == "mlp", "network.kind",
-               "cartpole's observation is a vector of 4 numbers: use mlp, CartPole's network (got '" +
-                   c.network_kind() + "'; docs/ppo.md, The networks)");
+  config_check(c.env == "puzzle" || c.env == "library" || c.network_kind() == "mlp", "network.kind",
+               c.env + "'s observation is a vector of numbers: use mlp (got '" + c.network_kind() +
+                   "'; docs/ppo.md, The networks)");
   config_check(c.env != "puzzle" || c.network_kind() != "mlp", "network.kind",
                "a puzzle's observation is 8 planes of N x N cells, which mlp (CartPole's network, for a vector) "
                "cannot take: use recursive (the default for puzzles) or resnet (docs/ppo.md, The networks)");

@@ -73,6 +73,7 @@ struct Config {
   bool clip_vloss{};
   double ent_coef{}, vf_coef{}, max_grad_norm{};
   bool norm_adv{};
+  bool normalize_observations{}, normalize_rewards{};
   std::optional<double> target_kl;
   uint64_t seed{};
   bool mask_invalid_moves{};

@@ -1,10 +1,10 @@
-// ppo's commands on a trained run: eval (CartPole's or an environment library's mean return, or the puzzles' solve rate
+// ppo's commands on a trained run: eval (the mean return of CartPole, Pendulum, MountainCarContinuous or an environment
+// library, or the puzzles' solve rate
 // beside two random baselines) and play (one level of a level file, move by move).
 #include <mlh/format.hpp>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "env/cartpole.hpp"
 #include "evaluate.hpp"
 #include "tasks.hpp"
 #include "trained_model.hpp"
@@ -15,29 +15,33 @@ using nlohmann::json;
 
 namespace {
 
-// An environment library's episodes, on a fresh instance of it (the config's library.path
-// and library.settings, as in training).
-void eval_library(mlh::RunContext& ctx, const Config& cfg, Policy& p) {
+// Episodes of the run's environment (CartPole, Pendulum, MountainCarContinuous, or an
+// environment library's: the config's library.path and library.settings, as in training), on
+// a fresh instance of it.
+void eval_episodes(mlh::RunContext& ctx, const Config& cfg, Policy& p) {
   const Task task = make_task(cfg);
   if (task.observation_shape != p.net->spec().observation_shape)
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "environment library '" + cfg.library.path +
-                                                   "' no longer gives the observation shape the model was trained on");
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "environment '" + cfg.env + "'" +
+                                                   (cfg.env == "library" ? " ('" + cfg.library.path + "')" : "") +
+                                                   " no longer gives the observation shape the model was trained on");
   const std::unique_ptr<Env> env = task.make_env();
   const EpisodeEval r = evaluate_episodes(*p.net, *env, cfg.eval_episodes, cfg.seed + 777, cfg.eval_deterministic,
                                           cfg.mask_invalid_moves && task.action_masks);
+  const bool library = cfg.env == "library";
   const double solve_rate = static_cast<double>(r.solved) / static_cast<double>(cfg.eval_episodes);
   ctx.metric("eval/mean_return", r.mean_return, p.step);
-  ctx.metric("eval/solve_rate", solve_rate, p.step);
+  if (library) ctx.metric("eval/solve_rate", solve_rate, p.step);
   ctx.info(env->name() + ": mean return " + mlh::fixed(r.mean_return) + " +- " + mlh::fixed(r.std_return) +
-           " (std) over " + std::to_string(cfg.eval_episodes) + " episodes, " + std::to_string(r.solved) + " solved");
-  ctx.summary(json{{"mean_return", r.mean_return},
-                   {"std_return", r.std_return},
-                   {"solve_rate", solve_rate},
-                   {"episodes", cfg.eval_episodes},
-                   {"environment", env->name()},
-                   {"checkpoint", p.path},
-                   {"step", p.step}}
-                  .dump());
+           " (std) over " + std::to_string(cfg.eval_episodes) + " episodes" +
+           (library ? ", " + std::to_string(r.solved) + " solved" : std::string()));
+  json summary = {{"mean_return", r.mean_return},
+                  {"std_return", r.std_return},
+                  {"episodes", cfg.eval_episodes},
+                  {"environment", env->name()},
+                  {"checkpoint", p.path},
+                  {"step", p.step}};
+  if (library) summary["solve_rate"] = solve_rate;
+  ctx.summary(summary.dump());
 }
 
 }  // namespace
@@ -45,22 +49,7 @@ void eval_library(mlh::RunContext& ctx, const Config& cfg, Policy& p) {
 void eval(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
   Policy p = load_policy(ctx, cfg, plan);
   ctx.info("evaluating " + p.path + " (step " + std::to_string(p.step) + ")");
-  if (cfg.env == "library") return eval_library(ctx, cfg, p);
-  if (p.net->spec().observation_shape.size() == 1) {
-    CartPole env;
-    const EpisodeEval r =
-        evaluate_episodes(*p.net, env, cfg.eval_episodes, cfg.seed + 777, cfg.eval_deterministic, /*mask=*/false);
-    ctx.metric("eval/mean_return", r.mean_return, p.step);
-    ctx.info("cartpole: mean return " + mlh::fixed(r.mean_return) + " +- " + mlh::fixed(r.std_return) + " (std) over " +
-             std::to_string(cfg.eval_episodes) + " episodes");
-    ctx.summary(json{{"mean_return", r.mean_return},
-                     {"std_return", r.std_return},
-                     {"episodes", cfg.eval_episodes},
-                     {"checkpoint", p.path},
-                     {"step", p.step}}
-                    .dump());
-    return;
-  }
+  if (cfg.env != "puzzle") return eval_episodes(ctx, cfg, p);
   const int obs_size = static_cast<int>(p.net->spec().observation_shape.at(1));
   const std::vector<Puzzle> puzzles = eval_puzzles(cfg, obs_size);
   const PuzzleEnvOptions options = puzzle_env_options(cfg, obs_size);
@@ -114,7 +103,7 @@ void play(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& p
   if (cfg.env == "library")
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "play plays puzzles; this run trained on an environment library (use eval)");
   if (p.net->spec().observation_shape.size() != 3)
-    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "play needs a model trained on puzzles (this run trained on cartpole)");
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "play needs a model trained on puzzles (this run trained on " + cfg.env + ")");
   const int obs_size = static_cast<int>(p.net->spec().observation_shape[1]);
   if (puzzle.size > obs_size)
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "level file '" + cfg.level_file + "': puzzle " +

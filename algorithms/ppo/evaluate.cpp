@@ -1,9 +1,11 @@
 #include "evaluate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
 
+#include <ATen/ATen.h>
 #include <mlh/format.hpp>
 
 #include "env/cartpole.hpp"
@@ -16,21 +18,38 @@ EpisodeEval evaluate_episodes(ActorCritic& net, Env& env, int64_t episodes, uint
                               bool mask) {
   EpisodeEval r;
   std::mt19937_64 rng(seed), sampler(seed + 1);
-  const int actions = env.num_actions();
-  std::vector<float> obs(static_cast<size_t>(env.observation_size())), logits(actions);
+  const mlh::ActionBounds bounds = env.action_bounds();
+  const bool continuous = bounds.size() > 0;
+  const int actions = continuous ? bounds.size() : env.num_actions();
+  std::vector<float> obs(static_cast<size_t>(env.observation_size())), logits(actions), action(actions), log_std;
+  if (continuous) {
+    const at::Tensor l = net.log_std().detach().to(at::kCPU, at::kFloat).contiguous();
+    log_std.assign(l.data_ptr<float>(), l.data_ptr<float>() + actions);
+  }
   std::vector<uint8_t> masks(actions, 1);
   float value;
+  // One step of the policy: the mean (deterministic) or a sample of a continuous action,
+  // clipped to the bounds as in training; the most probable or a sampled discrete one.
+  auto step = [&]() -> StepResult {
+    float lp;
+    if (continuous) {
+      if (deterministic) std::copy(logits.begin(), logits.end(), action.begin());
+      else sample_gaussian(logits.data(), log_std.data(), actions, sampler, action.data());
+      for (int d = 0; d < actions; ++d) action[d] = std::clamp(action[d], bounds.low[d], bounds.high[d]);
+      return env.step_continuous(action.data(), obs.data());
+    }
+    if (mask) env.action_mask(masks.data());
+    const uint8_t* m = mask ? masks.data() : nullptr;
+    const int a = deterministic ? greedy_action(logits.data(), m, actions)
+                                : sample_action(logits.data(), m, actions, sampler, &lp);
+    return env.step(a, obs.data());
+  };
   for (int64_t e = 0; e < episodes; ++e) {
     env.reset(rng, obs.data());
     double ret = 0;
     for (;;) {
       net.infer(obs.data(), 1, logits.data(), &value);
-      if (mask) env.action_mask(masks.data());
-      const uint8_t* m = mask ? masks.data() : nullptr;
-      float lp;
-      const int a = deterministic ? greedy_action(logits.data(), m, actions)
-                                  : sample_action(logits.data(), m, actions, sampler, &lp);
-      const StepResult s = env.step(a, obs.data());
+      const StepResult s = step();
       ret += s.reward;
       if (s.terminated || s.truncated) {
         r.solved += s.solved ? 1 : 0;

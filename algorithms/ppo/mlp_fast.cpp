@@ -100,6 +100,8 @@ PPO_CLONES void adam_update(float* p, float* g, float* m, float* v, int64_t n, f
 std::unique_ptr<FastMlpStep> FastMlpStep::create(ActorCritic& net, FlatParameters& flat) {
   const NetworkSpec& spec = net.spec();
   if (spec.kind != "mlp" || spec.observation_shape.size() != 1) return nullptr;
+  // Its loss is the categorical one: a Gaussian policy takes the autograd update.
+  if (spec.continuous_actions) return nullptr;
   if (!flat.flat().device().is_cpu() || flat.flat().scalar_type() != at::kFloat) return nullptr;
   std::unique_ptr<FastMlpStep> f(new FastMlpStep(flat));
   auto params = net.named_parameters();

@@ -68,10 +68,25 @@ at::Tensor mask_logits(const at::Tensor& logits, const at::Tensor& masks) {
 LossTerms ppo_loss(const at::Tensor& logits, const at::Tensor& new_values, const at::Tensor& actions,
                    const at::Tensor& old_logprobs, const at::Tensor& advantages, const at::Tensor& returns,
                    const at::Tensor& old_values, const LossOptions& o) {
-  LossTerms t;
   const at::Tensor logp_all = at::log_softmax(logits.to(at::kFloat), 1);
   const at::Tensor new_logprob = logp_all.gather(1, actions.view({-1, 1})).view(-1);
   const at::Tensor entropy = -(logp_all.exp() * logp_all).sum(1);
+  return ppo_loss_of(new_logprob, entropy, new_values, old_logprobs, advantages, returns, old_values, o);
+}
+
+at::Tensor gaussian_log_prob(const at::Tensor& mean, const at::Tensor& log_std, const at::Tensor& actions) {
+  const at::Tensor z = (actions - mean) * (-log_std).exp();
+  return (-0.5 * z * z - log_std - 0.5 * std::log(2 * M_PI)).sum(1);
+}
+
+at::Tensor gaussian_entropy(const at::Tensor& log_std, int64_t batch) {
+  return (log_std + 0.5 + 0.5 * std::log(2 * M_PI)).sum().expand({batch});
+}
+
+LossTerms ppo_loss_of(const at::Tensor& new_logprob, const at::Tensor& entropy, const at::Tensor& new_values,
+                      const at::Tensor& old_logprobs, const at::Tensor& advantages, const at::Tensor& returns,
+                      const at::Tensor& old_values, const LossOptions& o) {
+  LossTerms t;
   const at::Tensor logratio = new_logprob - old_logprobs;
   const at::Tensor ratio = logratio.exp();
   {
@@ -184,12 +199,18 @@ at::Tensor PpoUpdater::minibatch_step(const Batch& mb, bool in_graph) {
   {
     std::optional<mlh::rt::AutocastScope> autocast;
     if (options_.autocast) autocast.emplace(options_.precision, device_);
-    out = net_->forward(mb.obs);
+    out = net_->forward_normalized(mb.obs);
   }
   at::Tensor logits = out.logits.to(at::kFloat);
-  if (mb.masks.defined()) logits = mask_logits(logits, mb.masks);
-  const LossTerms t =
-      ppo_loss(logits, out.value, mb.actions, mb.logprobs, mb.advantages, mb.returns, mb.values, options_.loss);
+  LossTerms t;
+  if (net_->spec().continuous_actions) {
+    const at::Tensor log_std = net_->log_std().to(at::kFloat);
+    t = ppo_loss_of(gaussian_log_prob(logits, log_std, mb.actions), gaussian_entropy(log_std, logits.size(0)),
+                    out.value, mb.logprobs, mb.advantages, mb.returns, mb.values, options_.loss);
+  } else {
+    if (mb.masks.defined()) logits = mask_logits(logits, mb.masks);
+    t = ppo_loss(logits, out.value, mb.actions, mb.logprobs, mb.advantages, mb.returns, mb.values, options_.loss);
+  }
   flat_->grad().zero_();
   scaler_.scale(t.loss).backward();
   if (dist_) dist_->all_reduce_mean(flat_->grad());

@@ -42,6 +42,16 @@ struct LossTerms {
 LossTerms ppo_loss(const at::Tensor& logits, const at::Tensor& new_values, const at::Tensor& actions,
                    const at::Tensor& old_logprobs, const at::Tensor& advantages, const at::Tensor& returns,
                    const at::Tensor& old_values, const LossOptions& options);
+// The same from the actions' new log probabilities [B] and the policy's entropy [B], whatever
+// the distribution (ppo_loss above: categorical; continuous actions: gaussian_log_prob).
+LossTerms ppo_loss_of(const at::Tensor& new_logprob, const at::Tensor& entropy, const at::Tensor& new_values,
+                      const at::Tensor& old_logprobs, const at::Tensor& advantages, const at::Tensor& returns,
+                      const at::Tensor& old_values, const LossOptions& options);
+
+// A diagonal Gaussian's log probability of `actions` [B, D] (summed over D), from its mean
+// [B, D] and log standard deviation [D]; and its entropy [B] (CleanRL's Normal(...).sum(1)).
+at::Tensor gaussian_log_prob(const at::Tensor& mean, const at::Tensor& log_std, const at::Tensor& actions);
+at::Tensor gaussian_entropy(const at::Tensor& log_std, int64_t batch);
 
 // CleanRL: frac = 1 - (iteration - 1) / num_iterations; lr * frac. iteration is 1-based.
 double annealed_lr(double lr, int64_t iteration, int64_t num_iterations);
@@ -49,9 +59,11 @@ double annealed_lr(double lr, int64_t iteration, int64_t num_iterations);
 // 1 - Var(y - pred) / Var(y) (NaN when Var(y) is 0).
 double explained_variance(const float* pred, const float* y, int64_t n);
 
-// The rollout as the update reads it, all [batch, ...] on the training device.
+// The rollout as the update reads it, all [batch, ...] on the training device: observations
+// as the network takes them (normalized where it normalizes), actions int64 [B] (discrete) or
+// float [B, D] (continuous), masks bool [B, A] or undefined.
 struct Batch {
-  at::Tensor obs, actions, logprobs, advantages, returns, values, masks;  // masks: bool [B, A] or undefined
+  at::Tensor obs, actions, logprobs, advantages, returns, values, masks;
 };
 
 // The update's settings: like the loss's, from the run's config (update_options in trainer.hpp).

@@ -8,6 +8,8 @@
 #include <mlh/plugin.hpp>
 
 #include "env/cartpole.hpp"
+#include "env/mountain_car_continuous.hpp"
+#include "env/pendulum.hpp"
 #include "env/curriculum.hpp"
 #include "env/level_file.hpp"
 #include "env/library_env.hpp"
@@ -74,6 +76,7 @@ Task library_task(const Config& cfg) {
   t.make_env = [library, settings, shape] { return std::make_unique<LibraryEnv>(library, settings, shape); };
   t.observation_shape = shape;
   t.num_actions = probe.num_actions();
+  t.action_bounds = probe.action_bounds();
   t.action_masks = probe.has_action_mask();
   return t;
 }
@@ -129,6 +132,18 @@ Task make_task(const Config& cfg) {
     t.make_env = [] { return std::make_unique<CartPole>(); };
     t.observation_shape = {4};
     t.num_actions = 2;
+    return t;
+  }
+  if (cfg.env == "pendulum") {
+    t.make_env = [] { return std::make_unique<Pendulum>(); };
+    t.observation_shape = {3};
+    t.action_bounds = Pendulum().action_bounds();
+    return t;
+  }
+  if (cfg.env == "mountain-car-continuous") {
+    t.make_env = [] { return std::make_unique<MountainCarContinuous>(); };
+    t.observation_shape = {2};
+    t.action_bounds = MountainCarContinuous().action_bounds();
     return t;
   }
   if (cfg.env == "library") return library_task(cfg);

@@ -60,13 +60,12 @@ NetworkSpec network_of_run(const mlh::RunContext& ctx, const std::string& comman
                            const mlh::rt::RuntimePlan& plan) {
   if (uses_trained_network(command) && fs::exists(network_json_path(ctx.run_dir())))
     return read_network_json(ctx.run_dir());
-  if (cfg.env == "cartpole") return network_spec(cfg, plan, {4}, 2);
-  if (cfg.env == "library") {
-    const Task task = make_task(cfg);  // loads the library: its shape sizes the network
-    return network_spec(cfg, plan, task.observation_shape, task.num_actions);
+  if (cfg.env == "puzzle") {
+    const int obs = puzzle_env_options(cfg, cfg.puzzle.size).obs_size;
+    return network_spec(cfg, plan, {PuzzleEnv::kNumPlanes, obs, obs}, kNumMoves, 0);
   }
-  const int obs = puzzle_env_options(cfg, cfg.puzzle.size).obs_size;
-  return network_spec(cfg, plan, {PuzzleEnv::kNumPlanes, obs, obs}, kNumMoves);
+  const Task task = make_task(cfg);  // a library is loaded: its shape and actions size the network
+  return network_spec(cfg, plan, task.observation_shape, task.num_actions, task.action_bounds.size());
 }
 
 bool uses_trained_network(const std::string& command) {

@@ -28,12 +28,14 @@ UpdateOptions update_options(const Config& cfg) {
 }
 
 NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, const std::vector<int64_t>& obs_shape,
-                         int num_actions) {
+                         int num_actions, int action_dim) {
   NetworkSpec s;
   s.kind = cfg.network_kind();
   if (s.kind == "auto") s.kind = obs_shape.size() == 1 ? "mlp" : "recursive";  // a library env's
   s.observation_shape = obs_shape;
-  s.num_actions = num_actions;
+  s.continuous_actions = action_dim > 0;
+  s.num_actions = s.continuous_actions ? action_dim : num_actions;
+  s.normalize_observations = cfg.normalize_observations;
   s.mlp_hidden = cfg.network.mlp_hidden;
   s.hidden_dim = cfg.network.hidden_dim;
   s.num_heads = cfg.network.num_heads;
@@ -81,6 +83,60 @@ int greedy_action(const float* logits, const uint8_t* mask, int n) {
   return best;
 }
 
+float sample_gaussian(const float* mean, const float* log_std, int dim, std::mt19937_64& rng, float* action) {
+  // Box-Muller from two 53-bit uniforms: the same numbers on every platform (std's normal
+  // distributions are implementation-defined and keep state a checkpoint would not hold).
+  constexpr double kTwoPi = 6.283185307179586;
+  double logprob = 0;
+  for (int d = 0; d < dim; ++d) {
+    const double u1 = static_cast<double>(rng() >> 11) * 0x1.0p-53, u2 = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+    const double z = std::sqrt(-2.0 * std::log1p(-u1)) * std::cos(kTwoPi * u2);
+    action[d] = static_cast<float>(mean[d] + std::exp(static_cast<double>(log_std[d])) * z);
+    // The log probability of the float action, as the update will compute it.
+    const double zf = (static_cast<double>(action[d]) - mean[d]) * std::exp(-static_cast<double>(log_std[d]));
+    logprob += -0.5 * zf * zf - log_std[d] - 0.5 * std::log(kTwoPi);
+  }
+  return static_cast<float>(logprob);
+}
+
+RewardScaler::RewardScaler(int num_envs, double gamma) : gamma_(gamma), returns_(num_envs, 0.0) {}
+
+void RewardScaler::scale(float* rewards, const uint8_t* terminated) {
+  // RunningMeanStd.update over this step's returns, one per env.
+  const double n = static_cast<double>(returns_.size());
+  double bm = 0, bv = 0;
+  for (size_t i = 0; i < returns_.size(); ++i) {
+    returns_[i] = returns_[i] * gamma_ * (terminated[i] ? 0.0 : 1.0) + rewards[i];
+    bm += returns_[i];
+  }
+  bm /= n;
+  for (double r : returns_) bv += (r - bm) * (r - bm);
+  bv /= n;
+  const double delta = bm - mean_, total = count_ + n;
+  mean_ += delta * n / total;
+  var_ = (var_ * count_ + bv * n + delta * delta * count_ * n / total) / total;
+  count_ = total;
+  // Gymnasium's epsilon 1e-8, and CleanRL's clip of the scaled reward to +-10.
+  const double scale = 1.0 / std::sqrt(var_ + 1e-8);
+  for (size_t i = 0; i < returns_.size(); ++i)
+    rewards[i] = static_cast<float>(std::clamp(rewards[i] * scale, -10.0, 10.0));
+}
+
+nlohmann::json RewardScaler::state() const {
+  return {{"returns", returns_}, {"mean", mean_}, {"var", var_}, {"count", count_}};
+}
+
+void RewardScaler::load_state(const nlohmann::json& s) {
+  const auto returns = s.at("returns").get<std::vector<double>>();
+  if (returns.size() != returns_.size())
+    throw std::invalid_argument("the saved reward statistics are for " + std::to_string(returns.size()) + " envs, not " +
+                                std::to_string(returns_.size()));
+  returns_ = returns;
+  mean_ = s.at("mean").get<double>();
+  var_ = s.at("var").get<double>();
+  count_ = s.at("count").get<double>();
+}
+
 Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task& task, bool fast_update)
     : cfg_(cfg),
       plan_(plan),
@@ -89,10 +145,12 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task
       T_(cfg.num_steps),
       N_(cfg.num_envs),
       obs_size_(envs_.observation_size()),
-      A_(envs_.num_actions()),
+      A_(envs_.num_actions() > 0 ? envs_.num_actions() : envs_.action_bounds().size()),
+      continuous_(envs_.num_actions() == 0),
       rng_(cfg.seed ^ 0x9e3779b97f4a7c15ULL) {
   if (A_ > 64) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "more than 64 actions");
-  const NetworkSpec spec = network_spec(cfg, plan, envs_.observation_shape(), A_);
+  const NetworkSpec spec =
+      network_spec(cfg, plan, envs_.observation_shape(), envs_.num_actions(), envs_.action_bounds().size());
   net_ = make_network(spec);
   net_->to(plan.device);
   net_->set_pinned_transfers(plan.pinned_memory);
@@ -101,7 +159,8 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task
   // The CartPole MLP stays fp32 whatever the plan: it is tiny and overhead-bound (casts would
   // cost more than they save) and its inference runs in plain float C++.
   autocast_ = spec.kind != "mlp" && plan.precision != mlh::rt::Precision::kFp32;
-  use_masks_ = cfg.mask_invalid_moves && task.action_masks;
+  use_masks_ = cfg.mask_invalid_moves && task.action_masks && !continuous_;
+  if (cfg.normalize_rewards) reward_scaler_.emplace(static_cast<int>(N_), cfg.gamma);
   UpdateOptions u = update_options(cfg);
   u.precision = plan.precision;
   u.autocast = autocast_;
@@ -116,10 +175,12 @@ Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task
   final_values_.assign(tn, 0.f);
   advantages_.assign(tn, 0.f);
   returns_.assign(tn, 0.f);
-  actions_.assign(tn, 0);
+  actions_.assign(continuous_ ? 0 : tn, 0);
+  continuous_actions_.assign(continuous_ ? tn * A_ : 0, 0.f);
+  step_continuous_.assign(continuous_ ? N_ * A_ : 0, 0.f);
   ends_.assign(tn, 0);
   truncated_.assign(tn, 0);
-  masks_.assign(tn * A_, 1);
+  masks_.assign(continuous_ ? 0 : tn * A_, 1);
   next_values_.assign(N_, 0.f);
   logits_.assign(N_ * A_, 0.f);
   step_values_.assign(N_, 0.f);
@@ -142,25 +203,41 @@ void Trainer::collect() {
   net_->eval();  // BatchNorm (resnet) uses running statistics while acting
   const int64_t O = obs_size_;
   iteration_episodes_.clear();
+  if (continuous_) {
+    const at::Tensor log_std = net_->log_std().detach().to(at::kCPU, at::kFloat).contiguous();
+    log_std_.assign(log_std.data_ptr<float>(), log_std.data_ptr<float>() + A_);
+  }
   for (int64_t t = 0; t < T_; ++t) {
     const int64_t base = t * N_;
-    std::copy_n(envs_.observations().data(), N_ * O, obs_.data() + base * O);
-    net_->infer(envs_.observations().data(), N_, logits_.data(), values_.data() + base);
-    uint8_t* m = masks_.data() + base * A_;
-    if (use_masks_) std::copy_n(envs_.action_masks().data(), N_ * A_, m);
-    for (int64_t i = 0; i < N_; ++i) {
-      const int a = sample_action(logits_.data() + i * A_, use_masks_ ? m + i * A_ : nullptr, A_, rng_,
-                                  logprobs_.data() + base + i);
-      step_actions_[i] = a;
-      actions_[base + i] = a;
+    // The rollout keeps the observations as the network takes them (normalized with the
+    // statistics of their time, which this step's observations join first).
+    float* o = obs_.data() + base * O;
+    net_->normalize(envs_.observations().data(), N_, o, /*update=*/true);
+    net_->infer_normalized(o, N_, logits_.data(), values_.data() + base);
+    if (continuous_) {
+      for (int64_t i = 0; i < N_; ++i)
+        logprobs_[base + i] = sample_gaussian(logits_.data() + i * A_, log_std_.data(), A_, rng_,
+                                              step_continuous_.data() + i * A_);
+      std::copy_n(step_continuous_.data(), N_ * A_, continuous_actions_.data() + base * A_);
+      envs_.step_continuous(step_continuous_.data());
+    } else {
+      uint8_t* m = masks_.data() + base * A_;
+      if (use_masks_) std::copy_n(envs_.action_masks().data(), N_ * A_, m);
+      for (int64_t i = 0; i < N_; ++i) {
+        const int a = sample_action(logits_.data() + i * A_, use_masks_ ? m + i * A_ : nullptr, A_, rng_,
+                                    logprobs_.data() + base + i);
+        step_actions_[i] = a;
+        actions_[base + i] = a;
+      }
+      envs_.step(step_actions_.data());
     }
-    envs_.step(step_actions_.data());
     const float* r = envs_.rewards().data();
     const uint8_t* term = envs_.terminated().data();
     const uint8_t* trunc = envs_.truncated().data();
+    std::copy_n(r, N_, rewards_.data() + base);
+    if (reward_scaler_) reward_scaler_->scale(rewards_.data() + base, term);
     int64_t k = 0;
     for (int64_t i = 0; i < N_; ++i) {
-      rewards_[base + i] = r[i];
       ends_[base + i] = term[i] || trunc[i];
       truncated_[base + i] = trunc[i];
       final_values_[base + i] = 0.f;
@@ -205,7 +282,8 @@ UpdateStats Trainer::update() {
   };
   Batch b;
   b.obs = to_dev(obs_.data(), shape, at::kFloat);
-  b.actions = to_dev(actions_.data(), {B}, at::kLong);
+  b.actions = continuous_ ? to_dev(continuous_actions_.data(), {B, A_}, at::kFloat)
+                          : to_dev(actions_.data(), {B}, at::kLong);
   b.logprobs = to_dev(logprobs_.data(), {B}, at::kFloat);
   b.advantages = to_dev(advantages_.data(), {B}, at::kFloat);
   b.returns = to_dev(returns_.data(), {B}, at::kFloat);
@@ -240,6 +318,7 @@ mlh::rt::TrainingState Trainer::state() {
               {"network", to_json(net_->spec())},
               {"scaler", updater_->scaler().state()}};
   if (task_.save_state) s.values["task"] = task_.save_state();
+  if (reward_scaler_) s.values["reward_scaler"] = reward_scaler_->state();
   return s;
 }
 
@@ -256,6 +335,8 @@ void Trainer::restore(mlh::rt::TrainingState& loaded, bool own_streams) {
       envs_.load_state(v.at("envs"));
       // After the environments: one restored without a snapshot draws a fresh puzzle.
       if (task_.load_state && v.contains("task")) task_.load_state(v.at("task"));
+      // A run that starts normalizing rewards on --resume starts their statistics afresh.
+      if (reward_scaler_ && v.contains("reward_scaler")) reward_scaler_->load_state(v.at("reward_scaler"));
     } catch (const std::invalid_argument& e) {
       throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("checkpoint: ") + e.what());
     }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,7 +37,8 @@ struct TrainingLevels;  // tasks.hpp
 struct Task {
   EnvFactory make_env;
   std::vector<int64_t> observation_shape;
-  int num_actions = 0;
+  int num_actions = 0;                 // discrete actions (0 for continuous ones)
+  mlh::ActionBounds action_bounds;     // continuous actions (empty for discrete ones)
   bool action_masks = false;  // the envs' action_mask() can say no (puzzles; libraries with one)
   std::function<std::map<std::string, double>()> metrics;  // e.g. curriculum level
   std::shared_ptr<TrainingLevels> levels;                  // null unless puzzle.train_levels
@@ -51,14 +53,34 @@ struct Task {
 // The update's settings from the config (precision and autocast stay fp32 / off: the plan's).
 UpdateOptions update_options(const Config& cfg);
 
+// `action_dim` > 0: continuous actions of that many values (num_actions is then 0).
 NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, const std::vector<int64_t>& obs_shape,
-                         int num_actions);
+                         int num_actions, int action_dim);
 
 // Samples an action from logits (masked where mask[a] == 0) with rng; writes its log
 // probability. Falls back to all actions when the mask allows none.
 int sample_action(const float* logits, const uint8_t* mask, int num_actions, std::mt19937_64& rng, float* logprob);
 // The most probable allowed action.
 int greedy_action(const float* logits, const uint8_t* mask, int num_actions);
+// A continuous action drawn from the Gaussian of `mean` [dim] and `log_std` [dim] with rng
+// (unclipped: the environment's vector clips it); returns its log probability.
+float sample_gaussian(const float* mean, const float* log_std, int dim, std::mt19937_64& rng, float* action);
+// Running statistics of the discounted return that rewards are divided by (Gymnasium's
+// NormalizeReward, config normalize_rewards), with their checkpoint state.
+class RewardScaler {
+ public:
+  RewardScaler(int num_envs, double gamma);
+  // Scales the rewards of one vector step in place, after adding each env's discounted
+  // return to the statistics (a return restarts where its episode terminated, as Gymnasium's).
+  void scale(float* rewards, const uint8_t* terminated);
+  nlohmann::json state() const;
+  void load_state(const nlohmann::json& state);
+
+ private:
+  double gamma_;
+  std::vector<double> returns_;
+  double mean_ = 0, var_ = 1, count_ = 1e-4;
+};
 
 struct IterationStats {
   UpdateStats update;
@@ -107,7 +129,9 @@ class Trainer {
   std::unique_ptr<PpoUpdater> updater_;
   bool use_masks_ = false, autocast_ = false;
   int64_t T_, N_, obs_size_;
-  int A_;
+  int A_;  // discrete: the actions; continuous: the values of one action
+  bool continuous_ = false;
+  std::optional<RewardScaler> reward_scaler_;
   std::mt19937_64 rng_;
   int64_t iteration_ = 0, global_step_ = 0, episodes_finished_ = 0;
   std::deque<double> recent_returns_;
@@ -116,6 +140,7 @@ class Trainer {
   // rollout, [T][N] (obs [T][N][obs_size], masks [T][N][A])
   std::vector<float> obs_, logprobs_, values_, rewards_, final_values_, advantages_, returns_;
   std::vector<int64_t> actions_;
+  std::vector<float> continuous_actions_, step_continuous_, log_std_;  // [T][N][A], [N][A], [A]
   std::vector<uint8_t> ends_, truncated_, masks_;
   std::vector<float> next_values_, logits_, step_values_, scratch_obs_, scratch_values_, scratch_logits_;
   std::vector<int> step_actions_;

@@ -80,6 +80,7 @@ class BadEnv final : public mlh::Environment {
 extern "C" MLH_EXPORT const mlh_rl_env_table* mlh_rl_env_entry(void) {
   static mlh_rl_env_table t = *::mlh::detail::RlEnvTable<BadEnv>::table("bad-wrong_abi");
   t.abi_major = 2;
+  t.abi_minor = 0;
   return &t;
 }
 #elif !defined(BAD_ENV_NO_ENTRY)

@@ -2,6 +2,7 @@
 // (examples/grid-world-env, built in the tree) stepped by VectorEnv, seeded, snapshot and
 // restored exactly; and every fault a library can have refused at load or stopped at the
 // step, with a message naming the library and the problem (bad_env.cpp's libraries).
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -148,6 +149,79 @@ TEST(LibraryEnv, AThrowingResetAndInstancesOfAnotherShapeAreStopped) {
   const std::string shapes = error_of([&] { LibraryEnv second(library, "{}", first.observation_shape()); });
   EXPECT_NE(shapes.find("(bad-env): an instance has observation shape [4], the first one had [3]"), std::string::npos)
       << shapes;
+}
+
+std::string continuous_env(const std::string& kind) {
+  return std::string(PPO_TEST_CONTINUOUS_ENV_DIR) + "/libppo_test_continuous_env_" + kind + ".so";
+}
+
+TEST(LibraryEnv, ALibraryBuiltAgainstTheFrozenAbi10HeaderLoadsAndPlays) {
+  auto library = EnvLibrary::open(PPO_TEST_FROZEN_ENV_V1_0);
+  EXPECT_EQ(library->table().abi_minor, 0u);
+  EXPECT_EQ(library->minor(), 0u);  // the newer host speaks the library's minor
+  EXPECT_FALSE(library->has_continuous_actions());
+  ppo::VectorEnv v([library] { return std::make_unique<LibraryEnv>(library, "{}"); }, 2, 5);
+  EXPECT_EQ(v.num_actions(), 2);
+  EXPECT_EQ(v.action_bounds().size(), 0);
+  EXPECT_EQ(v.observation_shape(), std::vector<int64_t>{6});
+  v.reset();
+  run(v, 3);  // right from cell 1: cells 2, 3, 4
+  EXPECT_FLOAT_EQ(v.observations()[4], 1.0f);
+  EXPECT_FLOAT_EQ(v.rewards()[0], -0.01f);
+  run(v, 1);  // the goal: terminated with reward 1, reset to cell 1
+  EXPECT_EQ(v.terminated()[0], 1);
+  EXPECT_FLOAT_EQ(v.rewards()[0], 1.0f);
+  EXPECT_FLOAT_EQ(v.observations()[1], 1.0f);
+  ASSERT_EQ(v.finished_episodes().size(), 2u);
+  EXPECT_EQ(v.finished_episodes()[0].length, 4);
+  EXPECT_TRUE(v.finished_episodes()[0].solved);
+}
+
+TEST(LibraryEnv, AContinuousLibraryTakesClippedActionsAndResumesExactly) {
+  auto library = EnvLibrary::open(continuous_env("good"));
+  EXPECT_EQ(library->minor(), static_cast<uint32_t>(MLH_RL_ENV_ABI_MINOR));
+  EXPECT_TRUE(library->has_continuous_actions());
+  ppo::VectorEnv v([library] { return std::make_unique<LibraryEnv>(library, "{}"); }, 2, 9);
+  EXPECT_EQ(v.num_actions(), 0);
+  ASSERT_EQ(v.action_bounds().size(), 1);
+  EXPECT_EQ(v.action_bounds().low[0], -1.0f);
+  EXPECT_EQ(v.action_bounds().high[0], 1.0f);
+  v.reset();
+  const std::vector<float> start = v.observations();
+  // Out of bounds both ways: the library throws on anything outside [-1, 1], so a step that
+  // passes shows the vector clipped them.
+  const std::vector<float> actions{5.0f, -3.0f};
+  v.step_continuous(actions.data());
+  EXPECT_NEAR(v.observations()[0], start[0] + 0.1f, 1e-6);
+  EXPECT_NEAR(v.observations()[1], start[1] - 0.1f, 1e-6);
+  EXPECT_NEAR(v.rewards()[0], -std::abs(start[0] + 0.1f), 1e-6);
+  const std::string discrete = error_of([&] {
+    std::vector<int> a(2, 0);
+    v.step(a.data());
+  });
+  EXPECT_NE(discrete.find("(point): takes continuous actions, not discrete ones"), std::string::npos) << discrete;
+
+  // Checkpointed mid-episode, a vector restored into other seeds goes on as the original.
+  const nlohmann::json state = v.state();
+  ppo::VectorEnv w([library] { return std::make_unique<LibraryEnv>(library, "{}"); }, 2, 1234);
+  w.reset();
+  w.load_state(state);
+  const std::vector<float> next{0.25f, -0.5f};
+  for (int i = 0; i < 60; ++i) {  // past the 50-step cut-off and into new episodes
+    v.step_continuous(next.data());
+    w.step_continuous(next.data());
+    ASSERT_EQ(v.observations(), w.observations()) << "step " << i;
+    ASSERT_EQ(v.rewards(), w.rewards()) << "step " << i;
+  }
+}
+
+TEST(LibraryEnv, ContinuousActionsWithBadBoundsOrBesideDiscreteOnesAreRefused) {
+  const std::string bounds = error_of([] { LibraryEnv e(EnvLibrary::open(continuous_env("bad_bounds")), "{}"); });
+  EXPECT_NE(bounds.find("(point): action 0's bounds [1.000000, -1.000000] (low <= high, no NaN)"), std::string::npos)
+      << bounds;
+  const std::string both = error_of([] { LibraryEnv e(EnvLibrary::open(continuous_env("both_kinds")), "{}"); });
+  EXPECT_NE(both.find("(point): it describes both 2 discrete actions and 1 continuous ones"), std::string::npos)
+      << both;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // all implement. Free of LibTorch so they build and test in seconds. An observation is a
 // flat float array of observation_size() values laid out as observation_shape() (CartPole:
 // {4}; puzzles: {planes, size, size}).
+// Of continuous actions: gymnasium's Pendulum-v1 ({3}) and MountainCarContinuous-v0 ({2}).
 #pragma once
 
 #include <functional>

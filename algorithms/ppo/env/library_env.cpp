@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -88,6 +89,13 @@ std::shared_ptr<const EnvLibrary> EnvLibrary::open(const std::string& path) {
   return std::shared_ptr<const EnvLibrary>(new EnvLibrary(path, handle, table));
 }
 
+uint32_t EnvLibrary::minor() const { return std::min<uint32_t>(MLH_RL_ENV_ABI_MINOR, table_->abi_minor); }
+
+bool EnvLibrary::has_continuous_actions() const {
+  return minor() >= 1 && MLH_HAS_FIELD(table_, mlh_rl_env_table, step_continuous) && table_->action_bounds &&
+         table_->step_continuous;
+}
+
 std::string EnvLibrary::name() const { return table_->name ? table_->name : "unnamed"; }
 
 std::string EnvLibrary::who() const { return "environment library '" + path_ + "' (" + name() + ")"; }
@@ -121,11 +129,40 @@ LibraryEnv::LibraryEnv(std::shared_ptr<const EnvLibrary> library, const std::str
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": an instance has observation shape " +
                                                    shape_text(shape_) + ", the first one had " +
                                                    shape_text(expected_shape) + " (every instance must have one shape)");
-  if (spec.num_actions < 1)
+  // spec.action_dim stays 0 where the library's header has no such field (ABI 1.0).
+  const int action_dim = library_->minor() >= 1 ? spec.action_dim : 0;
+  if (action_dim != 0 && spec.num_actions != 0)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": it describes both " +
+                                                   std::to_string(spec.num_actions) + " discrete actions and " +
+                                                   std::to_string(action_dim) +
+                                                   " continuous ones (one kind: the other is 0)");
+  if (action_dim != 0) {
+    read_action_bounds(action_dim);
+  } else if (spec.num_actions < 1) {
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
                      library_->who() + ": " + std::to_string(spec.num_actions) + " actions (at least 1)");
+  }
   num_actions_ = spec.num_actions;
   scratch_.assign(static_cast<size_t>(size_ + kGuardBand), 0.0f);
+}
+
+void LibraryEnv::read_action_bounds(int action_dim) {
+  if (action_dim < 1 || action_dim > MLH_RL_ENV_MAX_ACTION_DIM)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": action_dim " + std::to_string(action_dim) +
+                                                   " (1 to " + std::to_string(MLH_RL_ENV_MAX_ACTION_DIM) + ")");
+  if (!library_->has_continuous_actions())
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": it describes continuous actions but its table "
+                                                                 "lacks action_bounds or step_continuous");
+  bounds_.low.assign(action_dim, 0.0f);
+  bounds_.high.assign(action_dim, 0.0f);
+  mlh_error error = empty_error();
+  const mlh_status s = library_->table().action_bounds(instance_.get(), bounds_.low.data(), bounds_.high.data(), &error);
+  if (s != MLH_OK) fail("action_bounds", s, error);
+  for (int i = 0; i < action_dim; ++i)
+    if (std::isnan(bounds_.low[i]) || std::isnan(bounds_.high[i]) || bounds_.low[i] > bounds_.high[i])
+      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": action " + std::to_string(i) + "'s bounds [" +
+                                                     std::to_string(bounds_.low[i]) + ", " +
+                                                     std::to_string(bounds_.high[i]) + "] (low <= high, no NaN)");
 }
 
 void LibraryEnv::fail(const std::string& what, mlh_status code, const mlh_error& error) const {
@@ -163,6 +200,8 @@ void LibraryEnv::reset(std::mt19937_64& rng, float* observation) {
 }
 
 StepResult LibraryEnv::step(int action, float* observation) {
+  if (num_actions_ == 0)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": takes continuous actions, not discrete ones");
   std::fill(scratch_.begin() + size_, scratch_.end(), guard_value());
   mlh_error error = empty_error();
   mlh_rl_env_step out{};
@@ -170,7 +209,27 @@ StepResult LibraryEnv::step(int action, float* observation) {
   ++episode_steps_;
   ++total_steps_;
   const mlh_status s = library_->table().step(instance_.get(), action, scratch_.data(), &out, &error);
-  if (s != MLH_OK) fail(at_step() + ", action " + std::to_string(action), s, error);
+  return take_step(s, error, out, observation, "action " + std::to_string(action));
+}
+
+StepResult LibraryEnv::step_continuous(const float* action, float* observation) {
+  if (num_actions_ != 0)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": takes discrete actions, not continuous ones");
+  std::fill(scratch_.begin() + size_, scratch_.end(), guard_value());
+  mlh_error error = empty_error();
+  mlh_rl_env_step out{};
+  out.struct_size = sizeof out;
+  ++episode_steps_;
+  ++total_steps_;
+  const mlh_status s = library_->table().step_continuous(instance_.get(), action, scratch_.data(), &out, &error);
+  std::string text = "action [";
+  for (int i = 0; i < bounds_.size(); ++i) text += (i ? ", " : "") + std::to_string(action[i]);
+  return take_step(s, error, out, observation, text + "]");
+}
+
+StepResult LibraryEnv::take_step(mlh_status s, const mlh_error& error, const mlh_rl_env_step& out, float* observation,
+                                 const std::string& action) {
+  if (s != MLH_OK) fail(at_step() + ", " + action, s, error);
   take_observation(observation, at_step());
   if (!std::isfinite(out.reward))
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,

@@ -2,6 +2,9 @@
 // table (mlh/mlh_rl_env.h) behind ppo::Env, so VectorEnv (vector_env.cpp) runs many copies of
 // it with autoreset, per-env seeds and episode statistics as it does CartPole and the puzzles.
 //
+// The negotiated ABI minor is min(this host's, the table's): a library built against an older
+// header (tests/abi/frozen/rl_env_v1.0) loads, with discrete actions only.
+//
 // mlhost checks what it gets: a missing file, a library without the entry symbol, another
 // ABI major or a table without its required functions are refused at load; a failing
 // create/reset/step (the library's message, e.g. a C++ exception it caught), a NaN or
@@ -36,6 +39,10 @@ class EnvLibrary {
   const std::string& path() const { return path_; }
   std::string name() const;
   const mlh_rl_env_table& table() const { return *table_; }
+  // min(MLH_RL_ENV_ABI_MINOR, the table's abi_minor)
+  uint32_t minor() const;
+  // Whether the table has continuous actions' functions (minor 1 and both set).
+  bool has_continuous_actions() const;
   // "environment library 'PATH' (NAME)": how every message about it starts.
   std::string who() const;
 
@@ -58,9 +65,11 @@ class LibraryEnv final : public Env {
   std::string name() const override { return library_->name(); }
   std::vector<int64_t> observation_shape() const override { return shape_; }
   int num_actions() const override { return num_actions_; }
-  bool has_action_mask() const { return library_->table().action_mask != nullptr; }
+  mlh::ActionBounds action_bounds() const override { return bounds_; }
+  bool has_action_mask() const { return num_actions_ > 0 && library_->table().action_mask != nullptr; }
   void reset(std::mt19937_64& rng, float* observation) override;
   StepResult step(int action, float* observation) override;
+  StepResult step_continuous(const float* action, float* observation) override;
   void action_mask(uint8_t* mask) const override;
   std::vector<double> snapshot() const override;
   void restore(const std::vector<double>& snapshot) override;
@@ -71,12 +80,18 @@ class LibraryEnv final : public Env {
   // it stayed within its size and holds finite numbers; `when` says which call wrote it.
   void take_observation(float* observation, const std::string& when) const;
   std::string at_step() const;
+  // Reads the continuous actions' bounds (environment ABI 1.1) and checks them.
+  void read_action_bounds(int action_dim);
+  // The result of a step call, after checking its observation and reward.
+  StepResult take_step(mlh_status status, const mlh_error& error, const mlh_rl_env_step& out, float* observation,
+                       const std::string& action);
   std::shared_ptr<const EnvLibrary> library_;
   // Destroyed by the table's destroy, also when the constructor throws after create.
   std::unique_ptr<mlh_rl_env, void (*)(mlh_rl_env*)> instance_{nullptr, nullptr};
   std::vector<int64_t> shape_;
   int64_t size_ = 0;
   int num_actions_ = 0;
+  mlh::ActionBounds bounds_;  // continuous actions; empty for discrete ones
   std::vector<float> scratch_;  // size_ values and a guard band the library must not touch
   int64_t total_steps_ = 0, episode_steps_ = 0, episodes_ = 0;
 };

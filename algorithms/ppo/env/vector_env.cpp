@@ -20,10 +20,15 @@ VectorEnv::VectorEnv(const EnvFactory& make, int num_envs, uint64_t seed) {
   const int actions = envs_[0]->num_actions();
   obs_size_ = obs;
   num_actions_ = actions;
+  bounds_ = envs_[0]->action_bounds();
   for (const auto& e : envs_) {
-    if (e->observation_size() != obs || e->num_actions() != actions)
+    const mlh::ActionBounds b = e->action_bounds();
+    if (e->observation_size() != obs || e->num_actions() != actions || b.low != bounds_.low || b.high != bounds_.high)
       throw std::invalid_argument("VectorEnv: envs disagree on observation size or actions");
   }
+  if ((actions > 0) == (bounds_.size() > 0))
+    throw std::invalid_argument("VectorEnv: an env must have either discrete actions or continuous ones");
+  clipped_action_.assign(bounds_.size(), 0.0f);
   observations_.assign(static_cast<size_t>(num_envs * obs), 0.0f);
   final_observations_.assign(static_cast<size_t>(num_envs * obs), 0.0f);
   rewards_.assign(num_envs, 0.0f);
@@ -41,6 +46,7 @@ Env& VectorEnv::env(int i) { return *envs_.at(i); }
 std::vector<int64_t> VectorEnv::observation_shape() const { return envs_[0]->observation_shape(); }
 int64_t VectorEnv::observation_size() const { return obs_size_; }
 int VectorEnv::num_actions() const { return num_actions_; }
+const mlh::ActionBounds& VectorEnv::action_bounds() const { return bounds_; }
 
 void VectorEnv::reset() {
   const int64_t obs = observation_size();
@@ -57,31 +63,43 @@ void VectorEnv::reset() {
 }
 
 void VectorEnv::step(const int* actions) {
-  const int64_t obs = observation_size();
-  const int num_act = num_actions();
   for (int i = 0; i < num_envs(); ++i) {
-    float* o = observations_.data() + i * obs;
-    const StepResult r = envs_[i]->step(actions[i], o);
-    rewards_[i] = r.reward;
-    terminated_[i] = r.terminated ? 1 : 0;
-    truncated_[i] = r.truncated ? 1 : 0;
-    running_return_[i] += r.reward;
-    ++running_length_[i];
-    if (r.terminated || r.truncated) {
-      std::copy(o, o + obs, final_observations_.data() + i * obs);
-      EpisodeRecord rec;
-      rec.env_index = i;
-      rec.episode_return = running_return_[i];
-      rec.length = running_length_[i];
-      rec.solved = r.solved;
-      rec.truncated = r.truncated;
-      finished_.push_back(rec);
-      running_return_[i] = 0.0;
-      running_length_[i] = 0;
-      envs_[i]->reset(rngs_[i], o);
-    }
-    envs_[i]->action_mask(masks_.data() + static_cast<size_t>(i) * num_act);
+    float* o = observations_.data() + i * obs_size_;
+    after_step(i, envs_[i]->step(actions[i], o), o);
   }
+}
+
+void VectorEnv::step_continuous(const float* actions) {
+  const int dim = bounds_.size();
+  for (int i = 0; i < num_envs(); ++i) {
+    // Gymnasium's ClipAction: the policy's sample may fall outside the bounds.
+    for (int d = 0; d < dim; ++d)
+      clipped_action_[d] = std::clamp(actions[i * dim + d], bounds_.low[d], bounds_.high[d]);
+    float* o = observations_.data() + i * obs_size_;
+    after_step(i, envs_[i]->step_continuous(clipped_action_.data(), o), o);
+  }
+}
+
+void VectorEnv::after_step(int i, const StepResult& r, float* o) {
+  rewards_[i] = r.reward;
+  terminated_[i] = r.terminated ? 1 : 0;
+  truncated_[i] = r.truncated ? 1 : 0;
+  running_return_[i] += r.reward;
+  ++running_length_[i];
+  if (r.terminated || r.truncated) {
+    std::copy(o, o + obs_size_, final_observations_.data() + i * obs_size_);
+    EpisodeRecord rec;
+    rec.env_index = i;
+    rec.episode_return = running_return_[i];
+    rec.length = running_length_[i];
+    rec.solved = r.solved;
+    rec.truncated = r.truncated;
+    finished_.push_back(rec);
+    running_return_[i] = 0.0;
+    running_length_[i] = 0;
+    envs_[i]->reset(rngs_[i], o);
+  }
+  envs_[i]->action_mask(masks_.data() + static_cast<size_t>(i) * num_actions_);
 }
 
 const std::vector<float>& VectorEnv::observations() const { return observations_; }

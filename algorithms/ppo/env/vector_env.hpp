@@ -34,7 +34,9 @@ class VectorEnv {
   Env& env(int i);
   std::vector<int64_t> observation_shape() const;
   int64_t observation_size() const;
-  int num_actions() const;
+  int num_actions() const;  // 0 for continuous actions
+  // Continuous actions: their bounds (empty for discrete ones).
+  const mlh::ActionBounds& action_bounds() const;
 
   // Resets every env; observations() then holds num_envs x observation_size values.
   void reset();
@@ -43,6 +45,9 @@ class VectorEnv {
   // every env with truncated()[i] set, final_observation(i) is the observation it was cut
   // off in. Finished episodes are appended to finished_episodes() (cleared by the caller).
   void step(const int* actions);
+  // The same with continuous actions: num_envs x action_bounds().size() floats, each clipped
+  // to its bounds before the env takes it (Gymnasium's ClipAction).
+  void step_continuous(const float* actions);
 
   const std::vector<float>& observations() const;
   const std::vector<float>& rewards() const;
@@ -70,6 +75,10 @@ class VectorEnv {
   std::vector<EpisodeRecord> finished_;
   int64_t obs_size_ = 0;  // cached: observation_shape() allocates
   int num_actions_ = 0;
+  mlh::ActionBounds bounds_;
+  std::vector<float> clipped_action_;
+  // Records env i's step r (its observation o) and resets it when the episode ended.
+  void after_step(int i, const StepResult& r, float* o);
 };
 
 }  // namespace ppo

@@ -1,4 +1,5 @@
 // make_network, spec validation and JSON, and the ActorCritic helpers every kind shares.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -63,15 +64,19 @@ void validate_network_spec(const NetworkSpec& spec) {
 
 std::shared_ptr<ActorCritic> make_network(const NetworkSpec& spec) {
   validate_network_spec(spec);
-  if (spec.kind == "mlp") return detail::make_mlp(spec);
-  if (spec.kind == "recursive") return detail::make_recursive(spec);
-  return detail::make_resnet(spec);
+  std::shared_ptr<ActorCritic> net = spec.kind == "mlp"         ? detail::make_mlp(spec)
+                                     : spec.kind == "recursive" ? detail::make_recursive(spec)
+                                                                : detail::make_resnet(spec);
+  net->add_spec_extras();
+  return net;
 }
 
 nlohmann::json to_json(const NetworkSpec& spec) {
   return nlohmann::json{{"kind", spec.kind},
                         {"observation_shape", spec.observation_shape},
                         {"num_actions", spec.num_actions},
+                        {"continuous_actions", spec.continuous_actions},
+                        {"normalize_observations", spec.normalize_observations},
                         {"mlp_hidden", spec.mlp_hidden},
                         {"hidden_dim", spec.hidden_dim},
                         {"num_heads", spec.num_heads},
@@ -98,6 +103,8 @@ NetworkSpec network_spec_from_json(const nlohmann::json& json) {
   get("kind", spec.kind);
   get("observation_shape", spec.observation_shape);
   get("num_actions", spec.num_actions);
+  get("continuous_actions", spec.continuous_actions);
+  get("normalize_observations", spec.normalize_observations);
   get("mlp_hidden", spec.mlp_hidden);
   get("hidden_dim", spec.hidden_dim);
   get("num_heads", spec.num_heads);
@@ -119,7 +126,107 @@ int64_t ActorCritic::observation_size() const {
 
 int64_t ActorCritic::parameter_count() const { return mlh::rt::parameter_count(*this); }
 
+namespace {
+// Gymnasium's NormalizeObservation (epsilon 1e-8) and CleanRL's clip of the result.
+constexpr double kNormEpsilon = 1e-8;
+constexpr double kNormClip = 10.0;
+// RunningMeanStd's starting count: the first batch all but replaces the prior (0, 1).
+constexpr double kNormPriorCount = 1e-4;
+}  // namespace
+
+void ActorCritic::add_spec_extras() {
+  const NetworkSpec& s = spec();
+  if (s.continuous_actions) log_std_ = register_parameter("actor_logstd", at::zeros({s.num_actions}));
+  if (s.normalize_observations) {
+    const int64_t n = observation_size();
+    const auto f64 = at::TensorOptions().dtype(at::kDouble);
+    obs_mean_ = register_buffer("obs_mean", at::zeros({n}, f64));
+    obs_var_ = register_buffer("obs_var", at::ones({n}, f64));
+    obs_count_ = register_buffer("obs_count", at::full({1}, kNormPriorCount, f64));
+  }
+}
+
+PolicyOutput ActorCritic::forward(const at::Tensor& observations) {
+  return forward_normalized(spec().normalize_observations ? normalize(observations) : observations);
+}
+
+at::Tensor ActorCritic::normalize(const at::Tensor& raw) const {
+  const at::Tensor flat = raw.reshape({raw.size(0), -1});
+  const at::Tensor mean = obs_mean_.to(flat.device(), at::kFloat);
+  const at::Tensor scale = (obs_var_ + kNormEpsilon).rsqrt().to(flat.device(), at::kFloat);
+  return ((flat - mean) * scale).clamp(-kNormClip, kNormClip).view(raw.sizes());
+}
+
+void ActorCritic::read_statistics() {
+  const std::vector<std::pair<const void*, int64_t>> keys{{obs_mean_.data_ptr(), obs_mean_._version()},
+                                                          {obs_var_.data_ptr(), obs_var_._version()},
+                                                          {obs_count_.data_ptr(), obs_count_._version()}};
+  if (keys == stats_keys_) return;
+  const at::Tensor m = obs_mean_.to(at::kCPU).contiguous(), v = obs_var_.to(at::kCPU).contiguous();
+  mean_.assign(m.data_ptr<double>(), m.data_ptr<double>() + m.numel());
+  var_.assign(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
+  count_ = obs_count_.to(at::kCPU).item<double>();
+  stats_keys_ = keys;
+}
+
+void ActorCritic::normalize(const float* raw, int64_t batch, float* out, bool update) {
+  const int64_t n = observation_size();
+  if (!spec().normalize_observations) {
+    std::copy_n(raw, batch * n, out);
+    return;
+  }
+  read_statistics();
+  if (update && batch > 0) {
+    // RunningMeanStd.update (Chan et al.'s parallel variance): the batch's population mean
+    // and variance merged into the running ones.
+    const double b = static_cast<double>(batch), total = count_ + b;
+    for (int64_t j = 0; j < n; ++j) {
+      double bm = 0, bv = 0;
+      for (int64_t i = 0; i < batch; ++i) bm += raw[i * n + j];
+      bm /= b;
+      for (int64_t i = 0; i < batch; ++i) bv += (raw[i * n + j] - bm) * (raw[i * n + j] - bm);
+      bv /= b;
+      const double delta = bm - mean_[j];
+      mean_[j] += delta * b / total;
+      var_[j] = (var_[j] * count_ + bv * b + delta * delta * count_ * b / total) / total;
+    }
+    count_ = total;
+    at::NoGradGuard no_grad;
+    obs_mean_.copy_(at::from_blob(mean_.data(), {n}, at::kDouble));
+    obs_var_.copy_(at::from_blob(var_.data(), {n}, at::kDouble));
+    obs_count_.fill_(count_);
+    stats_keys_ = {{obs_mean_.data_ptr(), obs_mean_._version()},
+                   {obs_var_.data_ptr(), obs_var_._version()},
+                   {obs_count_.data_ptr(), obs_count_._version()}};
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const double scale = 1.0 / std::sqrt(var_[j] + kNormEpsilon);
+    for (int64_t i = 0; i < batch; ++i)
+      out[i * n + j] =
+          static_cast<float>(std::clamp((raw[i * n + j] - mean_[j]) * scale, -kNormClip, kNormClip));
+  }
+}
+
+std::vector<double> ActorCritic::observation_mean() const {
+  if (!obs_mean_.defined()) return {};
+  const at::Tensor m = obs_mean_.to(at::kCPU).contiguous();
+  return {m.data_ptr<double>(), m.data_ptr<double>() + m.numel()};
+}
+
+std::vector<double> ActorCritic::observation_var() const {
+  if (!obs_var_.defined()) return {};
+  const at::Tensor v = obs_var_.to(at::kCPU).contiguous();
+  return {v.data_ptr<double>(), v.data_ptr<double>() + v.numel()};
+}
+
 void ActorCritic::infer(const float* observations, int64_t batch, float* logits, float* values) {
+  if (!spec().normalize_observations) return infer_normalized(observations, batch, logits, values);
+  normalized_.resize(static_cast<size_t>(batch * observation_size()));
+  normalize(observations, batch, normalized_.data(), /*update=*/false);
+  infer_normalized(normalized_.data(), batch, logits, values);
+}
+
+void ActorCritic::infer_normalized(const float* observations, int64_t batch, float* logits, float* values) {
   infer_torch(observations, batch, logits, values);
 }
 
@@ -131,7 +238,7 @@ void ActorCritic::infer_torch(const float* observations, int64_t batch, float* l
   const at::Device device = parameters().front().device();
   at::Tensor obs = mlh::rt::to_device(at::from_blob(const_cast<float*>(observations), shape, at::kFloat), device,
                                       pinned_transfers_);
-  PolicyOutput out = forward(obs);
+  PolicyOutput out = forward_normalized(obs);
   at::Tensor l = out.logits.to(at::kCPU, at::kFloat).contiguous(), v = out.value.to(at::kCPU, at::kFloat).contiguous();
   std::memcpy(logits, l.data_ptr<float>(), sizeof(float) * batch * spec().num_actions);
   std::memcpy(values, v.data_ptr<float>(), sizeof(float) * batch);

@@ -104,14 +104,14 @@ class MlpActorCritic : public ActorCritic {
     width_ = std::max(*std::max_element(spec.mlp_hidden.begin(), spec.mlp_hidden.end()), spec.num_actions);
   }
 
-  PolicyOutput forward(const at::Tensor& observations) override {
+  PolicyOutput forward_normalized(const at::Tensor& observations) override {
     check_observations(observations, spec_);
     return {actor_->forward(observations), critic_->forward(observations).squeeze(1)};
   }
 
   const NetworkSpec& spec() const override { return spec_; }
 
-  void infer(const float* observations, int64_t batch, float* logits, float* values) override {
+  void infer_normalized(const float* observations, int64_t batch, float* logits, float* values) override {
     // Weights on the CPU in float32 (the layout infer reads); otherwise the generic path.
     const at::Tensor& w0 = actor_->layers[0]->weight;
     if (!w0.device().is_cpu() || w0.scalar_type() != at::kFloat) {

@@ -27,6 +27,14 @@
 //              flatten, linear -> num_actions; value head 1x1 conv -> 1, BN, ReLU, flatten,
 //              linear -> value_hidden, ReLU, linear -> 1. Convolutions have no bias (BN
 //              follows). BatchNorm makes the output depend on train()/eval() mode.
+// Continuous actions (spec.continuous_actions, CleanRL's ppo_continuous_action): the policy
+// output is the mean of a diagonal Gaussian over num_actions values, with a state-independent
+// log standard deviation [actor_logstd, num_actions, starting at 0] beside it.
+// Observation normalization (spec.normalize_observations, Gymnasium's NormalizeObservation and
+// CleanRL's clip): forward() and infer() take raw observations and feed the network
+// clip((x - mean) / sqrt(var + 1e-8), -10, 10), with the running mean and variance of the
+// observations seen in training kept as buffers [obs_mean, obs_var, obs_count] beside the
+// weights (saved, loaded and exported with them).
 // Gradient checkpointing (spec.gradient_checkpointing) applies when grad mode is on: each
 // recursion step / each residual block runs under mlh::rt::checkpoint and is recomputed in the
 // backward pass. A recomputed BatchNorm runs with momentum 0 (same batch statistics, so the
@@ -36,6 +44,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/Tensor.h>
@@ -47,7 +56,9 @@ namespace ppo {
 struct NetworkSpec {
   std::string kind = "mlp";                 // "mlp", "recursive" or "resnet"
   std::vector<int64_t> observation_shape;   // {features} for mlp; {planes, size, size} else
-  int64_t num_actions = 2;
+  int64_t num_actions = 2;  // discrete: the actions; continuous: the values of one action
+  bool continuous_actions = false;
+  bool normalize_observations = false;
   // mlp
   std::vector<int64_t> mlp_hidden{64, 64};
   // recursive
@@ -63,26 +74,42 @@ struct NetworkSpec {
 };
 
 struct PolicyOutput {
-  at::Tensor logits;  // [batch, num_actions]
+  at::Tensor logits;  // [batch, num_actions]: discrete actions' logits, or the Gaussian's mean
   at::Tensor value;   // [batch]
 };
 
 class ActorCritic : public torch::nn::Module {
  public:
-  // observations: [batch, observation_shape...], float32.
-  virtual PolicyOutput forward(const at::Tensor& observations) = 0;
+  // observations: [batch, observation_shape...], float32, raw (normalized here where the
+  // spec says so).
+  PolicyOutput forward(const at::Tensor& observations);
+  // The same on observations already normalized (the rollout's); each kind implements it.
+  virtual PolicyOutput forward_normalized(const at::Tensor& observations) = 0;
   // The spec it was built from (saved next to checkpoints, so eval/play rebuild the same net).
   virtual const NetworkSpec& spec() const = 0;
 
-  // Inference for rollout collection: `batch` observations (float32, row-major, the spec's
+  // Inference for rollout collection: `batch` raw observations (float32, row-major, the spec's
   // observation shape each) -> logits [batch * num_actions] and values [batch]. No autograd
   // graph, no parameter changes (apart from BatchNorm running statistics in train mode: call
-  // eval() first for the resnet if that matters). The default is infer_torch(); the mlp
-  // overrides it with plain C++ loops (equal to forward() within 1e-5).
-  virtual void infer(const float* observations, int64_t batch, float* logits, float* values);
-  // forward() under at::InferenceMode on the network's device, copying the outputs to the
-  // buffers.
+  // eval() first for the resnet if that matters). Normalizes, then infer_normalized().
+  void infer(const float* observations, int64_t batch, float* logits, float* values);
+  // The same on normalized observations. The default is infer_torch(); the mlp overrides it
+  // with plain C++ loops (equal to forward() within 1e-5).
+  virtual void infer_normalized(const float* observations, int64_t batch, float* logits, float* values);
+  // forward_normalized() under at::InferenceMode on the network's device, copying the outputs
+  // to the buffers.
   void infer_torch(const float* observations, int64_t batch, float* logits, float* values);
+
+  // Continuous actions: the log standard deviation [num_actions] (a parameter); undefined
+  // for discrete ones.
+  const at::Tensor& log_std() const { return log_std_; }
+  // Observation normalization: writes `batch` raw observations normalized to `out` (a copy
+  // where the spec does not normalize); `update` first adds them to the running statistics
+  // (training's collection does, evaluation does not).
+  void normalize(const float* raw, int64_t batch, float* out, bool update);
+  // The running statistics, for tests: mean and variance per observation value, and the count.
+  std::vector<double> observation_mean() const;
+  std::vector<double> observation_var() const;
   // Whether infer copies observations to a CUDA device through page-locked memory, without
   // blocking (the plan's pinned_memory).
   void set_pinned_transfers(bool pinned) { pinned_transfers_ = pinned; }
@@ -91,8 +118,23 @@ class ActorCritic : public torch::nn::Module {
   int64_t observation_size() const;
   int64_t parameter_count() const;
 
+ protected:
+  // Registers what the spec adds to every kind (the log std, the normalization buffers);
+  // make_network calls it once the kind's own modules are registered.
+  friend std::shared_ptr<ActorCritic> make_network(const NetworkSpec& spec);
+  void add_spec_extras();
+
  private:
   bool pinned_transfers_ = false;
+  at::Tensor log_std_;
+  at::Tensor obs_mean_, obs_var_, obs_count_;  // float64 buffers
+  // Plain copies of the buffers for normalize(), refreshed when a load replaces them.
+  std::vector<double> mean_, var_;
+  double count_ = 0;
+  std::vector<std::pair<const void*, int64_t>> stats_keys_;
+  std::vector<float> normalized_;  // infer's scratch
+  void read_statistics();
+  at::Tensor normalize(const at::Tensor& raw) const;
 };
 
 // Builds the network `spec` names. Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming the

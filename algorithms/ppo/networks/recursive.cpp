@@ -45,7 +45,7 @@ class RecursiveActorCritic : public ActorCritic {
     orthogonal_init(value_->weight, value_->bias, 1.0);
   }
 
-  PolicyOutput forward(const at::Tensor& observations) override {
+  PolicyOutput forward_normalized(const at::Tensor& observations) override {
     check_observations(observations, spec_);
     at::Tensor x = at::relu(stem_->forward(observations));  // [B, D, H, W]
     x = x.flatten(2).transpose(1, 2) + position_;            // [B, T, D]

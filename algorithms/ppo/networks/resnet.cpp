@@ -71,7 +71,7 @@ class ResnetActorCritic : public ActorCritic {
     orthogonal_init(value_->weight, value_->bias, 1.0);
   }
 
-  PolicyOutput forward(const at::Tensor& observations) override {
+  PolicyOutput forward_normalized(const at::Tensor& observations) override {
     check_observations(observations, spec_);
     const bool training = is_training();
     at::Tensor x = at::relu(batch_norm(*stem_bn_, stem_->forward(observations), training, false));

@@ -13,6 +13,14 @@
  * The library exports one symbol, MLH_RL_ENV_ENTRY_SYMBOL, returning a table with static
  * lifetime. The host refuses a table whose abi_major is not its own. C++ authors write a
  * class and one macro instead (mlh/rl_env.hpp).
+ *
+ * Versions are negotiated through the table: the host speaks min(its minor, the table's
+ * abi_minor), reads an appended table field only when that minor has it and the table's
+ * struct_size holds it, and an environment writes an appended spec field only when the
+ * spec's struct_size (the host's) holds it. So a library built against an older minor keeps
+ * loading in a newer host, and a newer one in an older host as far as it needs nothing new.
+ * docs/abi-changelog.md lists what each minor added; tests/abi/frozen/rl_env_v1.<minor>/ keeps
+ * each released header.
  */
 #ifndef MLH_RL_ENV_H
 #define MLH_RL_ENV_H
@@ -24,9 +32,11 @@ extern "C" {
 #endif
 
 #define MLH_RL_ENV_ABI_MAJOR 1
-#define MLH_RL_ENV_ABI_MINOR 0
+#define MLH_RL_ENV_ABI_MINOR 1
 /* Observations have at most this many dimensions. */
 #define MLH_RL_ENV_MAX_RANK 8
+/* A continuous (box) action has at most this many values (since 1.1). */
+#define MLH_RL_ENV_MAX_ACTION_DIM 64
 
 #define MLH_RL_ENV_ENTRY_SYMBOL "mlh_rl_env_entry"
 
@@ -34,12 +44,17 @@ extern "C" {
 typedef struct mlh_rl_env mlh_rl_env;
 
 /* What an instance is, filled by describe(). The observation is observation_shape[0..rank)
- * floats, row-major; actions are the integers 0 .. num_actions-1. */
+ * floats, row-major. Actions are either discrete, the integers 0 .. num_actions-1 (step), or
+ * continuous since 1.1: action_dim floats each within the bounds action_bounds gives
+ * (step_continuous, Gymnasium's Box); an environment has one kind and leaves the other 0. */
 typedef struct mlh_rl_env_spec {
   uint32_t struct_size;
   uint32_t observation_rank; /* 1 .. MLH_RL_ENV_MAX_RANK */
   int64_t observation_shape[MLH_RL_ENV_MAX_RANK];
-  int32_t num_actions; /* >= 1 */
+  int32_t num_actions; /* >= 1 for discrete actions, 0 for continuous ones */
+  /* Since 1.1 (write it only where struct_size holds it): 1 .. MLH_RL_ENV_MAX_ACTION_DIM for
+   * continuous actions, 0 for discrete ones. */
+  int32_t action_dim;
 } mlh_rl_env_spec;
 
 /* The outcome of one step, as Gymnasium's: terminated = the episode ended by the
@@ -82,6 +97,13 @@ typedef struct mlh_rl_env_table {
   mlh_status (*snapshot)(const mlh_rl_env* env, double* values, uint64_t capacity, uint64_t* size, mlh_error* error);
   /* Puts back what snapshot wrote (optional with snapshot). */
   mlh_status (*restore)(mlh_rl_env* env, const double* values, uint64_t size, mlh_error* error);
+
+  /* Since 1.1, both set for continuous actions (NULL for discrete ones). */
+  /* The bounds of each of the action_dim values: low[i] <= high[i]; +-INFINITY for none. */
+  mlh_status (*action_bounds)(const mlh_rl_env* env, float* low, float* high, mlh_error* error);
+  /* step with a continuous action of action_dim floats, within the bounds (the host clips). */
+  mlh_status (*step_continuous)(mlh_rl_env* env, const float* action, float* observation, mlh_rl_env_step* out,
+                                mlh_error* error);
 } mlh_rl_env_table;
 
 /* The entry symbol: returns the library's table (static lifetime), never NULL. */

@@ -44,6 +44,15 @@ struct StepResult {
   bool invalid_move = false;  // the action changed nothing
 };
 
+// A continuous action space (Gymnasium's Box): an action is low.size() floats, action[i]
+// within [low[i], high[i]] (+-infinity: unbounded). Empty for discrete actions.
+struct ActionBounds {
+  std::vector<float> low, high;
+  int size() const { return static_cast<int>(low.size()); }
+};
+
+// An environment's actions are either discrete (num_actions() > 0: integers, step(int)) or
+// continuous (action_bounds() not empty: floats, step_continuous()); it implements one kind.
 class Environment {
  public:
   virtual ~Environment() = default;
@@ -54,12 +63,21 @@ class Environment {
     const std::vector<int64_t> shape = observation_shape();
     return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
   }
+  // Discrete actions: how many (0 for an environment of continuous actions).
   virtual int num_actions() const = 0;
+  // Continuous actions: their bounds (empty for an environment of discrete actions).
+  virtual ActionBounds action_bounds() const { return {}; }
+  bool continuous_actions() const { return action_bounds().size() > 0; }
   // Starts an episode, drawing its randomness from `rng`; writes the first observation.
   virtual void reset(std::mt19937_64& rng, float* observation) = 0;
-  // Takes `action` in [0, num_actions()); writes the observation after it (the final one
-  // when the episode ended: the caller resets).
+  // Takes discrete `action` in [0, num_actions()); writes the observation after it (the final
+  // one when the episode ended: the caller resets).
   virtual StepResult step(int action, float* observation) = 0;
+  // Takes a continuous action, action_bounds().size() floats within the bounds (callers clip);
+  // otherwise as step(). Only environments of continuous actions override it.
+  virtual StepResult step_continuous(const float* /*action*/, float* /*observation*/) {
+    throw Error(MLH_ERR_INVALID_ARGUMENT, "environment '" + name() + "' takes discrete actions, not continuous ones");
+  }
   // Which actions change the state now (1) and which would be invalid moves (0); all valid
   // unless overridden. Policies may mask with it; an environment never requires that.
   virtual void action_mask(uint8_t* mask) const { std::fill(mask, mask + num_actions(), uint8_t{1}); }
@@ -68,6 +86,18 @@ class Environment {
   virtual std::vector<double> snapshot() const { return {}; }
   // Puts back what snapshot() returned.
   virtual void restore(const std::vector<double>& /*snapshot*/) {}
+};
+
+// The base of an environment of continuous actions: it has no discrete ones.
+class ContinuousEnvironment : public Environment {
+ public:
+  int num_actions() const final { return 0; }
+  StepResult step(int /*action*/, float* /*observation*/) final {
+    throw Error(MLH_ERR_INVALID_ARGUMENT, "environment '" + name() + "' takes continuous actions, not discrete ones");
+  }
+  void action_mask(uint8_t* /*mask*/) const final {}
+  ActionBounds action_bounds() const override = 0;
+  StepResult step_continuous(const float* action, float* observation) override = 0;
 };
 
 namespace detail {
@@ -108,6 +138,7 @@ struct RlEnvTable {
       out->observation_rank = static_cast<uint32_t>(shape.size());
       std::copy(shape.begin(), shape.end(), out->observation_shape);
       out->num_actions = self(e)->env->num_actions();
+      if (MLH_HAS_FIELD(out, mlh_rl_env_spec, action_dim)) out->action_dim = self(e)->env->action_bounds().size();
     });
   }
   static mlh_status reset(mlh_rl_env* e, uint64_t seed, float* observation, mlh_error* error) noexcept {
@@ -116,16 +147,27 @@ struct RlEnvTable {
       self(e)->env->reset(self(e)->rng, observation);
     });
   }
+  static void write(const StepResult& r, mlh_rl_env_step* out) {
+    out->reward = r.reward;
+    out->terminated = r.terminated ? 1 : 0;
+    out->truncated = r.truncated ? 1 : 0;
+    out->solved = r.solved ? 1 : 0;
+    out->invalid_move = r.invalid_move ? 1 : 0;
+  }
   static mlh_status step(mlh_rl_env* e, int32_t action, float* observation, mlh_rl_env_step* out,
                          mlh_error* error) noexcept {
+    return guard(error, [&] { write(self(e)->env->step(action, observation), out); });
+  }
+  static mlh_status action_bounds(const mlh_rl_env* e, float* low, float* high, mlh_error* error) noexcept {
     return guard(error, [&] {
-      const StepResult r = self(e)->env->step(action, observation);
-      out->reward = r.reward;
-      out->terminated = r.terminated ? 1 : 0;
-      out->truncated = r.truncated ? 1 : 0;
-      out->solved = r.solved ? 1 : 0;
-      out->invalid_move = r.invalid_move ? 1 : 0;
+      const ActionBounds b = self(e)->env->action_bounds();
+      std::copy(b.low.begin(), b.low.end(), low);
+      std::copy(b.high.begin(), b.high.end(), high);
     });
+  }
+  static mlh_status step_continuous(mlh_rl_env* e, const float* action, float* observation, mlh_rl_env_step* out,
+                                    mlh_error* error) noexcept {
+    return guard(error, [&] { write(self(e)->env->step_continuous(action, observation), out); });
   }
   static mlh_status action_mask(const mlh_rl_env* e, uint8_t* mask, mlh_error* error) noexcept {
     return guard(error, [&] { self(e)->env->action_mask(mask); });
@@ -143,8 +185,11 @@ struct RlEnvTable {
   }
 
   static const mlh_rl_env_table* table(const char* name) noexcept {
+    // The host tells the two kinds of actions apart by describe's action_dim and calls only
+    // the step of its kind.
     static const mlh_rl_env_table t = {sizeof(mlh_rl_env_table), MLH_RL_ENV_ABI_MAJOR, MLH_RL_ENV_ABI_MINOR, name,
-                                       &create, &destroy, &describe, &reset, &step, &action_mask, &snapshot, &restore};
+                                       &create, &destroy, &describe, &reset, &step, &action_mask, &snapshot, &restore,
+                                       &action_bounds, &step_continuous};
     return &t;
   }
 };
