@@ -12,7 +12,7 @@ class Ppo : public mlh::AlgorithmPlugin {
  public:
   mlh::AlgorithmDescription describe() override {
     mlh::AlgorithmDescription d;
-    d.summary = "PPO: CartPole-v1 and tiler-slider puzzles (mlp, recursive attention or residual tower)";
+    d.summary = "PPO: CartPole-v1, Pendulum-v1, MountainCarContinuous-v0, tiler-slider puzzles and your own environments (mlp, recursive attention or residual tower)";
     d.commands = ppo::command_table().names();
     d.config_schema_json = ppo::config_schema_json();
     d.config_defaults_json = ppo::config_defaults_json();

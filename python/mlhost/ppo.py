@@ -3,7 +3,16 @@
 Each takes the network description a run records (network.json, and model.safetensors'
 metadata "network") as keyword arguments. Observations are float32 [batch, *observation_shape]:
 CartPole's 4 numbers for mlp; a puzzle's planes x size x size board for recursive and resnet.
+
+Two settings of the description add to any kind (make_network):
+  continuous_actions      the first output is the mean of a Gaussian over num_actions values;
+                          its log standard deviation is the parameter `actor_logstd`
+  normalize_observations  forward() takes raw observations and normalizes them with the
+                          running statistics training saved (buffers obs_mean, obs_var,
+                          obs_count): clip((x - mean) / sqrt(var + 1e-8), -10, 10)
 """
+import math
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -12,6 +21,16 @@ from torch.nn import functional as F
 def _trunk(sizes):
     """Linear layers named 0, 1, ... (tanh between them in forward), as mlhost's mlp names them."""
     return nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+
+
+def _normalized(module, observations):
+    """The observations as the network was trained on them (unchanged without normalization)."""
+    mean = getattr(module, "obs_mean", None)
+    if mean is None:
+        return observations
+    flat = observations.reshape(observations.shape[0], -1)
+    scale = torch.rsqrt(module.obs_var + 1e-8).to(flat.dtype)
+    return ((flat - mean.to(flat.dtype)) * scale).clamp(-10.0, 10.0).reshape(observations.shape)
 
 
 def _run_trunk(layers, x):
@@ -32,6 +51,7 @@ class MlpActorCritic(nn.Module):
         self.critic = _trunk([features, *mlp_hidden, 1])
 
     def forward(self, observations):
+        observations = _normalized(self, observations)
         return _run_trunk(self.actor, observations), _run_trunk(self.critic, observations).squeeze(1)
 
 
@@ -64,6 +84,7 @@ class RecursiveActorCritic(nn.Module):
         return h + self.mlp_out(F.gelu(self.mlp_in(self.norm2(h))))
 
     def forward(self, observations):
+        observations = _normalized(self, observations)
         x = F.relu(self.stem(observations)).flatten(2).transpose(1, 2) + self.position
         for _ in range(self.steps):
             x = self.block(x)
@@ -109,6 +130,7 @@ class ResnetActorCritic(nn.Module):
         self.value = nn.Linear(value_hidden, 1)
 
     def forward(self, observations):
+        observations = _normalized(self, observations)
         x = F.relu(self.stem_bn(self.stem(observations)))
         for i in range(self.blocks):
             x = getattr(self, f"block{i}")(x)
@@ -125,4 +147,13 @@ def make_network(spec):
     kind = spec.get("kind", "mlp")
     if kind not in NETWORKS:
         raise ValueError(f"unknown PPO network kind {kind!r}: expected one of {', '.join(NETWORKS)}")
-    return NETWORKS[kind](**{k: v for k, v in spec.items() if k != "kind"})
+    extras = ("kind", "continuous_actions", "normalize_observations")
+    net = NETWORKS[kind](**{k: v for k, v in spec.items() if k not in extras})
+    if spec.get("continuous_actions"):
+        net.actor_logstd = nn.Parameter(torch.zeros(int(spec["num_actions"])))
+    if spec.get("normalize_observations"):
+        size = math.prod(int(s) for s in spec["observation_shape"])
+        net.register_buffer("obs_mean", torch.zeros(size, dtype=torch.float64))
+        net.register_buffer("obs_var", torch.ones(size, dtype=torch.float64))
+        net.register_buffer("obs_count", torch.full((1,), 1e-4, dtype=torch.float64))
+    return net

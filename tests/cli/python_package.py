@@ -57,6 +57,8 @@ NETWORKS = {
     "protonet-resnet12": (["--algorithm", "protonet", "--set", "model.encoder=resnet12", "--set", "width=4"],
                           images((3, 1, 28, 28))),
     "ppo-mlp": (["--algorithm", "ppo", "--set", "checkpoint=latest"], observations((5, 4))),
+    "ppo-pendulum": (["--algorithm", "ppo", "--set", "preset=pendulum", "--set", "num_steps=64",
+                      "--set", "num_minibatches=4", "--set", "checkpoint=latest"], observations((5, 3))),
     "ppo-recursive": (["--algorithm", "ppo", "--set", "preset=puzzle4", "--set", "network.kind=recursive",
                        "--set", "network.hidden_dim=16", "--set", "network.num_heads=2",
                        "--set", "network.num_recursive_steps=2", "--set", "checkpoint=latest"],
@@ -133,6 +135,8 @@ def compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load
         elif "observations" in inputs:
             logits, value = module(inputs["observations"])
             got = {"logits": logits, "value": value}
+            if hasattr(module, "actor_logstd"):  # continuous actions: a Gaussian's mean
+                got = {"mean": logits, "log_std": module.actor_logstd, "value": value}
         else:
             logits, q_halt, q_continue = module(inputs["inputs"], inputs.get("puzzle_identifiers"))
             got = {"logits": logits, "q_halt_logits": q_halt, "q_continue_logits": q_continue}
