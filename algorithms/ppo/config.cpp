@@ -17,15 +17,28 @@ const mlh::ConfigTable<Config>& config_table() {
           .host_field("preset", "string",
                       "a preset of this algorithm (cartpole, pendulum, puzzle4, puzzle5, full, reduced)")
           .field("env", MLH_MEMBER(env), "cartpole",
-                 mlh::one_of({"cartpole", "pendulum", "mountain-car-continuous", "puzzle", "library"}),
+                 mlh::one_of({"cartpole", "pendulum", "mountain-car-continuous", "puzzle", "library", "gymnasium"}),
                  "the environment: CartPole-v1, Pendulum-v1 and MountainCarContinuous-v0 (continuous actions), "
-                 "tiler-slider puzzles (generated, or yours: puzzle.train_levels), or your own environment's "
-                 "shared library (library.path)")
+                 "tiler-slider puzzles (generated, or yours: puzzle.train_levels), your own environment's "
+                 "shared library (library.path), or a Gymnasium environment in Python (gymnasium.id)")
           .field("library.path", MLH_MEMBER(library.path), "", mlh::path(),
                  "env=library: the environment's shared library (.so), written with mlh/rl_env.hpp "
                  "(docs/plugin-guide.md, Writing an environment)")
           .field("library.settings", MLH_MEMBER(library.settings), json::object(), mlh::any_value(),
                  "env=library: the environment's own settings, a JSON object passed to it as it is")
+          .field("gymnasium.id", MLH_MEMBER(gymnasium.id), "", mlh::any_value(),
+                 "env=gymnasium: a registered Gymnasium id (CartPole-v1, Pendulum-v1, ...) or module:Class of "
+                 "your own environment (its folder in gymnasium.pythonpath)")
+          .field("gymnasium.kwargs", MLH_MEMBER(gymnasium.kwargs), json::object(), mlh::any_value(),
+                 "env=gymnasium: keyword arguments of gymnasium.make (or of your class), a JSON object")
+          .field("gymnasium.wrappers", MLH_MEMBER(gymnasium.wrappers), json::array(), mlh::any_value(),
+                 "env=gymnasium: wrappers applied in order, each {\"name\": a class of gymnasium.wrappers or "
+                 "module:Class, then its keyword arguments}")
+          .field("gymnasium.pythonpath", MLH_MEMBER(gymnasium.pythonpath), json::array(), mlh::path().or_one_string(),
+                 "env=gymnasium: folders put first on the workers' sys.path (where your module is; one folder or a list)")
+          .field("gymnasium.python", MLH_MEMBER(gymnasium.python), "", mlh::path(),
+                 "env=gymnasium: the Python interpreter that runs the environments, with gymnasium installed "
+                 "(empty: python3 on PATH)")
           .field("network.kind", MLH_MEMBER(network.kind), "auto", mlh::one_of({"auto", "mlp", "recursive", "resnet"}),
                  "the policy and value network; auto: mlp for cartpole and flat observations, recursive for "
                  "puzzles and {planes, height, width} observations; mlp takes flat observations, recursive and "
@@ -173,7 +186,7 @@ const char* presets_json() {
 }
 
 std::string Config::network_kind() const {
-  if (network.kind != "auto" || env == "library") return network.kind;
+  if (network.kind != "auto" || env == "library" || env == "gymnasium") return network.kind;
   return env == "puzzle" ? "recursive" : "mlp";
 }
 
@@ -183,7 +196,8 @@ Config parse_config(const json& user) {
   config_check(c.network.hidden_dim % c.network.num_heads == 0, "network.num_heads",
                "must divide network.hidden_dim (" + std::to_string(c.network.hidden_dim) + ")");
   // Which network fits which environment: docs/ppo.md's table says the same.
-  config_check(c.env == "puzzle" || c.env == "library" || c.network_kind() == "mlp", "network.kind",
+  config_check(c.env == "puzzle" || c.env == "library" || c.env == "gymnasium" || c.network_kind() == "mlp",
+               "network.kind",
                c.env + "'s observation is a vector of numbers: use mlp (got '" + c.network_kind() +
                    "'; docs/ppo.md, The networks)");
   config_check(c.env != "puzzle" || c.network_kind() != "mlp", "network.kind",
@@ -197,6 +211,16 @@ Config parse_config(const json& user) {
                "env=library needs the environment's shared library: set library.path to its .so file");
   config_check(c.env == "library" || c.library.path.empty(), "library.path",
                "names an environment library: set env=library too (env is '" + c.env + "')");
+  config_check(c.env != "gymnasium" || !c.gymnasium.id.empty(), "gymnasium.id",
+               "env=gymnasium needs the environment: a registered id such as Pendulum-v1, or module:Class");
+  config_check(c.env == "gymnasium" || c.gymnasium.id.empty(), "gymnasium.id",
+               "names a Gymnasium environment: set env=gymnasium too (env is '" + c.env + "')");
+  config_check(c.gymnasium.kwargs.is_object(), "gymnasium.kwargs",
+               "must be a JSON object of keyword arguments (got " + c.gymnasium.kwargs.dump() + ")");
+  for (const json& w : c.gymnasium.wrappers)
+    config_check(w.is_object() && w.contains("name") && w["name"].is_string(), "gymnasium.wrappers",
+                 "each wrapper is an object with its \"name\" and keyword arguments, such as "
+                 "{\"name\": \"TimeLimit\", \"max_episode_steps\": 100} (got " + w.dump() + ")");
   config_check(c.library.settings.is_object(), "library.settings",
                "must be a JSON object of the environment's own settings (got " + c.library.settings.dump() + ")");
   config_check(c.batch_size() % c.num_minibatches == 0, "num_minibatches",

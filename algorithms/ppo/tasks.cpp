@@ -8,6 +8,7 @@
 #include <mlh/plugin.hpp>
 
 #include "env/cartpole.hpp"
+#include "env/gymnasium_env.hpp"
 #include "env/mountain_car_continuous.hpp"
 #include "env/pendulum.hpp"
 #include "env/curriculum.hpp"
@@ -52,15 +53,10 @@ TrainingLevels load_training_levels(const Config& cfg) {
   return t;
 }
 
-// env=library: one instance tells the shape every instance must have and whether the
-// network asked for takes it; VectorEnv then makes num_envs more.
-Task library_task(const Config& cfg) {
-  std::shared_ptr<const EnvLibrary> library = EnvLibrary::open(cfg.library.path);
-  const std::string settings = cfg.library.settings.dump();
-  const LibraryEnv probe(library, settings);
-  const std::vector<int64_t> shape = probe.observation_shape();
+// Refuses an observation shape the config's network cannot take: `what` says whose it is.
+void check_network_takes(const Config& cfg, const std::vector<int64_t>& shape, const std::string& who) {
   const std::string kind = cfg.network.kind;
-  const std::string what = library->who() + " gives observations of shape " + shape_text(shape);
+  const std::string what = who + " gives observations of shape " + shape_text(shape);
   if (shape.size() == 1 && kind != "auto" && kind != "mlp")
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'network.kind': " + what + ", a flat vector, which " +
                                                    kind + " cannot take: use mlp (or auto)");
@@ -72,13 +68,44 @@ Task library_task(const Config& cfg) {
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
                      what + ": PPO's networks take a flat vector (mlp) or {planes, height, width} (recursive, "
                             "resnet); flatten it in the environment");
+}
+
+// The task of an environment that one probe instance describes: its shape (every instance
+// must have it), its actions and whether it masks them.
+Task task_of(const Env& probe, EnvFactory make_env) {
   Task t;
-  t.make_env = [library, settings, shape] { return std::make_unique<LibraryEnv>(library, settings, shape); };
-  t.observation_shape = shape;
+  t.make_env = std::move(make_env);
+  t.observation_shape = probe.observation_shape();
   t.num_actions = probe.num_actions();
   t.action_bounds = probe.action_bounds();
+  return t;
+}
+
+// env=library: one instance tells the shape every instance must have and whether the
+// library masks actions.
+Task library_task(const Config& cfg) {
+  std::shared_ptr<const EnvLibrary> library = EnvLibrary::open(cfg.library.path);
+  const std::string settings = cfg.library.settings.dump();
+  const LibraryEnv probe(library, settings);
+  const std::vector<int64_t> shape = probe.observation_shape();
+  check_network_takes(cfg, shape, library->who());
+  Task t = task_of(probe, [library, settings, shape] { return std::make_unique<LibraryEnv>(library, settings, shape); });
   t.action_masks = probe.has_action_mask();
   return t;
+}
+
+// env=gymnasium: a probe worker tells the spaces; each environment of the vector gets a
+// worker process of its own.
+Task gymnasium_task(const Config& cfg) {
+  GymnasiumSpec spec;
+  spec.id = cfg.gymnasium.id;
+  spec.kwargs = cfg.gymnasium.kwargs;
+  spec.wrappers = cfg.gymnasium.wrappers;
+  spec.pythonpath = cfg.gymnasium.pythonpath;
+  spec.python = cfg.gymnasium.python;
+  const GymnasiumEnv probe(spec);
+  check_network_takes(cfg, probe.observation_shape(), "gymnasium environment '" + spec.id + "'");
+  return task_of(probe, [spec] { return std::make_unique<GymnasiumEnv>(spec); });
 }
 
 std::string percent(double share) { return std::to_string(static_cast<int>(std::lround(share * 100))) + "%"; }
@@ -147,6 +174,7 @@ Task make_task(const Config& cfg) {
     return t;
   }
   if (cfg.env == "library") return library_task(cfg);
+  if (cfg.env == "gymnasium") return gymnasium_task(cfg);
   const uint64_t seed = cfg.seed * 7919ULL + 101;
   const bool curriculum_on = cfg.puzzle.curriculum.enabled;
   CurriculumOptions co;

@@ -81,9 +81,11 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   if (dist.is_main()) write_network_json(ctx.run_dir(), t.net().spec());
   const int64_t iterations = session.step_limit(cfg.num_iterations());  // fewer under --max-steps
   const int64_t total_steps = iterations * cfg.batch_size();  // this rank's; the run's is x ranks
-  const std::string on = cfg.env == "library"
-                             ? "environment library '" + cfg.library.path + "' (" + t.envs().env(0).name() + ")"
-                             : cfg.env;
+  const std::string on =
+      cfg.env == "library"     ? "environment library '" + cfg.library.path + "' (" + t.envs().env(0).name() + ")"
+      : cfg.env == "gymnasium" ? "gymnasium environment '" + t.envs().env(0).name() + "' (" +
+                                     std::to_string(cfg.num_envs) + " Python workers)"
+                               : cfg.env;
   ctx.info("ppo on " + on + ": network " + t.net().spec().kind + " (" + std::to_string(t.net().parameter_count()) +
            " parameters), " + std::to_string(iterations) + " iterations of " + std::to_string(cfg.num_envs) + " envs x " +
            std::to_string(cfg.num_steps) + " steps (batch " + std::to_string(cfg.batch_size()) + ", " +

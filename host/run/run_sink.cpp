@@ -44,11 +44,23 @@ RunSink::RunSink(const fs::path& dir, bool console, std::string console_prefix, 
   if (!log_ || !jsonl_ || !csv_) throw std::runtime_error("cannot write in run folder '" + dir.string() + "'");
 }
 
+namespace {
+const char* level_name(int32_t& level) {
+  static const char* names[] = {"trace", "debug", "info", "warn", "error"};
+  level = level < MLH_LOG_TRACE ? MLH_LOG_TRACE : level > MLH_LOG_ERROR ? MLH_LOG_ERROR : level;
+  return names[level];
+}
+}  // namespace
+
+void RunSink::record(int32_t level, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_ << "[" << seconds() << "] [" << level_name(level) << "] " << message << "\n" << std::flush;
+}
+
 void RunSink::log(int32_t level, const char* message) {
   std::lock_guard<std::mutex> lock(mu_);
-  static const char* names[] = {"trace", "debug", "info", "warn", "error"};
-  const int lv = level < MLH_LOG_TRACE ? MLH_LOG_TRACE : level > MLH_LOG_ERROR ? MLH_LOG_ERROR : level;
-  log_ << "[" << seconds() << "] [" << names[lv] << "] " << (message ? message : "") << "\n" << std::flush;
+  int32_t lv = level;
+  log_ << "[" << seconds() << "] [" << level_name(lv) << "] " << (message ? message : "") << "\n" << std::flush;
   if (!console_ && lv < MLH_LOG_WARN) return;
   progress_.clear();  // a log line must not land in the middle of the bar
   spdlog::log(static_cast<spdlog::level::level_enum>(lv), "{}{}", console_prefix_, message ? message : "");

@@ -31,6 +31,8 @@ class RunSink {
                    bool resumed = false);
 
   void log(int32_t level, const char* message);
+  // A line for log.txt alone (what the worker also says on its console in its own words).
+  void record(int32_t level, const std::string& message);
   void metric(const char* name, double value, int64_t step);
   void progress(int64_t done, int64_t total, const char* unit);
   void summary(const char* summary_json);

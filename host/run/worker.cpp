@@ -166,6 +166,9 @@ int worker_main(const WorkerSpec& spec) {
   }
   // A refused input of a one-process run is the host's to report (run_workers.cpp, with what
   // became of the run folder): said here too, the user would read it twice.
+  // The run's log holds the error that ended it, beside its other lines.
+  if (sink && code == kWorkerFailed && summary.contains("error"))
+    sink->record(MLH_LOG_ERROR, spec.work_name() + " failed: " + summary["error"].get<std::string>());
   if ((code == kWorkerFailed || (code == kWorkerBadInput && spec.world_size > 1)) && summary.contains("error"))
     std::fprintf(stderr, "%s%s failed: %s\n",
                  spec.world_size > 1 ? ("[rank " + std::to_string(spec.rank) + "] ").c_str() : "",

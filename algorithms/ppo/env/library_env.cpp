@@ -182,10 +182,7 @@ void LibraryEnv::take_observation(float* observation, const std::string& when) c
       throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": " + when + " wrote past its observation of " +
                                                      std::to_string(size_) + " floats (shape " + shape_text(shape_) +
                                                      ")");
-  for (int64_t i = 0; i < size_; ++i)
-    if (!std::isfinite(scratch_[i]))
-      throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": the observation of " + when + " holds " +
-                                                     std::to_string(scratch_[i]) + " at index " + std::to_string(i));
+  check_finite_observation(scratch_.data(), size_, library_->who(), when);
   std::copy(scratch_.begin(), scratch_.begin() + size_, observation);
 }
 

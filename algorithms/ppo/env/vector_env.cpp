@@ -28,7 +28,9 @@ VectorEnv::VectorEnv(const EnvFactory& make, int num_envs, uint64_t seed) {
   }
   if ((actions > 0) == (bounds_.size() > 0))
     throw std::invalid_argument("VectorEnv: an env must have either discrete actions or continuous ones");
-  clipped_action_.assign(bounds_.size(), 0.0f);
+  clipped_action_.assign(static_cast<size_t>(num_envs) * bounds_.size(), 0.0f);
+  for (const auto& e : envs_) remote_.push_back(dynamic_cast<RemoteEnv*>(e.get()));
+  if (std::find(remote_.begin(), remote_.end(), nullptr) != remote_.end()) remote_.clear();
   observations_.assign(static_cast<size_t>(num_envs * obs), 0.0f);
   final_observations_.assign(static_cast<size_t>(num_envs * obs), 0.0f);
   rewards_.assign(num_envs, 0.0f);
@@ -63,6 +65,10 @@ void VectorEnv::reset() {
 }
 
 void VectorEnv::step(const int* actions) {
+  if (!remote_.empty()) {
+    for (int i = 0; i < num_envs(); ++i) remote_[i]->begin_step(actions[i]);
+    return end_remote_steps();
+  }
   for (int i = 0; i < num_envs(); ++i) {
     float* o = observations_.data() + i * obs_size_;
     after_step(i, envs_[i]->step(actions[i], o), o);
@@ -71,12 +77,24 @@ void VectorEnv::step(const int* actions) {
 
 void VectorEnv::step_continuous(const float* actions) {
   const int dim = bounds_.size();
-  for (int i = 0; i < num_envs(); ++i) {
-    // Gymnasium's ClipAction: the policy's sample may fall outside the bounds.
+  // Gymnasium's ClipAction: the policy's sample may fall outside the bounds.
+  for (int i = 0; i < num_envs(); ++i)
     for (int d = 0; d < dim; ++d)
-      clipped_action_[d] = std::clamp(actions[i * dim + d], bounds_.low[d], bounds_.high[d]);
+      clipped_action_[i * dim + d] = std::clamp(actions[i * dim + d], bounds_.low[d], bounds_.high[d]);
+  if (!remote_.empty()) {
+    for (int i = 0; i < num_envs(); ++i) remote_[i]->begin_step_continuous(clipped_action_.data() + i * dim);
+    return end_remote_steps();
+  }
+  for (int i = 0; i < num_envs(); ++i) {
     float* o = observations_.data() + i * obs_size_;
-    after_step(i, envs_[i]->step_continuous(clipped_action_.data(), o), o);
+    after_step(i, envs_[i]->step_continuous(clipped_action_.data() + i * dim, o), o);
+  }
+}
+
+void VectorEnv::end_remote_steps() {
+  for (int i = 0; i < num_envs(); ++i) {
+    float* o = observations_.data() + i * obs_size_;
+    after_step(i, remote_[i]->end_step(o), o);
   }
 }
 

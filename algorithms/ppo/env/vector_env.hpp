@@ -76,7 +76,11 @@ class VectorEnv {
   int64_t obs_size_ = 0;  // cached: observation_shape() allocates
   int num_actions_ = 0;
   mlh::ActionBounds bounds_;
-  std::vector<float> clipped_action_;
+  std::vector<float> clipped_action_;  // num_envs x the action's values
+  // Every env when all step in other processes (RemoteEnv), else empty.
+  std::vector<RemoteEnv*> remote_;
+  // Waits for each remote env's step, then records it as after_step does.
+  void end_remote_steps();
   // Records env i's step r (its observation o) and resets it when the episode ended.
   void after_step(int i, const StepResult& r, float* o);
 };
