@@ -63,14 +63,43 @@ Workloads (--workload, default all):
             One line: env steps/s over the whole run's wall time (collect + update), the mean raw
             return of the last 100 finished episodes ("final_return") and after each iteration
             ("returns_at": [[global_step, mean], ...]), with torch's threads (or --threads).
+  ppo_gymnasium
+            CleanRL's ppo.py as a user runs it, one whole training run (not a timed step: "all"
+            leaves it out) on gymnasium's own environments: gymnasium.vector.SyncVectorEnv of
+            gymnasium.make(--pg-env-id, default CartPole-v1) each inside RecordEpisodeStatistics
+            (CleanRL's make_env), reset with seed --pg-seed + i for env i on the first reset; the
+            same Agent, collect, GAE and update code as ppo (one loop, ppo_discrete_fn), with
+            CleanRL ppo.py's defaults as the --pg-* defaults: 4 envs x 128 steps, 4 epochs of 4
+            minibatches, Adam lr 2.5e-4 eps 1e-5 annealed linearly to 0 over the run, GAE (0.99,
+            0.95), clip 0.2, entropy 0.01, value 0.5, gradient norm 0.5, advantage normalization and
+            the clipped value loss on, 100000 steps (rounded down to whole iterations: 195 x 512 =
+            99840), seed 1. Autoreset: CleanRL's ppo.py was written for gymnasium 0.29's same-step
+            autoreset (the step that ends an episode returns the next episode's first observation);
+            gymnasium 1.0 changed SyncVectorEnv to next-step autoreset (the step after the end
+            returns the reset observation with reward 0, not a transition), so on gymnasium >= 1.1
+            this passes autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP, which restores
+            0.29's semantics (infos["final_obs"], and the final step's infos under
+            infos["final_info"]); on 0.x it uses the native same-step mode; on 1.0 (next-step only)
+            it prints a line with "error". Episode returns: RecordEpisodeStatistics's, read from
+            infos["final_info"]["episode"]["r"] where infos["final_info"]["_episode"] (1.x same-step).
+            Discrete action spaces only (else a line with "error"); without gymnasium, a line with
+            "error" saying so. One line: env steps/s over the whole run's wall time (collect +
+            update, from the first reset, as CleanRL's SPS), the mean return of the last 100 finished
+            episodes ("final_return") and after each iteration ("returns_at"), "episodes",
+            "gymnasium" (its version), "autoreset" (the mode used), with torch's threads (or
+            --threads). Truncation ends the episode with no bootstrap, as in CleanRL.
 
-  python bench/peers.py [--workload trm|protonet|ppo|ppo_continuous|all] [--device cpu|cuda]
+  python bench/peers.py [--workload trm|protonet|ppo|ppo_continuous|ppo_gymnasium|all] [--device cpu|cuda]
                         [--precision fp32,bf16] [--variant eager,compiled,cuda_graph]
                         [--batch N] [--trm-size small,default] [--seconds S] [--tiny] [--threads N]
                         [--pc-envs 4] [--pc-steps 1024] [--pc-minibatches 64] [--pc-epochs 10]
                         [--pc-lr 1e-3] [--pc-gamma 0.9] [--pc-gae-lambda 0.95] [--pc-clip 0.2]
                         [--pc-ent 0.0] [--pc-vf 0.5] [--pc-max-grad-norm 0.5]
                         [--pc-total-timesteps 200000] [--pc-seed 1]
+                        [--pg-env-id CartPole-v1] [--pg-envs 4] [--pg-steps 128] [--pg-minibatches 4]
+                        [--pg-epochs 4] [--pg-lr 2.5e-4] [--pg-gamma 0.99] [--pg-gae-lambda 0.95]
+                        [--pg-clip 0.2] [--pg-ent 0.01] [--pg-vf 0.5] [--pg-max-grad-norm 0.5]
+                        [--pg-total-timesteps 100000] [--pg-seed 1]
 
 --tiny: small sizes (TRM small at batch 4, ProtoNet 5-way 5-shot 15-query only, PPO as always)
 for a test; a second of steps, eager only unless --variant says otherwise.
@@ -292,6 +321,7 @@ class CartPoleVec:
     theta_threshold = 12 * 2 * math.pi / 360
     x_threshold = 2.4
     max_episode_steps = 500
+    obs_shape, n_actions = (4,), 2
 
     def __init__(self, n, seed):
         self.n = n
@@ -353,29 +383,39 @@ class Agent(nn.Module):
         return action, probs.log_prob(action), probs.entropy(), self.critic(x)
 
 
-def ppo_iteration_fn(args):
-    """CleanRL ppo.py's loop body (collect, GAE, update) with mlhost's defaults; returns
-    (iterate(i), env steps per iteration)."""
-    num_envs, num_steps, num_minibatches, update_epochs = 4, 128, 4, 4
-    lr, gamma, gae_lambda, clip_coef, ent_coef, vf_coef, max_grad_norm = 2.5e-4, 0.99, 0.95, 0.2, 0.01, 0.5, 0.5
-    num_iterations = 1 << 20  # the annealed LR stays positive, as the host benchmark's
+# CleanRL ppo.py's defaults (mlhost's PPO defaults too, algorithms/ppo/config.hpp).
+PPO_SETTINGS = dict(num_envs=4, num_steps=128, num_minibatches=4, update_epochs=4, lr=2.5e-4, gamma=0.99,
+                    gae_lambda=0.95, clip_coef=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5)
+
+
+def ppo_discrete_fn(device, make_envs, seed, num_iterations, num_envs, num_steps, num_minibatches, update_epochs,
+                    lr, gamma, gae_lambda, clip_coef, ent_coef, vf_coef, max_grad_norm):
+    """CleanRL ppo.py's setup (seeds, envs = make_envs(), Agent, Adam, buffers) and loop body
+    (collect, GAE, update; LR annealed linearly over num_iterations; advantage normalization and
+    the clipped value loss on). The envs: reset() -> obs and step(actions) -> (obs, reward,
+    terminated, truncated), reset into obs on the step an episode ends (same-step autoreset), with
+    obs_shape and n_actions. The first iterate() resets the envs (CleanRL resets them after
+    start_time). Returns (iterate(i) for i = 0, 1, ..., env steps per iteration, envs)."""
     batch_size = num_envs * num_steps
     minibatch_size = batch_size // num_minibatches
-    device = torch.device(args.device)
-    np.random.seed(1)
-    torch.manual_seed(1)
-    envs = CartPoleVec(num_envs, seed=1)
-    agent = Agent().to(device)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    envs = make_envs()
+    obs_shape = tuple(envs.obs_shape)
+    agent = Agent(int(np.prod(obs_shape)), envs.n_actions).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
-    obs = torch.zeros((num_steps, num_envs, 4)).to(device)
+    obs = torch.zeros((num_steps, num_envs) + obs_shape).to(device)
     actions = torch.zeros((num_steps, num_envs)).to(device)
     logprobs = torch.zeros((num_steps, num_envs)).to(device)
     rewards = torch.zeros((num_steps, num_envs)).to(device)
     dones = torch.zeros((num_steps, num_envs)).to(device)
     values = torch.zeros((num_steps, num_envs)).to(device)
-    state = {"next_obs": torch.Tensor(envs.reset()).to(device), "next_done": torch.zeros(num_envs).to(device)}
+    state = {"next_obs": None, "next_done": torch.zeros(num_envs).to(device)}
 
     def iterate(i):
+        if state["next_obs"] is None:
+            state["next_obs"] = torch.Tensor(envs.reset()).to(device)
         iteration = i + 1
         frac = 1.0 - (iteration - 1.0) / num_iterations
         optimizer.param_groups[0]["lr"] = frac * lr
@@ -407,7 +447,7 @@ def ppo_iteration_fn(args):
                 delta = rewards[t] + gamma * nextvalues * nextnonterminal - values[t]
                 advantages[t] = lastgaelam = delta + gamma * gae_lambda * nextnonterminal * lastgaelam
             returns = advantages + values
-        b_obs = obs.reshape((-1, 4))
+        b_obs = obs.reshape((-1,) + obs_shape)
         b_logprobs = logprobs.reshape(-1)
         b_actions = actions.reshape(-1)
         b_advantages = advantages.reshape(-1)
@@ -447,6 +487,16 @@ def ppo_iteration_fn(args):
         var_y = np.var(y_true)
         _ = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y  # explained variance, logged
 
+    return iterate, batch_size, envs
+
+
+def ppo_iteration_fn(args):
+    """CleanRL ppo.py's loop body on CartPoleVec with mlhost's defaults (seed 1); returns
+    (iterate(i), env steps per iteration)."""
+    s = PPO_SETTINGS
+    # num_iterations 1 << 20: the annealed LR stays positive, as the host benchmark's.
+    iterate, batch_size, _ = ppo_discrete_fn(torch.device(args.device), lambda: CartPoleVec(s["num_envs"], seed=1),
+                                             seed=1, num_iterations=1 << 20, **s)
     return iterate, batch_size
 
 
@@ -462,6 +512,126 @@ def run_ppo(args):
         base = dict(workload="ppo", variant="eager", precision="fp32", benchmark=name)
         measure(args, base, 512, "env_steps", lambda: ppo_iteration_fn(args)[0])
     torch.set_num_threads(default_threads)
+
+
+# ------------------------------------------------------------------------------------ PPO, gymnasium
+
+class GymnasiumVec:
+    """CleanRL ppo.py's environments: gymnasium.vector.SyncVectorEnv of make_env's thunks
+    (gymnasium.make(env_id) inside RecordEpisodeStatistics; no video), seeded seed + i on the
+    first reset, behind the interface ppo_discrete_fn steps (CartPoleVec's). Autoreset on the same
+    step, as gymnasium 0.29 (CleanRL's) does it: on gymnasium >= 1.1 with autoreset_mode=
+    AutoresetMode.SAME_STEP; 0.x has only that; 1.0 has only next-step autoreset, which this loop
+    would take for transitions, so it raises. The returns of the finished episodes, in order, from
+    RecordEpisodeStatistics: infos["final_info"]["episode"]["r"] where infos["final_info"]["_episode"]
+    (1.x same-step: the final step's infos are under "final_info"; the top level holds the reset's),
+    or each infos["final_info"][i]["episode"]["r"] (0.x)."""
+
+    def __init__(self, gym, env_id, n, seed):
+        def make_env(env_id):
+            def thunk():
+                env = gym.make(env_id)
+                env = gym.wrappers.RecordEpisodeStatistics(env)
+                return env
+            return thunk
+
+        major, minor = (int(x) for x in gym.__version__.split(".")[:2])
+        if hasattr(gym.vector, "AutoresetMode"):
+            kwargs, self.autoreset = dict(autoreset_mode=gym.vector.AutoresetMode.SAME_STEP), "same_step"
+        elif major == 0:
+            kwargs, self.autoreset = {}, "same_step (gymnasium 0.x)"
+        else:
+            raise RuntimeError(f"gymnasium {gym.__version__} has only next-step autoreset; "
+                               "CleanRL's ppo.py needs same-step (gymnasium >= 1.1 or 0.29)")
+        self.envs = gym.vector.SyncVectorEnv([make_env(env_id) for _ in range(n)], **kwargs)
+        if not isinstance(self.envs.single_action_space, gym.spaces.Discrete):
+            self.envs.close()
+            raise ValueError(f"{env_id}: only discrete action spaces are supported, "
+                             f"not {self.envs.single_action_space}")
+        self.obs_shape = self.envs.single_observation_space.shape
+        self.n_actions = int(self.envs.single_action_space.n)
+        self.seed = seed
+        self.finished = []  # the returns of the finished episodes, in order
+
+    def reset(self):
+        obs, _ = self.envs.reset(seed=self.seed)
+        return obs
+
+    def step(self, action):
+        obs, reward, terminations, truncations, infos = self.envs.step(action)
+        final = infos.get("final_info")
+        if isinstance(final, dict):  # 1.x: batched infos, masks under "_<key>"
+            if "episode" in final:
+                self.finished.extend(float(r) for r, m in zip(final["episode"]["r"], final["_episode"]) if m)
+        elif final is not None:  # 0.x: one info dict (or None) per env
+            self.finished.extend(float(np.asarray(info["episode"]["r"]).item()) for info in final
+                                 if info and "episode" in info)
+        return obs, reward, terminations, truncations
+
+
+def ppo_gymnasium_train(args, gym):
+    """CleanRL ppo.py's whole run on GymnasiumVec with the --pg-* settings; returns the record's figures."""
+    settings = dict(num_envs=args.pg_envs, num_steps=args.pg_steps, num_minibatches=args.pg_minibatches,
+                    update_epochs=args.pg_epochs, lr=args.pg_lr, gamma=args.pg_gamma, gae_lambda=args.pg_gae_lambda,
+                    clip_coef=args.pg_clip, ent_coef=args.pg_ent, vf_coef=args.pg_vf,
+                    max_grad_norm=args.pg_max_grad_norm)
+    batch_size = args.pg_envs * args.pg_steps
+    num_iterations = args.pg_total_timesteps // batch_size
+    if num_iterations < 1 or batch_size // args.pg_minibatches < 1:
+        raise ValueError(f"--pg-total-timesteps {args.pg_total_timesteps} is under one iteration's "
+                         f"{batch_size} steps, or --pg-minibatches is over {batch_size}")
+    device = torch.device(args.device)
+    iterate, batch_size, envs = ppo_discrete_fn(
+        device, lambda: GymnasiumVec(gym, args.pg_env_id, args.pg_envs, args.pg_seed), seed=args.pg_seed,
+        num_iterations=num_iterations, **settings)
+
+    def mean_last_100():
+        return float(np.mean(envs.finished[-100:])) if envs.finished else None
+
+    returns_at = []
+    global_step = 0
+    try:
+        start_time = time.perf_counter()
+        for i in range(num_iterations):
+            iterate(i)
+            global_step += batch_size
+            returns_at.append([global_step, mean_last_100()])
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - start_time
+    finally:
+        envs.envs.close()
+    return dict(items_per_s=global_step / wall, unit="steps", total_timesteps=global_step, wall_s=wall,
+                final_return=mean_last_100(), episodes=len(envs.finished), returns_at=returns_at,
+                autoreset=envs.autoreset)
+
+
+def run_ppo_gymnasium(args):
+    if "fp32" not in args.precision or "eager" not in args.variant:
+        return  # CleanRL's ppo.py runs eagerly in fp32
+    record = dict(workload="ppo_gymnasium", env=args.pg_env_id, variant="eager", precision="fp32",
+                  device=args.device, torch=torch.__version__, threads=torch.get_num_threads(),
+                  settings=dict(envs=args.pg_envs, steps=args.pg_steps, minibatches=args.pg_minibatches,
+                                epochs=args.pg_epochs, lr=args.pg_lr, gamma=args.pg_gamma,
+                                gae_lambda=args.pg_gae_lambda, clip=args.pg_clip, ent=args.pg_ent, vf=args.pg_vf,
+                                max_grad_norm=args.pg_max_grad_norm, anneal_lr=True, norm_adv=True,
+                                clip_vloss=True, seed=args.pg_seed))
+    try:
+        import gymnasium as gym
+    except ImportError as e:
+        record.update(error=f"gymnasium is not importable ({type(e).__name__}: {e}); pip install 'gymnasium>=1.1'"[:300])
+        emit(record)
+        return
+    record.update(gymnasium=gym.__version__)
+    deterministic = torch.backends.cudnn.deterministic
+    torch.backends.cudnn.deterministic = True  # CleanRL's --torch-deterministic (default on)
+    try:
+        record.update(ppo_gymnasium_train(args, gym))
+    except Exception as e:  # noqa: BLE001  (a failed run is a line with its reason)
+        record.update(error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
+    finally:
+        torch.backends.cudnn.deterministic = deterministic
+    emit(record)
 
 
 # ------------------------------------------------------------------------------ PPO, continuous actions
@@ -730,7 +900,8 @@ def run_ppo_continuous(args):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--workload", default="all",
-                   help="trm, protonet, ppo, ppo_continuous or all (trm, protonet, ppo; comma-separated)")
+                   help="trm, protonet, ppo, ppo_continuous, ppo_gymnasium or all (trm, protonet, ppo; "
+                        "comma-separated)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16")
     p.add_argument("--variant", default=None,
@@ -756,6 +927,22 @@ def main(argv=None):
     pc.add_argument("--pc-total-timesteps", type=int, default=200000,
                     help="env steps (200000), rounded down to whole iterations of envs x steps")
     pc.add_argument("--pc-seed", type=int, default=1, help="seed (1)")
+    pg = p.add_argument_group("ppo_gymnasium (CleanRL ppo.py's defaults)")
+    pg.add_argument("--pg-env-id", default="CartPole-v1", help="gymnasium environment id, discrete actions (CartPole-v1)")
+    pg.add_argument("--pg-envs", type=int, default=4, help="environments (4)")
+    pg.add_argument("--pg-steps", type=int, default=128, help="steps per env per iteration (128)")
+    pg.add_argument("--pg-minibatches", type=int, default=4, help="minibatches per epoch (4)")
+    pg.add_argument("--pg-epochs", type=int, default=4, help="update epochs per iteration (4)")
+    pg.add_argument("--pg-lr", type=float, default=2.5e-4, help="Adam learning rate, annealed linearly (2.5e-4)")
+    pg.add_argument("--pg-gamma", type=float, default=0.99, help="discount (0.99)")
+    pg.add_argument("--pg-gae-lambda", type=float, default=0.95, help="GAE lambda (0.95)")
+    pg.add_argument("--pg-clip", type=float, default=0.2, help="surrogate and value clip (0.2)")
+    pg.add_argument("--pg-ent", type=float, default=0.01, help="entropy coefficient (0.01)")
+    pg.add_argument("--pg-vf", type=float, default=0.5, help="value loss coefficient (0.5)")
+    pg.add_argument("--pg-max-grad-norm", type=float, default=0.5, help="gradient norm clip (0.5)")
+    pg.add_argument("--pg-total-timesteps", type=int, default=100000,
+                    help="env steps (100000), rounded down to whole iterations of envs x steps")
+    pg.add_argument("--pg-seed", type=int, default=1, help="seed (1); env i is reset with seed + i")
     args = p.parse_args(argv)
     args.precision = [s for s in args.precision.split(",") if s]
     args.variant = ([s for s in args.variant.split(",") if s] if args.variant else
@@ -772,8 +959,9 @@ def main(argv=None):
         if precision not in ("fp32", "bf16"):
             emit({"workload": args.workload, "precision": precision, "error": "the peers measure fp32 and bf16"})
     args.precision = [s for s in args.precision if s in ("fp32", "bf16")]
-    runners = {"trm": run_trm, "protonet": run_protonet, "ppo": run_ppo, "ppo_continuous": run_ppo_continuous}
-    # "all" leaves out ppo_continuous: a whole training run, minutes on a CPU.
+    runners = {"trm": run_trm, "protonet": run_protonet, "ppo": run_ppo, "ppo_continuous": run_ppo_continuous,
+               "ppo_gymnasium": run_ppo_gymnasium}
+    # "all" leaves out ppo_continuous and ppo_gymnasium: whole training runs, minutes on a CPU.
     workloads = ["trm", "protonet", "ppo"] if args.workload == "all" else [w for w in args.workload.split(",") if w]
     for w in workloads:
         if w not in runners:
