@@ -50,7 +50,7 @@ import json, sys
 run, steps, seed = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 avg = [(m["step"], m["value"]) for m in map(json.loads, open(run + "/metrics.jsonl")) if m["name"] == "charts/avg_return_100"]
 summary = json.load(open(run + "/summary.json"))["result"]
-at = lambda s: [v for step, v in avg if step <= s][-1]
+at = lambda s: ([v for step, v in avg if step <= s] or [float("nan")])[-1]  # nan: no iteration yet
 print(f'{"mlhost":<12} {seed:>4} {summary["env_steps_per_s"]:10.0f} {at(steps // 4):10.1f} {at(steps // 2):10.1f} '
       f'{at(steps):10.1f} {summary["wall_seconds"]:8.1f}')
 PY
@@ -60,7 +60,7 @@ import json, sys
 line, steps, seed = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]), int(sys.argv[2]), sys.argv[3]
 if "error" in line:
     sys.exit(f"ppo_vs_cleanrl: {line['error']}")
-at = lambda s: [v for step, v in line["returns_at"] if step <= s][-1]
+at = lambda s: ([v for step, v in line["returns_at"] if step <= s] or [float("nan")])[-1]
 print(f'{"CleanRL loop":<12} {seed:>4} {line["items_per_s"]:10.0f} {at(steps // 4):10.1f} {at(steps // 2):10.1f} '
       f'{at(steps):10.1f} {line["wall_s"]:8.1f}')
 PY
