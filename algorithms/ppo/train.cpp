@@ -61,6 +61,11 @@ void train(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& 
   mlh::rt::TrainingSession session(ctx, plan,
                                    {cfg.keep_checkpoints, mlh::rt::Goal::Maximize, cfg.checkpoint_every, "iteration"});
   mlh::rt::Distributed& dist = session.dist();
+  // Each rank's observations would give its copy of the network statistics of their own.
+  if (cfg.normalize_observations && dist.world_size() > 1)
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'normalize_observations': the ranks of a distributed run "
+                                               "would each normalize by statistics of their own; train on one process "
+                                               "(or normalize in the environment)");
   Config rank_cfg = cfg;
   rank_cfg.seed = dist.seed_for_rank(cfg.seed);
   Trainer t(rank_cfg, plan, task);

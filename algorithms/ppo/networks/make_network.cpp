@@ -207,18 +207,6 @@ void ActorCritic::normalize(const float* raw, int64_t batch, float* out, bool up
   }
 }
 
-std::vector<double> ActorCritic::observation_mean() const {
-  if (!obs_mean_.defined()) return {};
-  const at::Tensor m = obs_mean_.to(at::kCPU).contiguous();
-  return {m.data_ptr<double>(), m.data_ptr<double>() + m.numel()};
-}
-
-std::vector<double> ActorCritic::observation_var() const {
-  if (!obs_var_.defined()) return {};
-  const at::Tensor v = obs_var_.to(at::kCPU).contiguous();
-  return {v.data_ptr<double>(), v.data_ptr<double>() + v.numel()};
-}
-
 void ActorCritic::infer(const float* observations, int64_t batch, float* logits, float* values) {
   if (!spec().normalize_observations) return infer_normalized(observations, batch, logits, values);
   normalized_.resize(static_cast<size_t>(batch * observation_size()));

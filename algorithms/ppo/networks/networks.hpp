@@ -107,9 +107,6 @@ class ActorCritic : public torch::nn::Module {
   // where the spec does not normalize); `update` first adds them to the running statistics
   // (training's collection does, evaluation does not).
   void normalize(const float* raw, int64_t batch, float* out, bool update);
-  // The running statistics, for tests: mean and variance per observation value, and the count.
-  std::vector<double> observation_mean() const;
-  std::vector<double> observation_var() const;
   // Whether infer copies observations to a CUDA device through page-locked memory, without
   // blocking (the plan's pinned_memory).
   void set_pinned_transfers(bool pinned) { pinned_transfers_ = pinned; }
