@@ -4,7 +4,13 @@
 // Python worker; what cannot start is refused before anything trains (exit 2, no run folder);
 // a fault mid-run names the environment and the step, exits as the same fault at the first
 // step would, and leaves the log and the checkpoints.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -107,6 +113,42 @@ TEST_F(PpoGymnasiumHost, AFaultMidRunNamesTheEnvironmentAndTheStepAndKeepsWhatWa
                               " --set checkpoint_every=2 --set total_timesteps=20480 --run-dir " + nan_run);
   EXPECT_EQ(nan.rc, 2) << nan.output;
   EXPECT_NE(nan.output.find("holds nan at index 0"), std::string::npos) << nan.output;
+}
+
+// A terminal's Ctrl-C (SIGINT to the host's process group) stops a run with Python workers as
+// any run: it saves, exits 130, is resumable, and --resume trains it to the end (the workers
+// end with the training worker, none left behind to fail the save).
+TEST_F(PpoGymnasiumHost, CtrlCStopsTheRunCleanlyAndItResumes) {
+  const std::string run = dir_ + "/stopped";
+  const std::string args = kGym + " --set gymnasium.id=CartPole-v1 --set total_timesteps=200704 --run-dir " + run;
+  const std::string cache = dir_ + "/cache";
+  const std::string line = "MLH_NO_CALIBRATE=1 MLH_MACHINE_SHARING=dedicated XDG_CACHE_HOME='" + cache +
+                           "' XDG_CONFIG_HOME='" + cache + "' exec " + PPO_HOST_BIN +
+                           " --no-default-plugin-dir --plugin-dir " + PPO_PLUGIN_DIR + " " + args + " > '" + dir_ +
+                           "/stopped.log' 2>&1";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);  // a group of its own, as a terminal's foreground job
+    execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  // Until it has trained a while (its metrics file has lines), at most a minute.
+  for (int i = 0; i < 600 && !(fs::exists(run + "/metrics.jsonl") && fs::file_size(run + "/metrics.jsonl") > 2000); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::kill(-pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::ifstream log(dir_ + "/stopped.log");
+  const std::string output((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << output;
+  const json summary = read_json_file(run + "/summary.json");
+  EXPECT_EQ(summary["status"], "cancelled") << summary.dump();
+  const HostResult resumed = host(args + " --resume");
+  ASSERT_EQ(resumed.rc, 0) << resumed.output;
+  EXPECT_EQ(read_json_file(run + "/summary.json")["result"]["global_step"], 200704);
 }
 
 }  // namespace

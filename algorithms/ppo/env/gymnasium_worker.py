@@ -24,6 +24,7 @@ import importlib
 import json
 import mmap
 import os
+import signal
 import socket
 import struct
 import sys
@@ -138,6 +139,11 @@ def spaces(env):
 
 
 def main():
+    # A signal sent to every process of a job (a scheduler's SIGTERM, a kill of the training
+    # worker's process group) is the host's to act on: it stops the run, saving it, and then
+    # closes the socket, which ends this worker. Ending at the signal would fail that save.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sock = socket.socket(fileno=SOCKET_FD)
     spec = json.loads(sys.argv[1])
     sys.path[:0] = spec.get("pythonpath") or []
