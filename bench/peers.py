@@ -388,6 +388,45 @@ PPO_SETTINGS = dict(num_envs=4, num_steps=128, num_minibatches=4, update_epochs=
                     gae_lambda=0.95, clip_coef=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5)
 
 
+def ppo_update_epochs(agent, optimizer, b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values,
+                      batch_size, minibatch_size, update_epochs, clip_coef, ent_coef, vf_coef, max_grad_norm):
+    """CleanRL's PPO update, for either agent: update_epochs passes of shuffled minibatches, the
+    clipped surrogate and value losses, the entropy bonus, per-minibatch advantage
+    normalization and gradient-norm clipping; and the explained variance CleanRL logs."""
+    b_inds = np.arange(batch_size)
+    clipfracs = []
+    for _ in range(update_epochs):
+        np.random.shuffle(b_inds)
+        for start in range(0, batch_size, minibatch_size):
+            mb_inds = b_inds[start:start + minibatch_size]
+            _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
+            logratio = newlogprob - b_logprobs[mb_inds]
+            ratio = logratio.exp()
+            with torch.no_grad():
+                old_approx_kl = (-logratio).mean()  # noqa: F841  (CleanRL logs it)
+                approx_kl = ((ratio - 1) - logratio).mean()  # noqa: F841
+                clipfracs += [((ratio - 1.0).abs() > clip_coef).float().mean().item()]
+            mb_advantages = b_advantages[mb_inds]
+            mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+            pg_loss1 = -mb_advantages * ratio
+            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
+            pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+            newvalue = newvalue.view(-1)
+            v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+            v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -clip_coef, clip_coef)
+            v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+            v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+            entropy_loss = entropy.mean()
+            loss = pg_loss - ent_coef * entropy_loss + v_loss * vf_coef
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
+            optimizer.step()
+    y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+    var_y = np.var(y_true)
+    _ = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y  # explained variance, logged
+
+
 def ppo_discrete_fn(device, make_envs, seed, num_iterations, num_envs, num_steps, num_minibatches, update_epochs,
                     lr, gamma, gae_lambda, clip_coef, ent_coef, vf_coef, max_grad_norm):
     """CleanRL ppo.py's setup (seeds, envs = make_envs(), Agent, Adam, buffers) and loop body
@@ -453,39 +492,8 @@ def ppo_discrete_fn(device, make_envs, seed, num_iterations, num_envs, num_steps
         b_advantages = advantages.reshape(-1)
         b_returns = returns.reshape(-1)
         b_values = values.reshape(-1)
-        b_inds = np.arange(batch_size)
-        clipfracs = []
-        for _ in range(update_epochs):
-            np.random.shuffle(b_inds)
-            for start in range(0, batch_size, minibatch_size):
-                mb_inds = b_inds[start:start + minibatch_size]
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds],
-                                                                              b_actions.long()[mb_inds])
-                logratio = newlogprob - b_logprobs[mb_inds]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    old_approx_kl = (-logratio).mean()  # noqa: F841  (CleanRL logs it)
-                    approx_kl = ((ratio - 1) - logratio).mean()  # noqa: F841
-                    clipfracs += [((ratio - 1.0).abs() > clip_coef).float().mean().item()]
-                mb_advantages = b_advantages[mb_inds]
-                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-                pg_loss1 = -mb_advantages * ratio
-                pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
-                pg_loss = torch.max(pg_loss1, pg_loss2).mean()
-                newvalue = newvalue.view(-1)
-                v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -clip_coef, clip_coef)
-                v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
-                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
-                entropy_loss = entropy.mean()
-                loss = pg_loss - ent_coef * entropy_loss + v_loss * vf_coef
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
-                optimizer.step()
-        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
-        var_y = np.var(y_true)
-        _ = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y  # explained variance, logged
+        ppo_update_epochs(agent, optimizer, b_obs, b_actions.long(), b_logprobs, b_advantages, b_returns, b_values,
+                          batch_size, minibatch_size, update_epochs, clip_coef, ent_coef, vf_coef, max_grad_norm)
 
     return iterate, batch_size, envs
 
@@ -838,38 +846,8 @@ def ppo_continuous_train(args):
         b_advantages = advantages.reshape(-1)
         b_returns = returns.reshape(-1)
         b_values = values.reshape(-1)
-        b_inds = np.arange(batch_size)
-        clipfracs = []
-        for _ in range(update_epochs):
-            np.random.shuffle(b_inds)
-            for start in range(0, batch_size, minibatch_size):
-                mb_inds = b_inds[start:start + minibatch_size]
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
-                logratio = newlogprob - b_logprobs[mb_inds]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    old_approx_kl = (-logratio).mean()  # noqa: F841  (CleanRL logs it)
-                    approx_kl = ((ratio - 1) - logratio).mean()  # noqa: F841
-                    clipfracs += [((ratio - 1.0).abs() > clip_coef).float().mean().item()]
-                mb_advantages = b_advantages[mb_inds]
-                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-                pg_loss1 = -mb_advantages * ratio
-                pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
-                pg_loss = torch.max(pg_loss1, pg_loss2).mean()
-                newvalue = newvalue.view(-1)
-                v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -clip_coef, clip_coef)
-                v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
-                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
-                entropy_loss = entropy.mean()
-                loss = pg_loss - ent_coef * entropy_loss + v_loss * vf_coef
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
-                optimizer.step()
-        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
-        var_y = np.var(y_true)
-        _ = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y  # explained variance, logged
+        ppo_update_epochs(agent, optimizer, b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values,
+                          batch_size, minibatch_size, update_epochs, clip_coef, ent_coef, vf_coef, max_grad_norm)
         returns_at.append([global_step, mean_last_100()])
     if device.type == "cuda":
         torch.cuda.synchronize()

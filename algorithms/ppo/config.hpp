@@ -15,6 +15,8 @@
 #include <mlh/config_table.hpp>
 #include <nlohmann/json.hpp>
 
+#include "env/gymnasium_spec.hpp"
+
 namespace ppo {
 
 struct Config;
@@ -61,20 +63,10 @@ struct LibraryConfig {
   nlohmann::json settings;  // a JSON object, passed to the library as text
 };
 
-// env=gymnasium: the Gymnasium environment, its wrappers and the Python that runs it
-// (docs/ppo.md, "Gymnasium environments").
-struct GymnasiumConfig {
-  std::string id;         // a registered id, or "module:Class"
-  nlohmann::json kwargs;  // a JSON object: gymnasium.make's (or the class's) keyword arguments
-  std::vector<nlohmann::json> wrappers;  // each {"name": ..., its keyword arguments}, in order
-  std::vector<std::string> pythonpath;
-  std::string python;  // "" = python3 on PATH
-};
-
 struct Config {
   std::string env;
   LibraryConfig library;
-  GymnasiumConfig gymnasium;
+  GymnasiumSpec gymnasium;  // env=gymnasium (docs/ppo.md, "Gymnasium environments")
   NetworkConfig network;
   int64_t total_timesteps{};
   int64_t num_envs{}, num_steps{}, num_minibatches{}, update_epochs{};

@@ -97,12 +97,7 @@ Task library_task(const Config& cfg) {
 // env=gymnasium: a probe worker tells the spaces; each environment of the vector gets a
 // worker process of its own.
 Task gymnasium_task(const Config& cfg) {
-  GymnasiumSpec spec;
-  spec.id = cfg.gymnasium.id;
-  spec.kwargs = cfg.gymnasium.kwargs;
-  spec.wrappers = cfg.gymnasium.wrappers;
-  spec.pythonpath = cfg.gymnasium.pythonpath;
-  spec.python = cfg.gymnasium.python;
+  const GymnasiumSpec& spec = cfg.gymnasium;
   const GymnasiumEnv probe(spec);
   check_network_takes(cfg, probe.observation_shape(), "gymnasium environment '" + spec.id + "'");
   return task_of(probe, [spec] { return std::make_unique<GymnasiumEnv>(spec); });

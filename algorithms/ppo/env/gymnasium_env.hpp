@@ -26,17 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include "env.hpp"
+#include "gymnasium_spec.hpp"
 
 namespace ppo {
-
-// What the config says (gymnasium.*).
-struct GymnasiumSpec {
-  std::string id;                       // a registered id, or "module:Class"
-  nlohmann::json kwargs;                // gymnasium.make's / the class's keyword arguments
-  std::vector<nlohmann::json> wrappers;  // each {"name": ..., kwargs...}, applied in order
-  std::vector<std::string> pythonpath;  // folders put first on the worker's sys.path
-  std::string python;                   // the interpreter ("" = python3 on PATH)
-};
 
 class GymnasiumEnv final : public RemoteEnv {
  public:

@@ -199,34 +199,37 @@ void LibraryEnv::reset(std::mt19937_64& rng, float* observation) {
 StepResult LibraryEnv::step(int action, float* observation) {
   if (num_actions_ == 0)
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": takes continuous actions, not discrete ones");
-  std::fill(scratch_.begin() + size_, scratch_.end(), guard_value());
-  mlh_error error = empty_error();
-  mlh_rl_env_step out{};
-  out.struct_size = sizeof out;
-  ++episode_steps_;
-  ++total_steps_;
-  const mlh_status s = library_->table().step(instance_.get(), action, scratch_.data(), &out, &error);
-  return take_step(s, error, out, observation, "action " + std::to_string(action));
+  return call_step(
+      [&](mlh_rl_env_step* out, mlh_error* error) {
+        return library_->table().step(instance_.get(), action, scratch_.data(), out, error);
+      },
+      observation, [&] { return "action " + std::to_string(action); });
 }
 
 StepResult LibraryEnv::step_continuous(const float* action, float* observation) {
   if (num_actions_ != 0)
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, library_->who() + ": takes discrete actions, not continuous ones");
+  return call_step(
+      [&](mlh_rl_env_step* out, mlh_error* error) {
+        return library_->table().step_continuous(instance_.get(), action, scratch_.data(), out, error);
+      },
+      observation, [&] {
+        std::string text = "action [";
+        for (int i = 0; i < bounds_.size(); ++i) text += (i ? ", " : "") + std::to_string(action[i]);
+        return text + "]";
+      });
+}
+
+StepResult LibraryEnv::call_step(const std::function<mlh_status(mlh_rl_env_step*, mlh_error*)>& step,
+                                 float* observation, const std::function<std::string()>& action) {
   std::fill(scratch_.begin() + size_, scratch_.end(), guard_value());
   mlh_error error = empty_error();
   mlh_rl_env_step out{};
   out.struct_size = sizeof out;
   ++episode_steps_;
   ++total_steps_;
-  const mlh_status s = library_->table().step_continuous(instance_.get(), action, scratch_.data(), &out, &error);
-  std::string text = "action [";
-  for (int i = 0; i < bounds_.size(); ++i) text += (i ? ", " : "") + std::to_string(action[i]);
-  return take_step(s, error, out, observation, text + "]");
-}
-
-StepResult LibraryEnv::take_step(mlh_status s, const mlh_error& error, const mlh_rl_env_step& out, float* observation,
-                                 const std::string& action) {
-  if (s != MLH_OK) fail(at_step() + ", " + action, s, error);
+  const mlh_status s = step(&out, &error);
+  if (s != MLH_OK) fail(at_step() + ", " + action(), s, error);
   take_observation(observation, at_step());
   if (!std::isfinite(out.reward))
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,

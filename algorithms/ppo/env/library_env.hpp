@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,9 +83,10 @@ class LibraryEnv final : public Env {
   std::string at_step() const;
   // Reads the continuous actions' bounds (environment ABI 1.1) and checks them.
   void read_action_bounds(int action_dim);
-  // The result of a step call, after checking its observation and reward.
-  StepResult take_step(mlh_status status, const mlh_error& error, const mlh_rl_env_step& out, float* observation,
-                       const std::string& action);
+  // Calls the table's step of either kind (`step`), then checks its observation and reward;
+  // `action` says which action, for a message.
+  StepResult call_step(const std::function<mlh_status(mlh_rl_env_step*, mlh_error*)>& step, float* observation,
+                       const std::function<std::string()>& action);
   std::shared_ptr<const EnvLibrary> library_;
   // Destroyed by the table's destroy, also when the constructor throws after create.
   std::unique_ptr<mlh_rl_env, void (*)(mlh_rl_env*)> instance_{nullptr, nullptr};
