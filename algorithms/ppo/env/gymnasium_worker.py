@@ -56,24 +56,25 @@ class Refusal(Exception):
     """What this worker refuses, said as it is (no exception type, no frame)."""
 
 
-def library_folders():
-    """Where gymnasium and numpy live: their frames are not where an error is the user's."""
-    folders = []
+def is_users(filename):
+    """Whether a frame's file is the user's: not this worker or a frozen module (<...>), not
+    gymnasium or numpy, not Python's standard library (an installed package is the user's)."""
+    if filename.startswith("<"):
+        return False
     for name in ("gymnasium", "numpy"):
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
-            folders.append(os.path.dirname(module.__file__) + os.sep)
-    return folders
+            if filename.startswith(os.path.dirname(module.__file__) + os.sep):
+                return False
+    installed = os.sep + "site-packages" + os.sep in filename or os.sep + "dist-packages" + os.sep in filename
+    return installed or not filename.startswith(os.path.dirname(os.__file__) + os.sep)
 
 
 def where(error):
-    """The exception's type and message, and the innermost frame of the user's code (outside
-    gymnasium, numpy and this worker)."""
+    """The exception's type and message, and the innermost frame of the user's code."""
     if isinstance(error, Refusal):
         return str(error)
-    skip = library_folders()
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if f.filename != "<string>" and not any(f.filename.startswith(s) for s in skip)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_users(f.filename)]
     text = f"{type(error).__name__}: {error}"
     if frames:
         f = frames[-1]

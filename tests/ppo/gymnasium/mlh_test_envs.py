@@ -6,6 +6,7 @@ gymnasium.id=mlh_test_envs:CLASS, gymnasium.pythonpath=this folder).
   KilledAtStep     Corridor whose process kills itself with SIGKILL at its `at`-th step
   NanAtStep        Corridor whose observation holds NaN at its `at`-th step
   DictObservation  an observation space PPO cannot take
+(mlh_test_broken_env.py beside it holds a syntax error.)
 """
 import math
 import os
