@@ -129,7 +129,7 @@ TEST_F(GymnasiumEnvTest, WhatCannotStartIsRefusedNamingTheEnvironment) {
   const std::string module = error_of([&] { GymnasiumEnv e(spec("no_such_module:Env")); });
   EXPECT_NE(module.find("gymnasium.id 'no_such_module:Env': ModuleNotFoundError"), std::string::npos) << module;
   const std::string syntax = error_of([&] { GymnasiumEnv e(spec("mlh_test_broken_env:Broken")); }, &code);
-  EXPECT_NE(syntax.find("SyntaxError: invalid syntax (mlh_test_broken_env.py, line 5)"), std::string::npos) << syntax;
+  EXPECT_NE(syntax.find("SyntaxError: invalid syntax (mlh_test_broken_env.py, line 6)"), std::string::npos) << syntax;
   EXPECT_EQ(syntax.find("importlib"), std::string::npos) << "Python's own frames are not the user's: " << syntax;
   EXPECT_EQ(code, MLH_ERR_INVALID_ARGUMENT);
   GymnasiumSpec wrapper = spec("CartPole-v1");
