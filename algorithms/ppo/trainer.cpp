@@ -102,7 +102,7 @@ float sample_gaussian(const float* mean, const float* log_std, int dim, std::mt1
 RewardScaler::RewardScaler(int num_envs, double gamma) : gamma_(gamma), returns_(num_envs, 0.0) {}
 
 void RewardScaler::scale(float* rewards, const uint8_t* terminated) {
-  // RunningMeanStd.update over this step's returns, one per env.
+  // The statistics take in this step's discounted returns, one per env.
   const double n = static_cast<double>(returns_.size());
   double bm = 0, bv = 0;
   for (size_t i = 0; i < returns_.size(); ++i) {
@@ -111,19 +111,15 @@ void RewardScaler::scale(float* rewards, const uint8_t* terminated) {
   }
   bm /= n;
   for (double r : returns_) bv += (r - bm) * (r - bm);
-  bv /= n;
-  const double delta = bm - mean_, total = count_ + n;
-  mean_ += delta * n / total;
-  var_ = (var_ * count_ + bv * n + delta * delta * count_ * n / total) / total;
-  count_ = total;
+  stats_.update(bm, bv / n, n);
   // Gymnasium's epsilon 1e-8, and CleanRL's clip of the scaled reward to +-10.
-  const double scale = 1.0 / std::sqrt(var_ + 1e-8);
+  const double scale = 1.0 / std::sqrt(stats_.var + 1e-8);
   for (size_t i = 0; i < returns_.size(); ++i)
     rewards[i] = static_cast<float>(std::clamp(rewards[i] * scale, -10.0, 10.0));
 }
 
 nlohmann::json RewardScaler::state() const {
-  return {{"returns", returns_}, {"mean", mean_}, {"var", var_}, {"count", count_}};
+  return {{"returns", returns_}, {"mean", stats_.mean}, {"var", stats_.var}, {"count", stats_.count}};
 }
 
 void RewardScaler::load_state(const nlohmann::json& s) {
@@ -132,9 +128,9 @@ void RewardScaler::load_state(const nlohmann::json& s) {
     throw std::invalid_argument("the saved reward statistics are for " + std::to_string(returns.size()) + " envs, not " +
                                 std::to_string(returns_.size()));
   returns_ = returns;
-  mean_ = s.at("mean").get<double>();
-  var_ = s.at("var").get<double>();
-  count_ = s.at("count").get<double>();
+  stats_.mean = s.at("mean").get<double>();
+  stats_.var = s.at("var").get<double>();
+  stats_.count = s.at("count").get<double>();
 }
 
 Trainer::Trainer(const Config& cfg, const mlh::rt::RuntimePlan& plan, const Task& task, bool fast_update)

@@ -27,6 +27,7 @@
 #include "env/vector_env.hpp"
 #include "networks/networks.hpp"
 #include "ppo_update.hpp"
+#include "running_stats.hpp"
 
 namespace ppo {
 
@@ -79,7 +80,7 @@ class RewardScaler {
  private:
   double gamma_;
   std::vector<double> returns_;
-  double mean_ = 0, var_ = 1, count_ = 1e-4;
+  RunningMeanStd stats_;
 };
 
 struct IterationStats {

@@ -12,6 +12,7 @@
 #include <torch/nn/init.h>
 
 #include "networks/internal.hpp"
+#include "running_stats.hpp"
 #include "networks/networks.hpp"
 
 namespace ppo {
@@ -130,8 +131,6 @@ namespace {
 // Gymnasium's NormalizeObservation (epsilon 1e-8) and CleanRL's clip of the result.
 constexpr double kNormEpsilon = 1e-8;
 constexpr double kNormClip = 10.0;
-// RunningMeanStd's starting count: the first batch all but replaces the prior (0, 1).
-constexpr double kNormPriorCount = 1e-4;
 }  // namespace
 
 void ActorCritic::add_spec_extras() {
@@ -142,7 +141,7 @@ void ActorCritic::add_spec_extras() {
     const auto f64 = at::TensorOptions().dtype(at::kDouble);
     obs_mean_ = register_buffer("obs_mean", at::zeros({n}, f64));
     obs_var_ = register_buffer("obs_var", at::ones({n}, f64));
-    obs_count_ = register_buffer("obs_count", at::full({1}, kNormPriorCount, f64));
+    obs_count_ = register_buffer("obs_count", at::full({1}, RunningMeanStd{}.count, f64));
   }
 }
 
@@ -177,20 +176,19 @@ void ActorCritic::normalize(const float* raw, int64_t batch, float* out, bool up
   }
   read_statistics();
   if (update && batch > 0) {
-    // RunningMeanStd.update (Chan et al.'s parallel variance): the batch's population mean
-    // and variance merged into the running ones.
-    const double b = static_cast<double>(batch), total = count_ + b;
+    // Each value's running statistics take in the batch's population mean and variance.
+    const double b = static_cast<double>(batch);
     for (int64_t j = 0; j < n; ++j) {
       double bm = 0, bv = 0;
       for (int64_t i = 0; i < batch; ++i) bm += raw[i * n + j];
       bm /= b;
       for (int64_t i = 0; i < batch; ++i) bv += (raw[i * n + j] - bm) * (raw[i * n + j] - bm);
-      bv /= b;
-      const double delta = bm - mean_[j];
-      mean_[j] += delta * b / total;
-      var_[j] = (var_[j] * count_ + bv * b + delta * delta * count_ * b / total) / total;
+      RunningMeanStd stats{mean_[j], var_[j], count_};
+      stats.update(bm, bv / b, b);
+      mean_[j] = stats.mean;
+      var_[j] = stats.var;
     }
-    count_ = total;
+    count_ += b;
     at::NoGradGuard no_grad;
     obs_mean_.copy_(at::from_blob(mean_.data(), {n}, at::kDouble));
     obs_var_.copy_(at::from_blob(var_.data(), {n}, at::kDouble));
