@@ -39,10 +39,17 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("gymnasium.python", MLH_MEMBER(gymnasium.python), "", mlh::path(),
                  "env=gymnasium: the Python interpreter that runs the environments, with gymnasium installed "
                  "(empty: python3 on PATH)")
-          .field("network.kind", MLH_MEMBER(network.kind), "auto", mlh::one_of({"auto", "mlp", "recursive", "resnet"}),
+          .field("network.kind", MLH_MEMBER(network.kind), "auto",
+                 mlh::one_of({"auto", "mlp", "recursive", "resnet", "python"}),
                  "the policy and value network; auto: mlp for cartpole and flat observations, recursive for "
                  "puzzles and {planes, height, width} observations; mlp takes flat observations, recursive and "
-                 "resnet planes (docs/ppo.md, The networks)")
+                 "resnet planes (docs/ppo.md, The networks); python: your torch.nn.Module (network.module)")
+          .field("network.module", MLH_MEMBER(network.module), "", mlh::path(),
+                 "network.kind=python: path/to/file.py:ClassName, built with observation_shape, num_actions and "
+                 "network.kwargs; it takes observations [batch, ...] and returns (logits or action means [batch, "
+                 "num_actions], values [batch]) (docs/your-network-in-pytorch.md)")
+          .field("network.kwargs", MLH_MEMBER(network.kwargs), json::object(), mlh::any_value(),
+                 "network.kind=python: more keyword arguments of your class, a JSON object")
           .field("network.mlp_hidden", MLH_MEMBER(network.mlp_hidden), {64, 64},
                  mlh::FieldRule().items_at_least(1).unit("units per layer"), "mlp: the hidden layers' widths")
           .field("network.hidden_dim", MLH_MEMBER(network.hidden_dim), 256, mlh::at_least(1).unit("units"),
@@ -196,7 +203,14 @@ Config parse_config(const json& user) {
   config_check(c.network.hidden_dim % c.network.num_heads == 0, "network.num_heads",
                "must divide network.hidden_dim (" + std::to_string(c.network.hidden_dim) + ")");
   // Which network fits which environment: docs/ppo.md's table says the same.
-  config_check(c.env == "puzzle" || c.env == "library" || c.env == "gymnasium" || c.network_kind() == "mlp",
+  config_check(c.network.kind != "python" || !c.network.module.empty(), "network.module",
+               "network.kind=python needs your module: path/to/file.py:ClassName (docs/your-network-in-pytorch.md)");
+  config_check(c.network.kind == "python" || c.network.module.empty(), "network.module",
+               "names a Python network: set network.kind=python too (network.kind is '" + c.network.kind + "')");
+  config_check(c.network.kwargs.is_object(), "network.kwargs",
+               c.network.kwargs.dump() + " is not a JSON object of keyword arguments");
+  config_check(c.env == "puzzle" || c.env == "library" || c.env == "gymnasium" || c.network_kind() == "mlp" ||
+                   c.network_kind() == "python",
                "network.kind",
                c.env + "'s observation is a vector of numbers: use mlp (got '" + c.network_kind() +
                    "'; docs/ppo.md, The networks)");

@@ -32,6 +32,8 @@ struct NetworkConfig {
   std::vector<int64_t> mlp_hidden;
   int64_t hidden_dim{}, num_heads{}, num_recursive_steps{};
   int64_t blocks{}, channels{};  // 0: from the plan's preset
+  std::string module;     // python: "path/to/file.py:Class"
+  nlohmann::json kwargs;  // python: its keyword arguments beside observation_shape and num_actions
 };
 
 struct CurriculumConfig {

@@ -20,6 +20,8 @@ std::string network_shape(const NetworkSpec& spec) {
     shape << "MLP ";
     for (size_t i = 0; i < spec.mlp_hidden.size(); ++i) shape << (i ? "-" : "") << spec.mlp_hidden[i];
     shape << " (actor and critic)";
+  } else if (spec.kind == "python") {
+    shape << "your module " << spec.module;
   } else if (spec.kind == "recursive") {
     shape << "recursive attention: hidden " << spec.hidden_dim << ", " << spec.num_heads << " heads, "
           << spec.num_recursive_steps << " steps";
@@ -50,10 +52,13 @@ std::string describe_run(const mlh::RunContext& ctx) {
     d.no_effect("channels_last", "the MLP has no convolutions");
     d.no_effect("cudnn_benchmark", "the MLP has no convolutions");
   } else {
-    d.uses_if(trains, "gradient_checkpointing",
-              spec.kind == "resnet" ? "recomputes each residual block in the backward pass"
-                                    : "recomputes each recursion step in the backward pass",
-              not_training);
+    if (spec.kind == "python")
+      d.no_effect("gradient_checkpointing", "a Python module's forward is one call, not recomputed in parts");
+    else
+      d.uses_if(trains, "gradient_checkpointing",
+                spec.kind == "resnet" ? "recomputes each residual block in the backward pass"
+                                      : "recomputes each recursion step in the backward pass",
+                not_training);
     d.uses("precision", "autocast for the " + spec.kind + " network's forward passes");
     d.uses("channels_last", "the network's convolution weights in NHWC (its inputs follow)");
     d.uses("cudnn_benchmark", "cuDNN picks the convolution algorithms by timing them");

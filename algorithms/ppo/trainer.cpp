@@ -43,7 +43,10 @@ NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, co
   const bool full = plan.preset && *plan.preset == "full";
   s.blocks = cfg.network.blocks > 0 ? cfg.network.blocks : (full ? 30 : 20);
   s.channels = cfg.network.channels > 0 ? cfg.network.channels : (full ? 192 : 128);
-  s.gradient_checkpointing = s.kind != "mlp" && plan.gradient_checkpointing;
+  s.module = cfg.network.module;
+  s.kwargs = cfg.network.kwargs;
+  // A Python module's forward is one opaque call: nothing to recompute piecewise.
+  s.gradient_checkpointing = s.kind != "mlp" && s.kind != "python" && plan.gradient_checkpointing;
   return s;
 }
 

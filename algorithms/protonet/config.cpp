@@ -104,9 +104,15 @@ const mlh::ConfigTable<Config>& config_table() {
                  "similarity")
           .field("cosine_scale", MLH_MEMBER(cosine_scale), 10.0, mlh::above(0),
                  "distance cosine: logits = scale x cosine similarity")
-          .field("model.encoder", MLH_MEMBER(encoder), "conv4", mlh::one_of({"conv4", "resnet12"}),
-                 "the encoder: Conv-4 (Snell et al.'s, 112k parameters at width 64) or ResNet-12 (MetaOptNet's and "
-                 "FEAT's, 12.4M parameters at width 64: slower, more accurate on natural images)")
+          .field("model.encoder", MLH_MEMBER(encoder), "conv4", mlh::one_of({"conv4", "resnet12", "python"}),
+                 "the encoder: Conv-4 (Snell et al.'s, 112k parameters at width 64), ResNet-12 (MetaOptNet's and "
+                 "FEAT's, 12.4M parameters at width 64: slower, more accurate on natural images), or python: your "
+                 "torch.nn.Module, named by model.module (docs/your-network-in-pytorch.md)")
+          .field("model.module", MLH_MEMBER(python_module), "", mlh::path(),
+                 "model.encoder=python: path/to/file.py:ClassName, built with in_channels and model.kwargs; it "
+                 "takes images (batch x channels x height x width) and returns embeddings (batch x D)")
+          .field("model.kwargs", MLH_MEMBER(python_kwargs), json::object(), mlh::any_value(),
+                 "model.encoder=python: more keyword arguments of your class, a JSON object")
           .field("model.drop_rate", MLH_MEMBER(drop_rate), 0.1, mlh::at_least(0).below(1),
                  "resnet12: in training, dropout after stages 1 and 2 and DropBlock (5x5 blocks) after stages 3 and 4 "
                  "at this rate (0: none); conv4 has none")
@@ -197,6 +203,15 @@ Config parse_config(const json& user) {
                                                " gives ResNet-12 (model.encoder resnet12) a stage of width x 2.5 = " +
                                                std::to_string(c.width * 5 / 2) + ".5 channels; use an even width "
                                                "(64 gives 64-160-320-640)");
+  if (c.encoder == "python" && c.python_module.empty())
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'model.module': model.encoder=python needs your module: "
+                                               "path/to/file.py:ClassName (docs/your-network-in-pytorch.md)");
+  if (c.encoder != "python" && !c.python_module.empty())
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'model.module': names a Python encoder: set "
+                                               "model.encoder=python too (model.encoder is '" + c.encoder + "')");
+  if (!c.python_kwargs.is_object())
+    throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'model.kwargs': " + c.python_kwargs.dump() +
+                                               " is not a JSON object of keyword arguments");
   DatasetSpec& train = c.train_data;
   if (!train.splits.empty() && train.format != "omniglot" && train.format != "miniimagenet")
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "config field 'data.splits': split lists are for the omniglot and "

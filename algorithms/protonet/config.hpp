@@ -46,7 +46,9 @@ struct Config {
   int64_t lr_halve_every{};
   std::string distance;  // or "cosine"
   double cosine_scale{};
-  std::string encoder;  // model.encoder: "conv4" or "resnet12" (make_encoder, encoder.hpp)
+  std::string encoder;  // model.encoder: "conv4", "resnet12" or "python" (make_encoder, encoder.hpp)
+  std::string python_module;    // model.module: "path/to/file.py:Class" for encoder python
+  nlohmann::json python_kwargs;  // model.kwargs: its keyword arguments beside in_channels
   double drop_rate{};   // model.drop_rate: resnet12's dropout / DropBlock rate in training
   int64_t width{};
   int64_t micro_batch{};  // training queries per micro-batch; 0: the whole episode

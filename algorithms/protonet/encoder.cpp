@@ -6,6 +6,7 @@
 
 #include "config.hpp"
 #include "model.hpp"
+#include "python_encoder.hpp"
 #include "resnet12.hpp"
 
 namespace protonet {
@@ -15,9 +16,10 @@ int64_t EncoderImpl::parameter_count() const { return mlh::rt::parameter_count(*
 Encoder make_encoder(const Config& cfg, int64_t in_channels) {
   if (cfg.encoder == "conv4") return std::make_shared<Conv4Impl>(in_channels, cfg.width);
   if (cfg.encoder == "resnet12") return std::make_shared<ResNet12Impl>(in_channels, cfg.width, cfg.drop_rate);
+  if (cfg.encoder == "python") return std::make_shared<PythonEncoderImpl>(cfg, in_channels);
   // parse_config refuses other names already; a Config built by hand could still hold one.
   throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                   "config field 'model.encoder': '" + cfg.encoder + "' is not one of conv4, resnet12");
+                   "config field 'model.encoder': '" + cfg.encoder + "' is not one of conv4, resnet12, python");
 }
 
 at::Tensor checkpoint_safe_batch_norm(torch::nn::BatchNorm2d& bn, const at::Tensor& x, bool training, bool recompute) {

@@ -17,14 +17,17 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from . import user_module
+
 
 def _trunk(sizes):
     """Linear layers named 0, 1, ... (tanh between them in forward), as mlhost's mlp names them."""
     return nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
 
 
-def _normalized(module, observations):
-    """The observations as the network was trained on them (unchanged without normalization)."""
+def normalized(module, observations):
+    """The observations as the network was trained on them (unchanged without normalization):
+    what to feed your own module (network.kind=python), whose forward takes them normalized."""
     mean = getattr(module, "obs_mean", None)
     if mean is None:
         return observations
@@ -51,7 +54,7 @@ class MlpActorCritic(nn.Module):
         self.critic = _trunk([features, *mlp_hidden, 1])
 
     def forward(self, observations):
-        observations = _normalized(self, observations)
+        observations = normalized(self, observations)
         return _run_trunk(self.actor, observations), _run_trunk(self.critic, observations).squeeze(1)
 
 
@@ -84,7 +87,7 @@ class RecursiveActorCritic(nn.Module):
         return h + self.mlp_out(F.gelu(self.mlp_in(self.norm2(h))))
 
     def forward(self, observations):
-        observations = _normalized(self, observations)
+        observations = normalized(self, observations)
         x = F.relu(self.stem(observations)).flatten(2).transpose(1, 2) + self.position
         for _ in range(self.steps):
             x = self.block(x)
@@ -130,7 +133,7 @@ class ResnetActorCritic(nn.Module):
         self.value = nn.Linear(value_hidden, 1)
 
     def forward(self, observations):
-        observations = _normalized(self, observations)
+        observations = normalized(self, observations)
         x = F.relu(self.stem_bn(self.stem(observations)))
         for i in range(self.blocks):
             x = getattr(self, f"block{i}")(x)
@@ -143,12 +146,17 @@ NETWORKS = {"mlp": MlpActorCritic, "recursive": RecursiveActorCritic, "resnet": 
 
 
 def make_network(spec):
-    """The module a network description (network.json's dict) names, untrained."""
+    """The module a network description (network.json's dict) names, untrained. For
+    network.kind=python it is your own class, built as training built it."""
     kind = spec.get("kind", "mlp")
-    if kind not in NETWORKS:
-        raise ValueError(f"unknown PPO network kind {kind!r}: expected one of {', '.join(NETWORKS)}")
-    extras = ("kind", "continuous_actions", "normalize_observations")
-    net = NETWORKS[kind](**{k: v for k, v in spec.items() if k not in extras})
+    if kind == "python":
+        net = user_module.build(spec["module"], {**spec.get("kwargs", {}), "observation_shape": spec["observation_shape"],
+                                                 "num_actions": spec["num_actions"]})
+    elif kind not in NETWORKS:
+        raise ValueError(f"unknown PPO network kind {kind!r}: expected one of {', '.join(NETWORKS)}, python")
+    else:
+        extras = ("kind", "continuous_actions", "normalize_observations", "module", "kwargs")
+        net = NETWORKS[kind](**{k: v for k, v in spec.items() if k not in extras})
     if spec.get("continuous_actions"):
         net.actor_logstd = nn.Parameter(torch.zeros(int(spec["num_actions"])))
     if spec.get("normalize_observations"):

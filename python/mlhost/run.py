@@ -11,13 +11,16 @@ import os
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from . import ppo, protonet, trm
+from . import ppo, protonet, trm, user_module
 
 
 def _protonet(meta, path):
+    if meta["model"] == "protonet-python":  # your encoder: your class, as training built it
+        return user_module.build(meta["module"], {**json.loads(meta["kwargs"]), "in_channels": int(meta["in_channels"])})
     encoders = {"protonet-conv4": protonet.Conv4, "protonet-resnet12": protonet.ResNet12}
     if meta["model"] not in encoders:
-        raise ValueError(f"{path}: unknown ProtoNet model {meta['model']!r} (expected {', '.join(encoders)})")
+        raise ValueError(f"{path}: unknown ProtoNet model {meta['model']!r} (expected {', '.join(encoders)}, "
+                         "protonet-python)")
     return encoders[meta["model"]](int(meta["in_channels"]), int(meta["width"]))
 
 

@@ -66,6 +66,18 @@ NETWORKS = {
     "ppo-resnet": (["--algorithm", "ppo", "--set", "preset=puzzle4", "--set", "network.kind=resnet",
                     "--set", "network.blocks=2", "--set", "network.channels=8", "--set", "checkpoint=latest"],
                    observations((5, 8, 4, 4))),
+    # Networks written in PyTorch (docs/your-network-in-pytorch.md): load_run gives back the class.
+    "protonet-python": (["--algorithm", "protonet", "--set", "model.encoder=python",
+                         "--set", "model.module=EXAMPLES/my_encoder.py:SmallConvEncoder",
+                         "--set", 'model.kwargs={"width": 8}'], images((4, 1, 28, 28))),
+    "ppo-python": (["--algorithm", "ppo", "--set", "network.kind=python",
+                    "--set", "network.module=EXAMPLES/my_policy.py:MlpPolicy", "--set", "checkpoint=latest"],
+                   observations((5, 4))),
+    "ppo-python-pendulum": (["--algorithm", "ppo", "--set", "preset=pendulum", "--set", "num_steps=64",
+                             "--set", "num_minibatches=4", "--set", "network.kind=python",
+                             "--set", "network.module=EXAMPLES/my_policy.py:MlpPolicy",
+                             "--set", 'network.kwargs={"hidden": 32}', "--set", "checkpoint=latest"],
+                            observations((5, 3))),
     "trm-puzzle-mlp_t": (["--algorithm", "trm", "--set", "preset=sudoku-easy", "--set", "checkpoint=latest",
                           *TRM_SMALL], tokens(3, 81, 11)),
     "trm-puzzle-attention": (["--algorithm", "trm", "--set", "preset=sudoku-easy", "--set", "model.mlp_t=false",
@@ -129,11 +141,17 @@ def compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load
     module = mlhost.load_run(run)
     if module.mlhost["algorithm"] != args[1] or module.mlhost["network"] != args[1]:
         return f"{name}: load_run says algorithm {module.mlhost['algorithm']}, network {module.mlhost['network']}"
+    own_class = {"protonet-python": "SmallConvEncoder", "ppo-python": "MlpPolicy", "ppo-python-pendulum": "MlpPolicy"}
+    if name in own_class and type(module).__name__ != own_class[name]:
+        return f"{name}: load_run gave a {type(module).__name__}, not the run's own {own_class[name]}"
     with torch.no_grad():
         if "images" in inputs:
             got = {"embeddings": module(inputs["images"])}
         elif "observations" in inputs:
-            logits, value = module(inputs["observations"])
+            observations = inputs["observations"]
+            if json.loads(module.mlhost["metadata"].get("network", "{}")).get("kind") == "python":
+                observations = mlhost.ppo.normalized(module, observations)  # your forward takes them normalized
+            logits, value = module(observations)
             got = {"logits": logits, "value": value}
             if hasattr(module, "actor_logstd"):  # continuous actions: a Gaussian's mean
                 got = {"mean": logits, "log_std": module.actor_logstd, "value": value}
@@ -225,7 +243,8 @@ def main(argv):
         import mlhost
         text = text_file(work)
         for name, (args, make_inputs) in NETWORKS.items():
-            args = [a.replace("TEXT_FILE", text) for a in args]
+            args = [a.replace("TEXT_FILE", text).replace("EXAMPLES", os.path.join(source, "examples", "pytorch"))
+                    for a in args]
             try:
                 failure = compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load_file)
             except RuntimeError as e:

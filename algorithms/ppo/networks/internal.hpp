@@ -26,5 +26,6 @@ at::Tensor batch_norm(torch::nn::BatchNorm2dImpl& bn, const at::Tensor& x, bool 
 std::shared_ptr<ActorCritic> make_mlp(const NetworkSpec& spec);
 std::shared_ptr<ActorCritic> make_recursive(const NetworkSpec& spec);
 std::shared_ptr<ActorCritic> make_resnet(const NetworkSpec& spec);
+std::shared_ptr<ActorCritic> make_python(const NetworkSpec& spec);
 
 }  // namespace ppo::detail

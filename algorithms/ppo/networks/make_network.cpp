@@ -36,9 +36,13 @@ void require_positive(const std::string& field, int64_t value) {
 }  // namespace
 
 void validate_network_spec(const NetworkSpec& spec) {
-  if (spec.kind != "mlp" && spec.kind != "recursive" && spec.kind != "resnet")
-    invalid("kind", "'" + spec.kind + "'", "unknown network kind (mlp, recursive or resnet)");
+  if (spec.kind != "mlp" && spec.kind != "recursive" && spec.kind != "resnet" && spec.kind != "python")
+    invalid("kind", "'" + spec.kind + "'", "unknown network kind (mlp, recursive, resnet or python)");
   require_positive("num_actions", spec.num_actions);
+  if (spec.kind == "python") {  // any observation shape: the module's contract check tries it
+    if (spec.module.empty()) invalid("module", "''", "a python network needs its module (path/to/file.py:Class)");
+    return;
+  }
   const size_t rank = spec.kind == "mlp" ? 1 : 3;
   if (spec.observation_shape.size() != rank)
     invalid("observation_shape", shape_string(spec.observation_shape),
@@ -67,6 +71,7 @@ std::shared_ptr<ActorCritic> make_network(const NetworkSpec& spec) {
   validate_network_spec(spec);
   std::shared_ptr<ActorCritic> net = spec.kind == "mlp"         ? detail::make_mlp(spec)
                                      : spec.kind == "recursive" ? detail::make_recursive(spec)
+                                     : spec.kind == "python"    ? detail::make_python(spec)
                                                                 : detail::make_resnet(spec);
   net->add_spec_extras();
   return net;
@@ -85,7 +90,9 @@ nlohmann::json to_json(const NetworkSpec& spec) {
                         {"blocks", spec.blocks},
                         {"channels", spec.channels},
                         {"value_hidden", spec.value_hidden},
-                        {"gradient_checkpointing", spec.gradient_checkpointing}};
+                        {"gradient_checkpointing", spec.gradient_checkpointing},
+                        {"module", spec.module},
+                        {"kwargs", spec.kwargs}};
 }
 
 NetworkSpec network_spec_from_json(const nlohmann::json& json) {
@@ -114,6 +121,8 @@ NetworkSpec network_spec_from_json(const nlohmann::json& json) {
   get("channels", spec.channels);
   get("value_hidden", spec.value_hidden);
   get("gradient_checkpointing", spec.gradient_checkpointing);
+  get("module", spec.module);
+  get("kwargs", spec.kwargs);
   return spec;
 }
 

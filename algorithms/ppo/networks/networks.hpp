@@ -27,6 +27,10 @@
 //              flatten, linear -> num_actions; value head 1x1 conv -> 1, BN, ReLU, flatten,
 //              linear -> value_hidden, ReLU, linear -> 1. Convolutions have no bias (BN
 //              follows). BatchNorm makes the output depend on train()/eval() mode.
+//   python     the user's torch.nn.Module (python.cpp, through mlh/runtime/python_module.hpp),
+//              built with observation_shape, num_actions and the spec's kwargs; forward(obs)
+//              returns (logits or action means [batch, num_actions], values [batch] or
+//              [batch, 1]). Its parameters keep their Python names and its own initialisation.
 // Continuous actions (spec.continuous_actions, CleanRL's ppo_continuous_action): the policy
 // output is the mean of a diagonal Gaussian over num_actions values, with a state-independent
 // log standard deviation [actor_logstd, num_actions, starting at 0] beside it.
@@ -48,13 +52,13 @@
 #include <vector>
 
 #include <ATen/Tensor.h>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
 namespace ppo {
 
 struct NetworkSpec {
-  std::string kind = "mlp";                 // "mlp", "recursive" or "resnet"
+  std::string kind = "mlp";                 // "mlp", "recursive", "resnet" or "python"
   std::vector<int64_t> observation_shape;   // {features} for mlp; {planes, size, size} else
   int64_t num_actions = 2;  // discrete: the actions; continuous: the values of one action
   bool continuous_actions = false;
@@ -69,6 +73,9 @@ struct NetworkSpec {
   int64_t blocks = 30;
   int64_t channels = 192;
   int64_t value_hidden = 256;               // the value head's hidden layer
+  // python: the user's module ("path/to/file.py:Class") and its keyword arguments
+  std::string module;
+  nlohmann::json kwargs = nlohmann::json::object();
   // Recompute activations in backward (recursive: each recursion step; resnet: each block).
   bool gradient_checkpointing = false;
 };
