@@ -20,6 +20,7 @@
 #include "env/generator.hpp"
 #include "env/level_file.hpp"
 #include "fake_host.hpp"
+#include "mlh_test_paths.hpp"
 #include "temp_dir.hpp"
 #include "test_levels.hpp"
 
@@ -237,6 +238,39 @@ TEST(PpoTraining, AStoppedContinuousRunWithNormalizationResumesExactly) {
   for (const auto& [name, t] : wa) EXPECT_TRUE(at::equal(t, wc.at(name))) << name;
   // The rewards' scaling after the stop is the uninterrupted run's: the value loss on them too.
   EXPECT_EQ(a.metrics["losses/value_loss"].back(), c.metrics["losses/value_loss"].back());
+}
+
+// network.kind=python: the user's PyTorch policy (examples/pytorch/my_policy.py, CleanRL's
+// Agent) learns CartPole as the built-in mlp does, and a stopped run resumes to the
+// uninterrupted run's weights and summary exactly. A build without the Python bridge
+// refuses it as bad input.
+TEST(PpoTraining, APythonPolicyLearnsCartPoleAndAStoppedRunResumesExactly) {
+  json cfg = {{"total_timesteps", 61440}, {"seed", 1}, {"checkpoint_every", 20},
+              {"network", {{"kind", "python"}, {"module", std::string(PPO_EXAMPLES_DIR) + "/my_policy.py:MlpPolicy"}}}};
+  TempDir straight, split;
+  FakeHost a;
+  std::string error;
+  if (std::string(PPO_PYTHON_BRIDGE).empty()) {
+    EXPECT_EQ(run(a, "train", cfg, straight.path(), false, &error), MLH_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(error.find("my_policy.py:MlpPolicy: this build's LibTorch has no Python half"), std::string::npos) << error;
+    return;
+  }
+  ASSERT_EQ(run(a, "train", cfg, straight.path(), false, &error), MLH_OK) << error;
+  const json sa = json::parse(a.summary);
+  // A random policy averages about 22 on CartPole.
+  EXPECT_GT(sa["avg_return_100"].get<double>(), 60.0) << sa.dump();
+  FakeHost b;
+  b.stop_at = 30720;
+  ASSERT_EQ(run(b, "train", cfg, split.path(), false, &error), MLH_ERR_CANCELLED) << error;
+  FakeHost c;
+  ASSERT_EQ(run(c, "train", cfg, split.path(), true, &error), MLH_OK) << error;
+  json sc = json::parse(c.summary);
+  for (const char* timing : {"wall_seconds", "env_steps_per_s"}) sc[timing] = sa[timing];
+  EXPECT_EQ(sc, sa);
+  const auto wa = weights(straight.path()), wc = weights(split.path());
+  EXPECT_TRUE(wa.count("actor.0.weight") && wa.count("critic.4.bias"));  // the module's own names
+  ASSERT_EQ(wa.size(), wc.size());
+  for (const auto& [name, t] : wa) EXPECT_TRUE(at::equal(t, wc.at(name))) << name;
 }
 
 // The puzzles resume exactly too: a run on a curriculum of generated puzzles mixed with the
