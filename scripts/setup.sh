@@ -11,6 +11,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config ccache               # toolchain (ccache: fast rebuilds)
   python3-venv                                          # the virtual environment of the torch wheel (scripts/torch-venv.sh)
+  python3-dev                                           # embedding its Python: networks written in PyTorch (libmlhost_python)
   libjemalloc2                                          # the training worker's allocator (the plan's default)
   libgloo-dev                                           # Gloo's headers: distributed CPU training (the wheel links Gloo, ships no headers)
   libboost-dev libboost-filesystem-dev libboost-program-options-dev   # Boost.DLL, filesystem, program_options
