@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -54,6 +55,13 @@ inline nlohmann::json read_json_file(const std::string& path) {
 }
 
 inline void write_text_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+// A whole text file ("" where it cannot be read).
+inline std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // What the worker applied of the plan (summary.json's result.plan_applied, the runtime's
 // report: mlh/runtime/plan_effects.hpp).

@@ -549,4 +549,43 @@ TEST_F(ProtonetHost, BadImageFilesAreRefusedNamingTheFileAndLeaveNoRunFolder) {
           "training episodes: 4-way, not the 5-way train_way asks", " --set data.strict=true");
 }
 
+// A user's PyTorch encoder that fails in the middle of training, through the real host: an
+// exception is bad input (exit 2) naming the file, the class and the line, in the terminal and
+// in log.txt, and the run keeps what it wrote; a crash (a signal in Python's ctypes) prints the
+// Python stack with the user's file and line on the worker's stderr before the worker's crash
+// report, which names the library and how far the run got there and in log.txt.
+TEST_F(ProtonetHost, APythonEncoderFailingMidRunIsNamedByItsFileAndLine) {
+  if (std::string(PROTONET_PYTHON_BRIDGE).empty()) GTEST_SKIP() << "this build has no Python bridge";
+  write_glyph_folder(dir_ + "/train", 0, 5, 20);
+  write_glyph_folder(dir_ + "/test", 5, 5, 10);
+  const std::string module = dir_ + "/failing.py";
+  write_text_file(module,
+                  "import ctypes\nfrom torch import nn\n\n\nclass Failing(nn.Module):\n"
+                  "    def __init__(self, in_channels, crash=False):\n        super().__init__()\n"
+                  "        self.conv = nn.Conv2d(in_channels, 4, 3)\n        self.crash, self.calls = crash, 0\n\n"
+                  "    def forward(self, images):\n        self.calls += 1\n        if self.calls > 12 and self.crash:\n"
+                  "            ctypes.string_at(0)\n        if self.calls > 12:\n"
+                  "            raise RuntimeError('gave up')\n        return self.conv(images).flatten(1)\n");
+  auto train = [&](const std::string& name, bool crash) {
+    return host("--algorithm protonet --device cpu --run-dir " + dir_ + "/" + name +
+                " --set data.format=folder --set data.root=" + dir_ + "/train --set data.test_root=" + dir_ +
+                "/test --set epochs=2 --set episodes_per_epoch=10 --set model.encoder=python --set model.module=" +
+                module + ":Failing --set 'model.kwargs={\"crash\": " + (crash ? "true" : "false") + "}'");
+  };
+  const Result raised = train("raises", false);
+  EXPECT_EQ(raised.rc, 2) << raised.output;
+  const std::string named = module + ":Failing: forward raised RuntimeError: gave up (failing.py, line 16: raise RuntimeError('gave up'))";
+  EXPECT_NE(raised.output.find(named), std::string::npos) << raised.output;
+  EXPECT_NE(read_text_file(dir_ + "/raises/log.txt").find(named), std::string::npos);
+
+  const Result crashed = train("crashes", true);
+  EXPECT_NE(crashed.rc, 0) << crashed.output;
+  const std::string stack = std::string("File \"") + module + "\", line 14 in forward";
+  const std::string report = "[worker crash] signal 11 (Segmentation fault) in ";
+  EXPECT_NE(crashed.output.find(stack), std::string::npos) << crashed.output;
+  EXPECT_NE(crashed.output.find(report), std::string::npos) << crashed.output;
+  EXPECT_LT(crashed.output.find(stack), crashed.output.find(report)) << "the Python stack comes first";
+  EXPECT_NE(read_text_file(dir_ + "/crashes/log.txt").find(report), std::string::npos);
+}
+
 }  // namespace

@@ -30,8 +30,13 @@ using mlh::rt::PythonModuleSpec;
 // neighbours import), builds the class, and turns an exception into one line naming the
 // user's frame.
 constexpr const char* kHelpers = R"PY(
-import importlib.util, os, sys, traceback
+import faulthandler, importlib.util, os, sys, traceback
 import torch
+
+# A crash (a signal) inside the user's Python code prints its Python stack, file and line, to
+# the worker's stderr (the terminal and log.txt) before the worker's own crash report, which
+# runs next: faulthandler hands the signal on to the handler it replaced.
+faulthandler.enable(all_threads=False)
 
 def _user_module(path):
     name = "mlhost_user_" + os.path.splitext(os.path.basename(path))[0]
