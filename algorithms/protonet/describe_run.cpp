@@ -56,7 +56,11 @@ std::string describe_run(const mlh::RunContext& ctx) {
                                 std::to_string(shape.way) + " x " + std::to_string(shape.shot + shape.query) +
                                 " here" + (shape.way != cfg.train.way ? ", fitted to the training data's classes" : "") +
                                 ")");
-  d.uses_if(trains, "gradient_checkpointing", "recomputes each " + net->checkpointed_part() + " in the backward pass", not_training);
+  if (net->checkpointed_part().empty())
+    d.no_effect("gradient_checkpointing", "a Python module's forward is one call, not recomputed in parts");
+  else
+    d.uses_if(trains, "gradient_checkpointing", "recomputes each " + net->checkpointed_part() + " in the backward pass",
+              not_training);
   // classify and forward embed outside autocast: forward's outputs are compared in fp32.
   const bool embeds_once = command == "classify" || command == "forward";
   d.uses_if(!embeds_once, "precision", "autocast for the " + model + " forward pass (fp16 with a gradient scaler)",

@@ -36,7 +36,8 @@ class EncoderImpl : public torch::nn::Module {
   // "Conv-4" or "ResNet-12", and the layers in a line ("4 blocks x 64 channels").
   virtual std::string name() const = 0;
   virtual std::string layers() const = 0;
-  // What gradient checkpointing recomputes one at a time ("Conv-4 block", "ResNet-12 stage").
+  // What gradient checkpointing recomputes one at a time ("Conv-4 block", "ResNet-12 stage");
+  // "" where it recomputes nothing (the plan then says it has no effect).
   virtual std::string checkpointed_part() const = 0;
   // model.safetensors' metadata besides "format" (what a loader needs to rebuild the encoder).
   virtual std::map<std::string, std::string> export_metadata(int64_t in_channels, const std::string& distance) const = 0;

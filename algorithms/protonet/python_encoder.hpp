@@ -22,14 +22,14 @@ class PythonEncoderImpl : public EncoderImpl {
   PythonEncoderImpl(const Config& cfg, int64_t in_channels);
 
   // Gradient checkpointing is not applied to a Python module (its forward is one opaque
-  // call): `checkpointing` is ignored, as checkpointed_part() says.
+  // call): `checkpointing` is ignored, and checkpointed_part() is "".
   at::Tensor forward(const at::Tensor& x, bool checkpointing = false) override;
   int64_t embedding_dim(int64_t height, int64_t width) const override;
   // Unknown for a module we cannot see into: 0 (the benchmark then reports no FLOP rate).
   double training_flops_per_image(int64_t, int64_t, int64_t) const override { return 0; }
   std::string name() const override { return class_name_; }
   std::string layers() const override { return "your module " + module_->name(); }
-  std::string checkpointed_part() const override { return "(nothing: a Python module runs whole)"; }
+  std::string checkpointed_part() const override { return ""; }
   // model "protonet-python" with the module, its keyword arguments and in_channels, which
   // mlhost.load_run builds the class from.
   std::map<std::string, std::string> export_metadata(int64_t in_channels, const std::string& distance) const override;

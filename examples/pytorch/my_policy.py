@@ -34,3 +34,21 @@ class MlpPolicy(nn.Module):
     def forward(self, observations):
         x = observations.flatten(1)
         return self.actor(x), self.critic(x).squeeze(1)
+
+
+class ConvPolicy(nn.Module):
+    """For observations of planes ([planes, height, width]: the puzzles' boards): a small
+    convolutional trunk shared by the policy and value heads."""
+
+    def __init__(self, observation_shape, num_actions, channels=32):
+        super().__init__()
+        planes, height, width = observation_shape
+        self.trunk = nn.Sequential(nn.Conv2d(planes, channels, 3, padding=1), nn.ReLU(),
+                                   nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(), nn.Flatten())
+        features = channels * height * width
+        self.policy = layer(features, num_actions, 0.01)
+        self.value = layer(features, 1, 1.0)
+
+    def forward(self, observations):
+        x = self.trunk(observations)
+        return self.policy(x), self.value(x).squeeze(1)

@@ -78,6 +78,10 @@ NETWORKS = {
                              "--set", "network.module=EXAMPLES/my_policy.py:MlpPolicy",
                              "--set", 'network.kwargs={"hidden": 32}', "--set", "checkpoint=latest"],
                             observations((5, 3))),
+    "ppo-python-planes": (["--algorithm", "ppo", "--set", "preset=puzzle4", "--set", "network.kind=python",
+                           "--set", "network.module=EXAMPLES/my_policy.py:ConvPolicy",
+                           "--set", 'network.kwargs={"channels": 8}', "--set", "checkpoint=latest"],
+                          observations((5, 8, 4, 4))),
     "trm-puzzle-mlp_t": (["--algorithm", "trm", "--set", "preset=sudoku-easy", "--set", "checkpoint=latest",
                           *TRM_SMALL], tokens(3, 81, 11)),
     "trm-puzzle-attention": (["--algorithm", "trm", "--set", "preset=sudoku-easy", "--set", "model.mlp_t=false",
@@ -141,7 +145,8 @@ def compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load
     module = mlhost.load_run(run)
     if module.mlhost["algorithm"] != args[1] or module.mlhost["network"] != args[1]:
         return f"{name}: load_run says algorithm {module.mlhost['algorithm']}, network {module.mlhost['network']}"
-    own_class = {"protonet-python": "SmallConvEncoder", "ppo-python": "MlpPolicy", "ppo-python-pendulum": "MlpPolicy"}
+    own_class = {"protonet-python": "SmallConvEncoder", "ppo-python": "MlpPolicy", "ppo-python-pendulum": "MlpPolicy",
+                 "ppo-python-planes": "ConvPolicy"}
     if name in own_class and type(module).__name__ != own_class[name]:
         return f"{name}: load_run gave a {type(module).__name__}, not the run's own {own_class[name]}"
     with torch.no_grad():
