@@ -11,6 +11,8 @@
 #include <dlfcn.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include "user_module_source.hpp"  // kUserModuleSource: python/mlhost/user_module.py
+
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -26,50 +28,17 @@ namespace fs = std::filesystem;
 using mlh::rt::PythonModule;
 using mlh::rt::PythonModuleSpec;
 
-// Loads the user's file as a module of its own (its folder first on sys.path, so that its
-// neighbours import), builds the class, and turns an exception into one line naming the
-// user's frame.
+// The helpers beside the user_module module (python/mlhost/user_module.py, compiled in: the
+// package's load_run builds a run's class with the same code): a Python exception as one line
+// naming the user's frame, and where this Python's torch is.
 constexpr const char* kHelpers = R"PY(
-import faulthandler, importlib.util, os, sys, traceback
+import faulthandler, os, traceback
 import torch
 
 # A crash (a signal) inside the user's Python code prints its Python stack, file and line, to
-# the worker's stderr (the terminal and log.txt) before the worker's own crash report, which
-# runs next: faulthandler hands the signal on to the handler it replaced.
+# the worker's stderr (the terminal) before the worker's own crash report, which runs next:
+# faulthandler hands the signal on to the handler it replaced.
 faulthandler.enable(all_threads=False)
-
-def _user_module(path):
-    name = "mlhost_user_" + os.path.splitext(os.path.basename(path))[0]
-    module = sys.modules.get(name)
-    if module is not None and getattr(module, "__file__", None) == path:
-        return module
-    folder = os.path.dirname(path)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-def build(path, class_name, kwargs):
-    module = _user_module(path)
-    cls = getattr(module, class_name, None)
-    if cls is None:
-        found = sorted(n for n, v in vars(module).items()
-                       if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == module.__name__)
-        raise LookupError(f"{os.path.basename(path)} has no class {class_name}"
-                          f" (its torch.nn.Module classes: {', '.join(found) or 'none'})")
-    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
-        raise TypeError(f"{class_name} is not a torch.nn.Module subclass")
-    built = cls(**kwargs)
-    if not isinstance(built, torch.nn.Module):
-        raise TypeError(f"{class_name}(...) did not build a torch.nn.Module")
-    return built
 
 def describe(exc, path):
     if isinstance(exc, SyntaxError) and exc.filename:
@@ -109,7 +78,8 @@ struct Ref {
   explicit operator bool() const { return p != nullptr; }
 };
 
-PyObject* helpers = nullptr;  // the kHelpers module (a borrowed reference kept for the process)
+PyObject* helpers = nullptr;      // the kHelpers module (a reference kept for the process)
+PyObject* user_module = nullptr;  // python/mlhost/user_module.py's module (the same)
 std::string start_error;
 
 // The pending Python exception as one line (helpers.describe), cleared.
@@ -159,7 +129,9 @@ std::string check_torch() {
   std::string error;
   Ref code(Py_CompileString(kHelpers, "<mlhost python_bridge>", Py_file_input));
   Ref module(code ? PyImport_ExecCodeModule("_mlhost_bridge", code.p) : nullptr);
-  if (!module) {
+  Ref builder_code(module ? Py_CompileString(kUserModuleSource, "<mlhost user_module.py>", Py_file_input) : nullptr);
+  Ref builder(builder_code ? PyImport_ExecCodeModule("_mlhost_user_module", builder_code.p) : nullptr);
+  if (!module || !builder) {
     error = std::string("the embedded Python (") + MLH_PYTHON_EXECUTABLE + ") cannot import torch: " +
             take_error("") +
             " (Python's torch needs the whole wheel with its CUDA libraries, even on a machine without a GPU: bash "
@@ -167,6 +139,8 @@ std::string check_torch() {
   } else {
     helpers = module.p;
     Py_INCREF(helpers);
+    user_module = builder.p;
+    Py_INCREF(user_module);
     // Two LibTorch libraries in one process would each keep their own state: refuse.
     Dl_info info{};
     dladdr(reinterpret_cast<void*>(&at::globalContext), &info);
@@ -274,7 +248,7 @@ extern "C" __attribute__((visibility("default"))) PythonModule* mlhost_python_lo
   Ref json(PyImport_ImportModule("json"));
   Ref kwargs(json ? PyObject_CallMethod(json.p, "loads", "s", kwargs_text.c_str()) : nullptr);
   if (!kwargs) fail(what + ": its keyword arguments " + kwargs_text + " do not reach Python: " + take_error(spec.file));
-  Ref built(PyObject_CallMethod(helpers, "build", "ssO", spec.file.c_str(), spec.class_name.c_str(), kwargs.p));
+  Ref built(PyObject_CallMethod(user_module, "build", "sO", what.c_str(), kwargs.p));
   if (!built) fail(what + ": " + take_error(spec.file));
   PyObject* module = built.p;
   built.p = nullptr;
