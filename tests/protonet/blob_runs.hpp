@@ -68,6 +68,29 @@ inline mlh_status run(FakeHost& host, const std::string& command, const json& co
                         {command, config.dump(), run_dir, plan_json, "{}", resume}, error);
 }
 
+// The same training run twice: whole, and stopped at episode `stop_at` then resumed, with the
+// threads pinned so that both reduce in the same order and agree bit for bit. `error` holds the
+// first failure.
+struct WholeAndResumed {
+  FakeHost whole, stopped, resumed;
+  std::string stop_message;  // what the stopped run ended with
+};
+inline const char* kPinnedPlan = R"({"torch_device": "cpu", "precision": "fp32", "threads": {"intra_op": 2}})";
+inline void train_whole_and_resumed(const json& config, int64_t stop_at, const std::string& whole_dir,
+                                    const std::string& stopped_dir, WholeAndResumed& runs, std::string& error) {
+  mlh_status status = run(runs.whole, "train", config, whole_dir, false, &error, kPinnedPlan);
+  if (status != MLH_OK) return;
+  runs.stopped.stop_at = stop_at;
+  status = run(runs.stopped, "train", config, stopped_dir, false, &error, kPinnedPlan);
+  if (status != MLH_ERR_CANCELLED) {
+    error = "the stopped run ended with status " + std::to_string(status) + ", not cancelled: " + error;
+    return;
+  }
+  runs.stop_message = error;
+  error.clear();
+  run(runs.resumed, "train", config, stopped_dir, true, &error, kPinnedPlan);
+}
+
 inline json small_config() {
   return {{"data", {{"root", "train"}, {"train_classes", {0, 1, 2, 3, 4, 5, 6, 7}}, {"test_root", "test"},
                     {"test_classes", {8, 9, 10, 11}}, {"val_fraction", 0.25}}},

@@ -40,18 +40,13 @@ TEST(ProtonetPythonEncoder, LearnsResumesBitForBitAndEvaluates) {
   config["epochs"] = 2;
   config["episodes_per_epoch"] = 10;
   TempDir whole, stopped;
-  const std::string pinned = R"({"torch_device": "cpu", "precision": "fp32", "threads": {"intra_op": 2}})";
-  FakeHost a;
+  WholeAndResumed runs;
   std::string error;
-  ASSERT_EQ(run(a, "train", config, whole.path(), false, &error, pinned), MLH_OK) << error;
+  train_whole_and_resumed(config, 13, whole.str(), stopped.str(), runs, error);  // stopped in the second epoch
+  ASSERT_TRUE(error.empty()) << error;
+  FakeHost &a = runs.whole, &c = runs.resumed;
   // 4-way validation on easy blobs: chance is 0.25.
   EXPECT_GT(json::parse(a.summary)["best_val_acc"].get<double>(), 0.7) << a.summary;
-
-  FakeHost b;
-  b.stop_at = 13;  // in the second epoch
-  ASSERT_EQ(run(b, "train", config, stopped.path(), false, &error, pinned), MLH_ERR_CANCELLED) << error;
-  FakeHost c;
-  ASSERT_EQ(run(c, "train", config, stopped.path(), true, &error, pinned), MLH_OK) << error;
   const auto wa = mlh::rt::load_safetensors(whole.str() + "/model.safetensors");
   const auto wc = mlh::rt::load_safetensors(stopped.str() + "/model.safetensors");
   EXPECT_EQ(wa.at("body.0.weight").sizes(), (at::IntArrayRef{16, 1, 3, 3}));  // the module's own names

@@ -240,18 +240,12 @@ TEST(ProtonetTraining, StopSavesAndResumeEndsWhereAnUninterruptedRunDoes) {
   config["episodes_per_epoch"] = 5;
   config["val_episodes"] = 4;
   TempDir whole, stopped;
-  // Threads pinned: both runs reduce in the same order, so they agree bit for bit.
-  const std::string pinned = R"({"torch_device": "cpu", "precision": "fp32", "threads": {"intra_op": 2}})";
-  FakeHost a;
+  WholeAndResumed runs;
   std::string error;
-  ASSERT_EQ(run(a, "train", config, whole.path(), false, &error, pinned), MLH_OK) << error;
-
-  FakeHost b;
-  b.stop_at = 7;  // in the second epoch
-  ASSERT_EQ(run(b, "train", config, stopped.path(), false, &error, pinned), MLH_ERR_CANCELLED);
-  EXPECT_NE(error.find("stopped at episode 7"), std::string::npos) << error;
-  FakeHost c;
-  ASSERT_EQ(run(c, "train", config, stopped.path(), true, &error, pinned), MLH_OK) << error;
+  train_whole_and_resumed(config, 7, whole.str(), stopped.str(), runs, error);  // stopped in the second epoch
+  ASSERT_TRUE(error.empty()) << error;
+  FakeHost &a = runs.whole, &c = runs.resumed;
+  EXPECT_NE(runs.stop_message.find("stopped at episode 7"), std::string::npos) << runs.stop_message;
   EXPECT_EQ(c.progress, 10);
   EXPECT_EQ(json::parse(c.summary)["episodes"], 10);
 
