@@ -11,8 +11,6 @@
 #include <dlfcn.h>
 #include <torch/csrc/autograd/python_variable.h>
 
-#include "user_module_source.hpp"  // kUserModuleSource: python/mlhost/user_module.py
-
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -21,6 +19,8 @@
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/python_module.hpp>
 #include <torch/nn/module.h>
+
+#include "user_module_source.hpp"  // kUserModuleSource: python/mlhost/user_module.py
 
 namespace {
 
@@ -102,7 +102,7 @@ std::string take_error(const std::string& path) {
   return text;
 }
 
-std::string check_torch();
+std::string import_helpers();
 
 std::string start_interpreter() {
   PyConfig config;
@@ -118,14 +118,14 @@ std::string start_interpreter() {
   if (PyStatus_Exception(status))
     return std::string("the embedded Python (") + MLH_PYTHON_EXECUTABLE + ") does not start: " +
            (status.err_msg ? status.err_msg : "unknown error");
-  const std::string error = check_torch();
+  const std::string error = import_helpers();
   PyEval_SaveThread();  // the lock is taken per call from now on
   return error;
 }
 
-// Imports the helpers (and so torch) and checks that torch is this process's LibTorch; the
-// error, or "".
-std::string check_torch() {
+// Imports the helpers and user_module.py (and so torch) and checks that torch is this
+// process's LibTorch; the error, or "".
+std::string import_helpers() {
   std::string error;
   Ref code(Py_CompileString(kHelpers, "<mlhost python_bridge>", Py_file_input));
   Ref module(code ? PyImport_ExecCodeModule("_mlhost_bridge", code.p) : nullptr);
