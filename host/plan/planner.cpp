@@ -38,9 +38,15 @@ class Planner {
     }
     decide();  // without measurements: what a calibration starts from
     if (algorithm_) {
+      // A config the plugin refuses (a value only it checks: an environment's id, a module of
+      // the user's) is refused before any candidate runs: its describe_run says so, where a
+      // calibration would try, and warn about, every candidate first.
       const PlanCalibration calibration = calibration_for_plan(
           request_, plan_.view(), config_, calibrate_command(),
-          [this](int done, int planned) { services_.calibration_progress(done, planned); });
+          [this](int done, int planned) { services_.calibration_progress(done, planned); },
+          [this, &out] {
+            services_.describe_run(*algorithm_, out.command, config_, request_.device, plan_.view(), request_.run_dir);
+          });
       out.calibration = calibration.result;
       inputs_.calibration = out.calibration ? &*out.calibration : nullptr;
       inputs_.calibration_status = calibration.status;

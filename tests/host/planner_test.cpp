@@ -405,6 +405,26 @@ TEST_F(PlanTest, AnUnknownCommandIsRefusedNamingThoseThereAre) {
   EXPECT_EQ(services_.describe_runs, 0) << "refused before any plugin was asked";
 }
 
+// A config only the plugin refuses (its describe_run) is refused before a calibration measures
+// any candidate, each of which would fail on it.
+TEST_F(PlanTest, AConfigThePluginRefusesIsRefusedBeforeAnyCandidateIsMeasured) {
+  TempDir t;
+  PlanRequest request = testing::request_for(cpu());
+  request.algorithm = testing::algorithm_info(json::parse(R"({"commands": ["train", "calibrate"]})"));
+  request.allocators.system = true;
+  request.measurement.calibrate = MeasurementPolicy::Calibrate::kIfMissing;
+  request.measurement.cache_file = t / "calibration.json";
+  services_.refuse_config = "config field 'gymnasium.id': env=gymnasium needs the environment";
+  try {
+    plan_run(request, services_);
+    ADD_FAILURE() << "planned a config the plugin refuses";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(std::string(e.what()), services_.refuse_config);
+  }
+  EXPECT_TRUE(services_.calibrate_plans.empty()) << services_.calibrate_plans.size() << " candidates measured";
+  EXPECT_EQ(services_.describe_runs, 1);
+}
+
 // Calibration through the entry point: candidates measured in workers prepared for each (the
 // allocator's variables, the thread count), the fastest by the margin chosen, cached, and a
 // later plan takes it from the cache without measuring.

@@ -21,6 +21,7 @@ namespace mlhost::testing {
 class FakePlanServices : public PlanServices {
  public:
   nlohmann::json run_description;                                 // describe_run's answer; null: it says nothing
+  std::string refuse_config;  // describe_run refuses the config with this (a PlanError) where set
   nlohmann::json device_variables = nlohmann::json::object();     // prepare()'s
   // The calibrate command's throughput with a candidate's settings; <= 0: it fails.
   std::function<double(const CalibrationSettings&)> throughput = [](const CalibrationSettings&) { return 1.0; };
@@ -44,6 +45,7 @@ class FakePlanServices : public PlanServices {
   nlohmann::json describe_run(const AlgorithmInfo&, const std::string&, const nlohmann::json&, const Device&,
                               const nlohmann::json&, const std::filesystem::path&) override {
     ++describe_runs;
+    if (!refuse_config.empty()) throw PlanError(refuse_config);
     return run_description;
   }
   nlohmann::json device_environment(const Device&, const nlohmann::json&) override {

@@ -40,7 +40,8 @@ std::string join(const std::vector<std::string>& words) {
 }  // namespace
 
 PlanCalibration calibration_for_plan(const PlanRequest& request, const json& plan, const json& config,
-                                     const CalibrateCommand& calibrate, const std::function<void(int, int)>& progress) {
+                                     const CalibrateCommand& calibrate, const std::function<void(int, int)>& progress,
+                                     const std::function<void()>& before_measuring) {
   const AlgorithmInfo& algorithm = *request.algorithm;
   const Device& device = request.device;
   const MeasurementPolicy& policy = request.measurement;
@@ -99,6 +100,7 @@ PlanCalibration calibration_for_plan(const PlanRequest& request, const json& pla
   search.bound_seconds = policy.seconds;
   search.calibrate = calibrate;
   search.progress = progress;
+  if (before_measuring) before_measuring();
   const CpuUseMeter others;
   CalibrationSearchResult searched = search_calibration(search, key);
   if (!searched.calibration) {

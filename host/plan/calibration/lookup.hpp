@@ -22,11 +22,13 @@ struct PlanCalibration {
 };
 
 // `plan` and `config`: the run's without calibration (what a calibration starts from);
-// `calibrate`: one run of the calibrate command with a candidate plan. A cache file that
-// cannot be trusted is a PlanError naming it, except with kAlways, which replaces it with a
-// warning.
+// `calibrate`: one run of the calibrate command with a candidate plan; `before_measuring`:
+// called once, just before the first candidate is measured (never when the cache answers or
+// nothing is measured); what it throws ends the calibration. A cache file that cannot be
+// trusted is a PlanError naming it, except with kAlways, which replaces it with a warning.
 PlanCalibration calibration_for_plan(const PlanRequest& request, const nlohmann::json& plan,
                                      const nlohmann::json& config, const CalibrateCommand& calibrate,
-                                     const std::function<void(int, int)>& progress);
+                                     const std::function<void(int, int)>& progress,
+                                     const std::function<void()>& before_measuring);
 
 }  // namespace mlhost
