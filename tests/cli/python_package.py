@@ -9,7 +9,9 @@ training run (a few steps), random inputs, the host's forward command on them
 (`--resume --command forward --set forward.inputs=...`), and mlhost.load_run() of the run
 folder on the same inputs; every output must agree within float tolerance; for PPO and TRM,
 the export command of the same checkpoint, whose folder load_run reads as training's weights,
-bit for bit. Then the forward
+bit for bit; for the networks written in PyTorch (examples/pytorch), load_run gives back the
+user's own class, and its torch.onnx.export, run by onnx's reference evaluator, gives the
+module's outputs. Then the forward
 command's failure paths: a missing tensor, a wrong shape, a wrong dtype, a tensor the network
 does not take, each a non-zero exit naming the file and the tensor, and a file that is not there.
 
@@ -93,6 +95,38 @@ NETWORKS = {
 }
 
 
+# The networks written in PyTorch (examples/pytorch) and the class load_run must give back.
+OWN_CLASS = {"protonet-python": "SmallConvEncoder", "ppo-python": "MlpPolicy", "ppo-python-pendulum": "MlpPolicy",
+             "ppo-python-planes": "ConvPolicy"}
+
+
+def compare_onnx(name, module, inputs, got, torch):
+    """torch.onnx.export of the user's module as load_run gave it, run by onnx's reference
+    evaluator on the same inputs: the outputs agree with the module's (None), or a failure."""
+    import importlib.util
+    if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("onnxscript") is None:
+        print(f"{name}: ONNX skipped: no onnx and onnxscript in this Python")
+        return None
+    from onnx.reference import ReferenceEvaluator
+    key = "images" if "images" in inputs else "observations"
+    example = inputs[key]
+    if key == "observations" and hasattr(module, "obs_mean"):
+        example = __import__("mlhost").ppo.normalized(module, example)
+    path = os.path.join(os.path.dirname(module.mlhost["weights"]), "module.onnx")
+    torch.onnx.export(module, (example,), path, input_names=[key], dynamo=True, external_data=False)
+    outputs = ReferenceEvaluator(path).run(None, {key: example.numpy()})
+    # The module's outputs in its order: embeddings, or (logits or the Gaussian's mean, value).
+    want = [got["embeddings"]] if key == "images" else [got.get("logits", got.get("mean")), got["value"]]
+    if len(outputs) != len(want):
+        return f"{name}: the ONNX export has {len(outputs)} outputs, the module {len(want)}"
+    for out, w in zip(outputs, want):
+        if not torch.allclose(torch.from_numpy(out), w, rtol=RTOL, atol=RTOL * max(1.0, w.abs().max().item())):
+            return f"{name}: the ONNX export's output differs from the module's (max |diff| " \
+                   f"{(torch.from_numpy(out) - w).abs().max().item():g})"
+    print(f"{name}: its ONNX export gives the module's outputs")
+    return None
+
+
 def venv_python(source):
     venv = os.environ.get("MLH_TORCH_VENV") or os.path.join(source, ".venv")
     return os.path.join(venv, "bin", "python")
@@ -145,10 +179,8 @@ def compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load
     module = mlhost.load_run(run)
     if module.mlhost["algorithm"] != args[1] or module.mlhost["network"] != args[1]:
         return f"{name}: load_run says algorithm {module.mlhost['algorithm']}, network {module.mlhost['network']}"
-    own_class = {"protonet-python": "SmallConvEncoder", "ppo-python": "MlpPolicy", "ppo-python-pendulum": "MlpPolicy",
-                 "ppo-python-planes": "ConvPolicy"}
-    if name in own_class and type(module).__name__ != own_class[name]:
-        return f"{name}: load_run gave a {type(module).__name__}, not the run's own {own_class[name]}"
+    if name in OWN_CLASS and type(module).__name__ != OWN_CLASS[name]:
+        return f"{name}: load_run gave a {type(module).__name__}, not the run's own {OWN_CLASS[name]}"
     with torch.no_grad():
         if "images" in inputs:
             got = {"embeddings": module(inputs["images"])}
@@ -172,6 +204,10 @@ def compare(name, args, make_inputs, build, work, torch, mlhost, save_file, load
             diff = (got[key] - want).abs().max().item() if got[key].shape == want.shape else float("nan")
             return f"{name}: '{key}' differs (shapes {tuple(got[key].shape)} / {tuple(want.shape)}, max |diff| {diff:g})"
         worst = max(worst, (got[key] - want).abs().max().item())
+    if name in OWN_CLASS:
+        failure = compare_onnx(name, module, inputs, got, torch)
+        if failure:
+            return failure
     exported = ""
     if args[1] in ("ppo", "trm"):
         failure = compare_export(name, args[1], run, checkpoint, module, build, work, torch, mlhost)

@@ -58,6 +58,17 @@ TEST(ProtonetPythonEncoder, LearnsResumesBitForBitAndEvaluates) {
   FakeHost e;
   ASSERT_EQ(run(e, "eval", config, whole.path(), false, &error), MLH_OK) << error;
   EXPECT_GT(json::parse(e.summary)["accuracy"].get<double>(), 0.5) << e.summary;
+
+  // --init-from the trained weights: the module's own names load, and one Adam step (lr 1e-3)
+  // stays next to them, not to a fresh initialisation.
+  config["epochs"] = 1;
+  config["episodes_per_epoch"] = 1;
+  const json warm_plan = {{"torch_device", "cpu"}, {"precision", "fp32"},
+                          {"init_from", {{"path", whole.str() + "/model.safetensors"}, {"freeze", json::array()}}}};
+  FakeHost w;
+  ASSERT_EQ(run(w, "train", config, whole.str() + "/warm", false, &error, warm_plan.dump()), MLH_OK) << error;
+  const auto warm = mlh::rt::load_safetensors(whole.str() + "/warm/model.safetensors");
+  EXPECT_TRUE(at::allclose(warm.at("body.4.weight"), wa.at("body.4.weight"), 0, 5e-3));
 }
 
 TEST(ProtonetPythonEncoder, AnEncoderThatBreaksItsContractIsRefusedNamingItsShapes) {
