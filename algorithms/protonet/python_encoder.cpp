@@ -40,17 +40,19 @@ PythonEncoderImpl::PythonEncoderImpl(const Config& cfg, int64_t in_channels)
   module_->share_tensors_with(*this);
   const int64_t h = cfg.train_data.height, w = cfg.train_data.width;
   const std::string images = "[2, " + std::to_string(in_channels) + ", " + std::to_string(h) + ", " + std::to_string(w) + "]";
-  at::Tensor out;
+  std::vector<at::Tensor> outs;
   try {
     at::NoGradGuard no_grad;
     module_->train(false);
-    std::vector<at::Tensor> outs = module_->forward({at::zeros({2, in_channels, h, w})});
+    outs = module_->forward({at::zeros({2, in_channels, h, w})});
     module_->train(is_training());
-    if (outs.size() != 1) contract(module_->name(), "for images " + images + " forward returned " + std::to_string(outs.size()) + " tensors, not one");
-    out = outs[0];
   } catch (const mlh::Error& e) {
     throw mlh::Error(e.code(), std::string("config field 'model.module': ") + e.what() + " (on images " + images + ")");
   }
+  if (outs.size() != 1)
+    contract(module_->name(), "for images " + images + " forward returned " + std::to_string(outs.size()) +
+                                  " tensors, not one");
+  const at::Tensor& out = outs[0];
   if (out.dim() != 2 || out.size(0) != 2 || out.size(1) < 1)
     contract(module_->name(), "for images " + images + " forward returned " + mlh::rt::shape_text(out) +
                                   (out.dim() > 2 ? ": flatten the features (x.flatten(1))" : ""));
