@@ -44,6 +44,16 @@ Device cpu() {
 
 class PlanTest : public ::testing::Test {
  protected:
+  // A plan for the cpu of an algorithm with a calibrate command, nothing cached (the cache
+  // file in `dir`), the system's allocators: a first run that calibrates.
+  PlanRequest calibrating_request(const TempDir& dir) {
+    PlanRequest request = testing::request_for(cpu());
+    request.algorithm = testing::algorithm_info(json::parse(R"({"commands": ["train", "calibrate"]})"));
+    request.allocators.system = true;
+    request.measurement.calibrate = MeasurementPolicy::Calibrate::kIfMissing;
+    request.measurement.cache_file = dir / "calibration.json";
+    return request;
+  }
   json plan(const Device& d, std::function<void(PlanRequest&)> tweak = nullptr) {
     PlanRequest request = testing::request_for(d);
     if (tweak) tweak(request);
@@ -409,11 +419,7 @@ TEST_F(PlanTest, AnUnknownCommandIsRefusedNamingThoseThereAre) {
 // any candidate, each of which would fail on it.
 TEST_F(PlanTest, AConfigThePluginRefusesIsRefusedBeforeAnyCandidateIsMeasured) {
   TempDir t;
-  PlanRequest request = testing::request_for(cpu());
-  request.algorithm = testing::algorithm_info(json::parse(R"({"commands": ["train", "calibrate"]})"));
-  request.allocators.system = true;
-  request.measurement.calibrate = MeasurementPolicy::Calibrate::kIfMissing;
-  request.measurement.cache_file = t / "calibration.json";
+  PlanRequest request = calibrating_request(t);
   services_.refuse_config = "config field 'gymnasium.id': env=gymnasium needs the environment";
   try {
     plan_run(request, services_);
@@ -431,12 +437,7 @@ TEST_F(PlanTest, AConfigThePluginRefusesIsRefusedBeforeAnyCandidateIsMeasured) {
 TEST_F(PlanTest, CalibratesWhenNothingIsCachedAndTakesTheCacheAfter) {
   if (built_with_address_sanitizer()) GTEST_SKIP() << "AddressSanitizer build: the plan keeps glibc";
   TempDir t;
-  const json description = json::parse(R"({"commands": ["train", "calibrate"]})");
-  PlanRequest request = testing::request_for(cpu());
-  request.algorithm = testing::algorithm_info(description);
-  request.allocators.system = true;
-  request.measurement.calibrate = MeasurementPolicy::Calibrate::kIfMissing;
-  request.measurement.cache_file = t / "calibration.json";
+  PlanRequest request = calibrating_request(t);
   services_.throughput = [](const CalibrationSettings& s) {
     return (s.allocator == "glibc-tuned" ? 10.0 : 5.0) * (s.threads == 1 ? 1.5 : 1.0) * (s.precision == "bf16" ? 3 : 1);
   };
@@ -481,11 +482,7 @@ TEST_F(PlanTest, CalibratesWhenNothingIsCachedAndTakesTheCacheAfter) {
 TEST_F(PlanTest, TheTimeBoundLeavesBf16ItsTurn) {
   if (built_with_address_sanitizer()) GTEST_SKIP() << "AddressSanitizer build: the plan keeps glibc";
   TempDir t;
-  PlanRequest request = testing::request_for(cpu());
-  request.algorithm = testing::algorithm_info(json::parse(R"({"commands": ["train", "calibrate"]})"));
-  request.allocators.system = true;
-  request.measurement.calibrate = MeasurementPolicy::Calibrate::kIfMissing;
-  request.measurement.cache_file = t / "calibration.json";
+  PlanRequest request = calibrating_request(t);
   request.measurement.seconds = 1.0;
   services_.calibrate_delay = std::chrono::milliseconds(300);
   services_.throughput = [](const CalibrationSettings& s) { return s.precision == "bf16" ? 3.0 : 1.0; };
