@@ -164,8 +164,9 @@ void benchmark_command(mlh::RunContext& ctx, const Config& user_cfg, const mlh::
   summary["mfu"] = mfu;
   // The device memory one training step of the default model peaks at, without and with
   // gradient checkpointing of the recursion, at the same batch (CUDA: the caching
-  // allocator's peak, weights and optimizer state included; TARGETS: >= 30% lower with it).
-  if (plan.device.is_cuda()) {
+  // allocator's peak, weights and optimizer state included; TARGETS: >= 30% lower with it),
+  // where the device's allocator keeps a peak.
+  if (mlh::rt::memory_stats(plan.device).peak) {
     const Size& size = sizes[1];
     for (bool checkpointing : {false, true}) {
       ModelConfig model = puzzle_model_config(size.cfg, sudoku);

@@ -149,6 +149,17 @@ TEST_F(ApplyPlan, ACudaDeviceNeedsALibTorchWithCuda) {
 }
 #endif
 
+// A backend this LibTorch was not built with (no XPU in any build the tests run) is refused
+// before anything runs, naming it.
+TEST_F(ApplyPlan, ADeviceOfABackendThisLibTorchLacksIsRefusedNamingIt) {
+  try {
+    apply_plan(RuntimePlan::parse(R"({"torch_device": "xpu:0"})"));
+    FAIL() << "no error";
+  } catch (const mlh::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("xpu:0 needs a LibTorch built with XPU"), std::string::npos) << e.what();
+  }
+}
+
 struct Conv : torch::nn::Module {
   Conv() {
     weight = register_parameter("weight", at::randn({8, 3, 3, 3}));

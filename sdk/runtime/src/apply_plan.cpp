@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <torch/nn/module.h>
 
+#include "mlh/device_traits.hpp"
 #include "mlh/plan_fields.hpp"
 #include "mlh/plan_reader.hpp"
 #include "mlh/runtime/compat.hpp"
@@ -13,10 +14,7 @@
 #include "mlh/runtime/plan_effects.hpp"
 #include "mlh/runtime/seed.hpp"
 
-#if MLH_TORCH_HAS_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAFunctions.h>
-#endif
+#include "backends/backend.hpp"
 
 namespace mlh::rt {
 
@@ -107,12 +105,12 @@ RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
 }
 
 void apply_plan(const RuntimePlan& plan) {
-  const bool cuda = plan.device.is_cuda();
-#if !MLH_TORCH_HAS_CUDA
-  if (cuda)
-    throw Error(MLH_ERR_INVALID_ARGUMENT,
-                "plan field 'torch_device': " + plan.torch_device + " needs a LibTorch built with CUDA");
-#endif
+  const DeviceTraits& traits = device_traits(plan.device.str());
+  const backends::Backend& backend = backends::of(plan.device);
+  if (!backend.available(plan.device))
+    throw Error(MLH_ERR_INVALID_ARGUMENT, "plan field 'torch_device': " + plan.device.str() + " needs a LibTorch built with " +
+                                              c10::DeviceTypeName(plan.device.type()) + " (this is " + TORCH_VERSION +
+                                              " without it)");
 
   if (plan.intra_op_threads) at::set_num_threads(*plan.intra_op_threads);
   // get_num_interop_threads() is int in 1.13 and size_t in 2.x.
@@ -131,21 +129,15 @@ void apply_plan(const RuntimePlan& plan) {
   context.setBenchmarkCuDNN(plan.cudnn_benchmark && !plan.deterministic);
   context.setAllowTF32CuBLAS(plan.tf32_matmul);
   context.setAllowTF32CuDNN(plan.tf32_matmul);
-  // cuBLAS reads it when it creates its first handle, which has not happened yet at this point.
-  if (cuda && plan.deterministic) setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  if (plan.deterministic) backend.prepare_deterministic();
 
-#if MLH_TORCH_HAS_CUDA
-  if (cuda && plan.memory_fraction) {
-    const c10::DeviceIndex index = plan.device.has_index() ? plan.device.index() : c10::cuda::current_device();
-    // LibTorch 2.x sets up the caching allocator lazily, at the first CUDA tensor, and refuses a
-    // fraction before that ("Allocator not initialized for device"): an empty tensor makes it.
-    at::empty({0}, at::TensorOptions().device(c10::Device(c10::DeviceType::CUDA, index)));
-    c10::cuda::CUDACachingAllocator::setMemoryFraction(*plan.memory_fraction, index);
-    note_plan_effect("memory_fraction", "cuda_caching_allocator", *plan.memory_fraction);
-  }
-#endif
-
-  if (plan.device.is_cpu() && plan.memory_limit_bytes) set_cpu_memory_limit(plan.memory_limit_bytes);
+  // The plan's memory cap, where the trait says the runtime enforces it (kWatermark is the
+  // host's environment variable, set before this process started).
+  if (traits.memory_cap == DeviceTraits::MemoryCap::kCachingAllocator && plan.memory_fraction)
+    note_plan_effect("memory_fraction", backend.cap_caching_allocator(plan.device, *plan.memory_fraction),
+                     *plan.memory_fraction);
+  if (traits.memory_cap == DeviceTraits::MemoryCap::kTensorMemory && plan.memory_limit_bytes)
+    set_cpu_memory_limit(plan.memory_limit_bytes);
 
   if (plan.seed) seed_everything(*plan.seed);
   report_plan_effects_in_summaries();

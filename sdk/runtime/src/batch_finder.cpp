@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include <mlh/device_traits.hpp>
 #include <mlh/plan_reader.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/memory.hpp>
@@ -139,7 +140,8 @@ BatchSearchResult find_batch_size(const BatchTrialFn& trial, c10::Device device,
 }
 
 std::optional<int64_t> planned_memory_limit(const RuntimePlan& plan) {
-  if (plan.device.is_cpu()) return plan.memory_limit_bytes;
+  // A tensor-memory cap is in bytes; a fraction of the device's memory elsewhere.
+  if (device_traits(plan.device.str()).memory_cap == DeviceTraits::MemoryCap::kTensorMemory) return plan.memory_limit_bytes;
   if (!plan.memory_fraction) return std::nullopt;
   const std::optional<int64_t> total = device_memory_total(plan.device);
   if (!total) return std::nullopt;

@@ -9,18 +9,21 @@
 #include <filesystem>
 
 #include <torch/csrc/autograd/profiler_legacy.h>
-#include <torch/cuda.h>
 
 #include <mlh/runtime/benchmark.hpp>
 #include <mlh/runtime/memory.hpp>
 
+#include <mlh/device_traits.hpp>
+
+#include "backends/backend.hpp"
+
 namespace mlh::rt {
-namespace {
 
 void synchronize(at::Device device) {
-  // Kernels launch asynchronously: without this a CUDA iteration would time only the launch.
-  if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+  if (device_traits(device.str()).accelerator) backends::of(device).synchronize(device);
 }
+
+namespace {
 
 // Linear interpolation between the closest ranks (NumPy's default), `sorted` not empty.
 double percentile(const std::vector<double>& sorted, double p) {

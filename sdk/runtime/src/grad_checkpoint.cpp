@@ -1,15 +1,16 @@
 #include "mlh/runtime/grad_checkpoint.hpp"
 
-#include <array>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "mlh/device_traits.hpp"
 #include "mlh/plugin.hpp"
 #include "mlh/runtime/compat.hpp"
 #include "mlh/runtime/plan_effects.hpp"
@@ -21,33 +22,37 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The device types whose autocast state a recomputation must replay: MPS too where LibTorch
-// runs autocast on it.
-constexpr c10::DeviceType kAutocastDevices[] = {c10::DeviceType::CPU, c10::DeviceType::CUDA
-#if MLH_TORCH_HAS_MPS_BF16_AUTOCAST
-                                                 ,
-                                                 c10::DeviceType::MPS
-#endif
-};
-constexpr size_t kAutocastDeviceCount = sizeof(kAutocastDevices) / sizeof(kAutocastDevices[0]);
+// The device types whose autocast state a recomputation must replay: those of the trait
+// table (mlh/device_traits.hpp) whose autocast this LibTorch runs.
+const std::vector<c10::DeviceType>& autocast_devices() {
+  static const std::vector<c10::DeviceType> types = [] {
+    std::vector<c10::DeviceType> all;
+    for (const DeviceTraits& t : kDeviceTraits)
+      if (t.fp16_autocast || (t.bf16_autocast && MLH_TORCH_VERSION_AT_LEAST(t.bf16_torch[0], t.bf16_torch[1])))
+        all.push_back(c10::Device(t.type).type());
+    return all;
+  }();
+  return types;
+}
 
 // Whether autocast is on, and in which type, for each of those device types.
 struct AutocastState {
-  std::array<bool, kAutocastDeviceCount> enabled{};
-  std::array<c10::ScalarType, kAutocastDeviceCount> dtype{};
+  std::vector<bool> enabled;
+  std::vector<c10::ScalarType> dtype;
 
   static AutocastState current() {
     AutocastState s;
-    for (size_t i = 0; i < kAutocastDeviceCount; ++i) {
-      s.enabled[i] = compat::autocast_enabled(kAutocastDevices[i]);
-      s.dtype[i] = compat::autocast_dtype(kAutocastDevices[i]);
+    for (c10::DeviceType type : autocast_devices()) {
+      s.enabled.push_back(compat::autocast_enabled(type));
+      s.dtype.push_back(compat::autocast_dtype(type));
     }
     return s;
   }
   void apply() const {
-    for (size_t i = 0; i < kAutocastDeviceCount; ++i) {
-      compat::set_autocast_enabled(kAutocastDevices[i], enabled[i]);
-      compat::set_autocast_dtype(kAutocastDevices[i], dtype[i]);
+    const std::vector<c10::DeviceType>& types = autocast_devices();
+    for (size_t i = 0; i < types.size(); ++i) {
+      compat::set_autocast_enabled(types[i], enabled[i]);
+      compat::set_autocast_dtype(types[i], dtype[i]);
     }
   }
 };
@@ -58,8 +63,8 @@ struct AutocastState {
 struct ForwardState : torch::CustomClassHolder {
   CheckpointFnN fn;
   at::Tensor cpu_rng;
-  std::optional<c10::Device> cuda_device;  // the first CUDA input's device
-  at::Tensor cuda_rng;
+  std::optional<c10::Device> device;  // the first input's on an accelerator with a generator
+  at::Tensor device_rng;
   AutocastState autocast;
 };
 
@@ -80,9 +85,9 @@ class ForwardStateScope {
   explicit ForwardStateScope(const ForwardState& saved) : saved_(saved) {
     cpu_rng_ = rng_state(at::detail::getDefaultCPUGenerator());
     set_rng_state(at::detail::getDefaultCPUGenerator(), saved.cpu_rng);
-    if (saved.cuda_device) {
-      cuda_rng_ = rng_state(at::globalContext().defaultGenerator(*saved.cuda_device));
-      set_rng_state(at::globalContext().defaultGenerator(*saved.cuda_device), saved.cuda_rng);
+    if (saved.device) {
+      device_rng_ = rng_state(at::globalContext().defaultGenerator(*saved.device));
+      set_rng_state(at::globalContext().defaultGenerator(*saved.device), saved.device_rng);
     }
     autocast_ = AutocastState::current();
     saved.autocast.apply();
@@ -94,14 +99,14 @@ class ForwardStateScope {
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
     autocast_.apply();
     set_rng_state(at::detail::getDefaultCPUGenerator(), cpu_rng_);
-    if (saved_.cuda_device) set_rng_state(at::globalContext().defaultGenerator(*saved_.cuda_device), cuda_rng_);
+    if (saved_.device) set_rng_state(at::globalContext().defaultGenerator(*saved_.device), device_rng_);
   }
   ForwardStateScope(const ForwardStateScope&) = delete;
   ForwardStateScope& operator=(const ForwardStateScope&) = delete;
 
  private:
   const ForwardState& saved_;
-  at::Tensor cpu_rng_, cuda_rng_;
+  at::Tensor cpu_rng_, device_rng_;
   AutocastState autocast_;
 };
 
@@ -115,12 +120,16 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     auto saved = c10::make_intrusive<ForwardState>();
     saved->fn = fn;
     saved->cpu_rng = rng_state(at::detail::getDefaultCPUGenerator());
-    for (const at::Tensor& x : inputs)
-      if (x.is_cuda()) {
-        saved->cuda_device = x.device();
-        saved->cuda_rng = rng_state(at::globalContext().defaultGenerator(x.device()));
+    // A known accelerator's own generator (an unknown backend may have none): dropout
+    // there draws from it, and the recomputation must draw the same.
+    for (const at::Tensor& x : inputs) {
+      const DeviceTraits& traits = device_traits(x.device().str());
+      if (traits.accelerator && *traits.type) {
+        saved->device = x.device();
+        saved->device_rng = rng_state(at::globalContext().defaultGenerator(x.device()));
         break;
       }
+    }
     saved->autocast = AutocastState::current();
     ctx->saved_data["state"] = c10::IValue::make_capsule(saved);
     ctx->save_for_backward(inputs.vec());

@@ -3,28 +3,16 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include <mlh/runtime/memory.hpp>
 
-#include <mlh/runtime/compat.hpp>
-#include <mlh/runtime/memory_limit.hpp>
-
+#include <mlh/device_traits.hpp>
 #include <mlh/runtime/plan_effects.hpp>
 
-#if MLH_TORCH_HAS_MPS_MEMORY
-#include <ATen/detail/MPSHooksInterface.h>
-#endif
-#if MLH_TORCH_HAS_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <cuda_runtime_api.h>
-#endif
+#include "backends/backend.hpp"
 
 namespace mlh::rt {
 namespace {
@@ -37,122 +25,39 @@ int64_t resident_bytes() {
   return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
-std::optional<double> host_free_fraction() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  std::optional<double> total, available;
-  while (std::getline(meminfo, line)) {
-    std::istringstream fields(line);
-    std::string key;
-    double kib = 0;
-    if (!(fields >> key >> kib)) continue;
-    if (key == "MemTotal:") total = kib;
-    if (key == "MemAvailable:") available = kib;
-  }
-  if (!total || !available || *total <= 0) return std::nullopt;
-  return *available / *total;
-}
-
-#if MLH_TORCH_HAS_CUDA
-c10::DeviceIndex cuda_index(at::Device device) {
-  return device.has_index() ? device.index() : c10::cuda::current_device();
-}
-#endif
-
 }  // namespace
 
 MemoryStats memory_stats(at::Device device) {
-  MemoryStats stats;
+  MemoryStats stats = backends::of(device).allocator_stats(device);
   stats.rss = resident_bytes();
-#if MLH_TORCH_HAS_CUDA
-  if (device.is_cuda()) {
-    const auto cuda = c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_index(device));
-    // Index 0 is StatType::AGGREGATE (all pool sizes) in every LibTorch version.
-    stats.allocated = cuda.allocated_bytes[0].current;
-    stats.reserved = cuda.reserved_bytes[0].current;
-    stats.peak = cuda.allocated_bytes[0].peak;
-    stats.peak_reserved = cuda.reserved_bytes[0].peak;
-  }
-#endif
-#if MLH_TORCH_HAS_MPS_MEMORY
-  if (device.is_mps()) {
-    // The MPS allocator keeps no peak: allocated and reserved (what Metal holds for it) only.
-    const at::MPSHooksInterface& mps = at::detail::getMPSHooks();
-    stats.allocated = static_cast<int64_t>(mps.getCurrentAllocatedMemory());
-    stats.reserved = static_cast<int64_t>(mps.getDriverAllocatedMemory());
-  }
-#endif
-  (void)device;
   return stats;
 }
 
 std::optional<double> free_memory_fraction(at::Device device) {
-  if (device.is_cpu()) return host_free_fraction();
-#if MLH_TORCH_HAS_CUDA
-  if (device.is_cuda()) {
-    c10::cuda::CUDAGuard guard(cuda_index(device));
-    size_t free = 0, total = 0;
-    C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-    if (total == 0) return std::nullopt;
-    return static_cast<double>(free) / static_cast<double>(total);
-  }
-#endif
-  return std::nullopt;
+  const std::optional<backends::DeviceMemory> memory = backends::of(device).memory(device);
+  if (!memory) return std::nullopt;
+  return static_cast<double>(memory->free) / static_cast<double>(memory->total);
 }
 
-void reset_peak_memory(at::Device device) {
-  if (device.is_cpu()) reset_cpu_memory_peak();
-#if MLH_TORCH_HAS_CUDA
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device));
-#endif
-}
+void reset_peak_memory(at::Device device) { backends::of(device).reset_peak(device); }
 
-std::optional<int64_t> tensor_memory_peak(at::Device device) {
-  if (device.is_cpu()) return cpu_memory_peak();
-  return memory_stats(device).peak;
-}
+std::optional<int64_t> tensor_memory_peak(at::Device device) { return backends::of(device).tensor_peak(device); }
 
 std::optional<int64_t> capped_memory_peak(at::Device device) {
-  if (device.is_cuda()) return memory_stats(device).peak_reserved;
+  // A caching allocator's cap counts what it holds, cached blocks included.
+  if (device_traits(device.str()).memory_cap == DeviceTraits::MemoryCap::kCachingAllocator)
+    return memory_stats(device).peak_reserved;
   return tensor_memory_peak(device);
 }
 
 std::optional<int64_t> device_memory_total(at::Device device) {
-  if (device.is_cpu()) {
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    int64_t kib = 0;
-    while (meminfo >> key >> kib) {
-      if (key == "MemTotal:") return kib * 1024;
-      meminfo.ignore(1 << 10, '\n');
-    }
-    return std::nullopt;
-  }
-#if MLH_TORCH_HAS_CUDA
-  if (device.is_cuda()) {
-    c10::cuda::CUDAGuard guard(cuda_index(device));
-    size_t free = 0, total = 0;
-    C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-    return static_cast<int64_t>(total);
-  }
-#endif
-  return std::nullopt;
+  const std::optional<backends::DeviceMemory> memory = backends::of(device).memory(device);
+  if (!memory) return std::nullopt;
+  return memory->total;
 }
 
 void empty_device_cache(at::Device device) {
-#if MLH_TORCH_HAS_CUDA
-  if (device.is_cuda()) {
-    c10::cuda::CUDACachingAllocator::emptyCache();
-    count_plan_effect("empty_cache_steps", "cache_clears");
-  }
-#endif
-#if MLH_TORCH_HAS_MPS_MEMORY
-  if (device.is_mps()) {
-    at::detail::getMPSHooks().emptyCache();
-    count_plan_effect("empty_cache_steps", "cache_clears");
-  }
-#endif
-  (void)device;
+  if (backends::of(device).empty_cache(device)) count_plan_effect("empty_cache_steps", "cache_clears");
 }
 
 MemoryMonitor::MemoryMonitor(at::Device device, MetricSink metric, WarnSink warn,

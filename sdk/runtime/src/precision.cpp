@@ -1,5 +1,6 @@
 #include "mlh/runtime/precision.hpp"
 
+#include "mlh/device_traits.hpp"
 #include "mlh/plugin.hpp"
 #include "mlh/runtime/compat.hpp"
 #include "mlh/runtime/plan_effects.hpp"
@@ -33,16 +34,21 @@ c10::ScalarType scalar_type(Precision precision) {
 
 AutocastScope::AutocastScope(Precision precision, c10::Device device) : device_type_(device.type()) {
   if (precision == Precision::kFp32) return;
-  const bool supported = device_type_ == c10::DeviceType::CUDA ||
-                         (device_type_ == c10::DeviceType::CPU && precision == Precision::kBf16) ||
-                         (device_type_ == c10::DeviceType::MPS && precision == Precision::kBf16 &&
-                          MLH_TORCH_HAS_MPS_BF16_AUTOCAST);
-  if (!supported)
-    throw Error(MLH_ERR_INVALID_ARGUMENT,
-                "autocast: " + to_string(precision) + " is not supported on " + device.str() +
-                    (device_type_ == c10::DeviceType::MPS ? " (MPS: bf16 only, with LibTorch 2.6 or later; this is " +
-                                                                std::string(TORCH_VERSION) + ")"
-                                                          : ""));
+  const DeviceTraits& traits = device_traits(device.str());
+  const bool bf16 = precision == Precision::kBf16;
+  const bool torch_has_bf16 = MLH_TORCH_VERSION_AT_LEAST(traits.bf16_torch[0], traits.bf16_torch[1]);
+  if (bf16 && traits.bf16_autocast && !torch_has_bf16)
+    throw Error(MLH_ERR_INVALID_ARGUMENT, "autocast: bf16 on " + device.str() + " needs LibTorch " +
+                                              std::to_string(traits.bf16_torch[0]) + "." +
+                                              std::to_string(traits.bf16_torch[1]) + " or later (this is " +
+                                              TORCH_VERSION + ")");
+  if (bf16 ? !traits.bf16_autocast : !traits.fp16_autocast) {
+    const char* runs = traits.fp16_autocast ? (traits.bf16_autocast ? "fp16 and bf16" : "fp16 only")
+                       : traits.bf16_autocast ? "bf16 only"
+                                              : "no reduced precision";
+    throw Error(MLH_ERR_INVALID_ARGUMENT, "autocast: " + to_string(precision) + " is not supported on " + device.str() +
+                                              " (its autocast runs " + runs + ")");
+  }
   count_plan_effect("precision", precision == Precision::kBf16 ? "bf16_autocast_regions" : "fp16_autocast_regions");
   previous_enabled_ = compat::autocast_enabled(device_type_);
   previous_dtype_ = compat::autocast_dtype(device_type_);

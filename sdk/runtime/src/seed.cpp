@@ -6,8 +6,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
-#include <torch/cuda.h>
 
+#include "backends/backend.hpp"
 #include "mlh/plugin.hpp"
 
 namespace mlh::rt {
@@ -25,9 +25,8 @@ void set_state_of(at::Generator gen, const at::Tensor& state) {
   gen.set_state(state);
 }
 
-at::Generator cuda_generator(int index) {
-  return at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index)));
-}
+// Every CUDA GPU's generator, checkpointed as rng.cuda.<index>.
+std::vector<at::Generator> gpu_generators() { return backends::named("cuda").generators(); }
 
 at::Tensor bytes_of(const std::string& text) {
   at::Tensor t = at::empty({static_cast<int64_t>(text.size())}, at::kByte);
@@ -76,7 +75,7 @@ RngState RngState::from_tensors(const std::map<std::string, at::Tensor>& tensors
 RngState capture_rng_state() {
   RngState state;
   state.cpu = state_of(at::detail::getDefaultCPUGenerator());
-  for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) state.cuda.push_back(state_of(cuda_generator(i)));
+  for (const at::Generator& gen : gpu_generators()) state.cuda.push_back(state_of(gen));
   std::ostringstream host;
   host << host_rng();
   state.host = host.str();
@@ -88,9 +87,8 @@ void restore_rng_state(const RngState& state) {
   std::mt19937_64 rng;
   if (!(host >> rng)) throw Error(MLH_ERR_INVALID_ARGUMENT, "RNG state 'rng.host': not a saved std::mt19937_64");
   set_state_of(at::detail::getDefaultCPUGenerator(), state.cpu);
-  // device_count() is size_t in 1.13 and c10::DeviceIndex (int8_t) in 2.x.
-  const size_t devices = std::min(state.cuda.size(), static_cast<size_t>(torch::cuda::device_count()));
-  for (size_t i = 0; i < devices; ++i) set_state_of(cuda_generator(static_cast<int>(i)), state.cuda[i]);
+  const std::vector<at::Generator> gpus = gpu_generators();
+  for (size_t i = 0; i < std::min(state.cuda.size(), gpus.size()); ++i) set_state_of(gpus[i], state.cuda[i]);
   host_rng() = rng;
 }
 

@@ -3,71 +3,13 @@
 #include <stdexcept>
 #include <utility>
 
-#include "mlh/runtime/compat.hpp"
+#include "backends/backend.hpp"
 #include "mlh/runtime/plan_effects.hpp"
-
-#if MLH_TORCH_HAS_CUDA
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace mlh::rt {
 
-#if MLH_TORCH_HAS_CUDA
-namespace {
-
-class CudaGraphRecorder : public GraphRecorder {
- public:
-  explicit CudaGraphRecorder(c10::Device device) : device_(device) {}
-
-  void capture(const std::function<void()>& body) override {
-    graph_ = std::make_unique<at::cuda::CUDAGraph>();
-    c10::cuda::CUDAGuard on_device(device_);
-    // The warm-up's work must be done before capture starts; a capture on the default stream
-    // is refused, so it runs on a side stream, which the replays need not use.
-    c10::cuda::device_synchronize();
-    c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool(false, device_.index()));
-    graph_->capture_begin();
-    try {
-      body();
-    } catch (...) {
-      try {
-        graph_->capture_end();  // ends the (invalidated) capture so that the stream works again
-      } catch (...) {
-      }
-      graph_.reset();
-      throw;
-    }
-    graph_->capture_end();
-  }
-
-  void replay() override {
-    if (!graph_) throw std::logic_error("CUDA graph replayed before it was captured");
-    c10::cuda::CUDAGuard on_device(device_);
-    graph_->replay();
-  }
-
- private:
-  c10::Device device_;
-  std::unique_ptr<at::cuda::CUDAGraph> graph_;
-};
-
-}  // namespace
-#endif
-
 std::unique_ptr<GraphRecorder> cuda_graph_recorder(c10::Device device, std::string* why_not) {
-  if (!device.is_cuda()) {
-    if (why_not) *why_not = "CUDA graphs need a CUDA device (this run's is " + device.str() + ")";
-    return nullptr;
-  }
-#if MLH_TORCH_HAS_CUDA
-  return std::make_unique<CudaGraphRecorder>(device);
-#else
-  if (why_not) *why_not = "this LibTorch was built without CUDA";
-  return nullptr;
-#endif
+  return backends::of(device).graph_recorder(device, why_not);
 }
 
 StepGraph plan_step_graph(bool cuda_graphs, c10::Device device, std::function<void(const std::string&)> log) {

@@ -46,9 +46,14 @@ struct BenchmarkResult {
   nlohmann::json to_json() const;
 };
 
+// Waits until the work queued on `device` is done, where its trait says it is an accelerator
+// (mlh/device_traits.hpp: CUDA, MPS, any backend the table does not know): its kernels launch
+// asynchronously, and a step timed without this times only their launches. Nothing on the CPU.
+void synchronize(at::Device device);
+
 // Runs `body` options.warmup_iterations times untimed, then times it until at least
 // min_iterations and min_seconds are reached, or max_iterations. Each iteration waits for
-// the device to finish (CUDA), so asynchronous kernels are counted where they run.
+// the device to finish (synchronize), so asynchronous kernels are counted where they run.
 BenchmarkResult run_benchmark(const std::string& name, const std::function<void()>& body,
                               const BenchmarkOptions& options = {});
 

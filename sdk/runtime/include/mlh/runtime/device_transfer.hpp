@@ -12,8 +12,9 @@
 
 namespace mlh::rt {
 
-// Whether batches for `device` are pinned: the plan asks for it and the device is a CUDA GPU
-// (page-locked memory speeds up host-to-GPU copies only; LibTorch pins for CUDA alone).
+// Whether batches for `device` are pinned: the plan asks for it and the device's trait says
+// copies from page-locked memory run asynchronously there (pinned_copies: CUDA GPUs; LibTorch
+// pins for CUDA alone).
 bool pins_batches(at::Device device, bool pinned);
 
 // `tensor` page-locked when pins_batches(device, pinned) and it is a host tensor not pinned
