@@ -92,9 +92,21 @@ PluginManifest parse_manifest(const std::string& text, const std::filesystem::pa
       if (!t->is_object()) fail(origin, "field 'build.torch' must be an object or null");
       if (auto v = t->find("version"); v != t->end() && v->is_string()) m.torch_version = v->get<std::string>();
       else fail(origin, "field 'build.torch.version' must be a string");
-      if (auto c = t->find("cuda"); c != t->end()) {
-        if (!c->is_boolean()) fail(origin, "field 'build.torch.cuda' must be true or false");
-        m.torch_cuda = c->get<bool>();
+      if (auto b = t->find("backends"); b != t->end()) {
+        if (!b->is_array()) fail(origin, "field 'build.torch.backends' must be an array of LibTorch device types");
+        for (const json& type : *b) {
+          if (!type.is_string() || type.get<std::string>().empty())
+            fail(origin, "field 'build.torch.backends' holds " + type.dump() + ", not a LibTorch device type");
+          m.torch_backends.push_back(type.get<std::string>());
+        }
+      } else {
+        // An older SDK's manifest: a "cuda" flag, and MPS where it was built on macOS.
+        m.torch_backends.push_back("cpu");
+        if (auto c = t->find("cuda"); c != t->end()) {
+          if (!c->is_boolean()) fail(origin, "field 'build.torch.cuda' must be true or false");
+          if (c->get<bool>()) m.torch_backends.push_back("cuda");
+        }
+        if (it->value("system", std::string()) == "Darwin") m.torch_backends.push_back("mps");
       }
       if (auto d = t->find("distributed"); d != t->end()) {
         if (!d->is_array()) fail(origin, "field 'build.torch.distributed' must be an array of backend names");

@@ -30,7 +30,9 @@ struct PluginManifest {
   uint32_t abi_minor = 0;
   std::string build_arch;                    // empty when the manifest does not say
   std::optional<std::string> torch_version;  // set for plugins built with LibTorch
-  bool torch_cuda = false;
+  // The LibTorch device types its LibTorch runs (build.torch.backends: "cpu", "cuda", "mps";
+  // from an older SDK's "cuda" flag and build system where the manifest has no list).
+  std::vector<std::string> torch_backends;
   // The c10d backends its runtime was built with (build.torch.distributed: "gloo", "nccl");
   // unset where the manifest does not say (an older SDK's plugin), which refuses nothing.
   std::optional<std::vector<std::string>> torch_distributed;

@@ -1,5 +1,7 @@
 #include "probe/backends.hpp"
 
+#include <algorithm>
+
 #include "probe/torch_backend.hpp"
 
 namespace mlhost {
@@ -7,35 +9,35 @@ namespace {
 
 std::string torch_word(const PluginManifest& m) {
   if (!m.torch_version) return m.name + " (no LibTorch)";
-  return m.name + " (LibTorch " + *m.torch_version + (m.torch_cuda ? " with CUDA" : " without CUDA") + ")";
+  return m.name + " (LibTorch " + *m.torch_version + " for " + torch_backend_list(m) + ")";
 }
 
-bool built_for_macos(const PluginManifest& m) {
-  return m.torch_version && m.build.value("system", std::string()) == "Darwin";
+bool runs(const PluginManifest& m, const std::string& type) {
+  return m.torch_version && std::find(m.torch_backends.begin(), m.torch_backends.end(), type) != m.torch_backends.end();
 }
 
 }  // namespace
 
+std::string torch_backend_list(const PluginManifest& m) {
+  std::string list;
+  for (const std::string& type : m.torch_backends) list += (list.empty() ? "" : ", ") + type;
+  return list.empty() ? "no device type" : list;
+}
+
 void require_torch_backends(std::vector<PluginProbe>& probes, const std::vector<PluginManifest>& algorithms) {
   if (algorithms.empty()) return;
-  bool cuda = false, mps = false;
   std::string seen;
-  for (const auto& a : algorithms) {
-    cuda = cuda || (a.torch_version && a.torch_cuda);
-    mps = mps || built_for_macos(a);
-    seen += (seen.empty() ? "" : ", ") + torch_word(a);
-  }
+  for (const auto& a : algorithms) seen += (seen.empty() ? "" : ", ") + torch_word(a);
   for (auto& p : probes) {
     for (auto& d : p.devices) {
       if (!d.available) continue;
-      const TorchBackend::Needs needs = torch_backend(d).needs;
-      if (needs == TorchBackend::Needs::kCuda && !cuda) {
-        d.available = false;
-        d.unavailable_reason = "no algorithm plugin has a CUDA-enabled LibTorch (" + seen + ")";
-      } else if (needs == TorchBackend::Needs::kMacos && !mps) {
-        d.available = false;
-        d.unavailable_reason = "no algorithm plugin has an MPS-enabled LibTorch (one built on macOS) (" + seen + ")";
-      }
+      // A backend the trait table does not know is tried: its worker says if LibTorch lacks it.
+      const TorchBackend& backend = torch_backend(d);
+      if (!*backend.type) continue;
+      if (std::any_of(algorithms.begin(), algorithms.end(), [&](const PluginManifest& a) { return runs(a, backend.type); }))
+        continue;
+      d.available = false;
+      d.unavailable_reason = std::string("no algorithm plugin has a LibTorch with ") + backend.name + " (" + seen + ")";
     }
   }
 }

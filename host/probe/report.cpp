@@ -217,7 +217,7 @@ std::string plugin_list_to_text(const Discovery& discovery) {
       o << "  " << m.name << " " << m.version << "  ABI " << m.abi_major << "." << m.abi_minor << "  "
         << (p.usable() ? "ok" : "refused") << "\n      " << m.library_path.string() << "\n";
       if (!m.description.empty()) o << "      " << m.description << "\n";
-      if (m.torch_version) o << "      LibTorch " << *m.torch_version << (m.torch_cuda ? " with CUDA" : " (CPU only)") << "\n";
+      if (m.torch_version) o << "      LibTorch " << *m.torch_version << " for " << torch_backend_list(m) << "\n";
       if (p.sha256) o << "      sha256 " << *p.sha256 << "\n";
       if (p.refused) o << "      refused: " << *p.refused << "\n";
       for (const auto& w : p.warnings) o << "      warning: " << w << "\n";

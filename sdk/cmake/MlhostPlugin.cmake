@@ -95,9 +95,19 @@ function(mlh_add_plugin name)
       message(FATAL_ERROR "mlh_add_plugin(${name}): TORCH given but find_package(Torch) was not run")
     endif()
     target_link_libraries(${ARG_TARGET} PRIVATE ${TORCH_LIBRARIES})
+    # The LibTorch device types its LibTorch runs: the host puts a plugin only on the devices
+    # of those (build.torch.backends). "cuda" stays as a flag for hosts older than the list.
     set(_cuda false)
+    set(_torch_backends "\"cpu\"")
     if(TORCH_CUDA_LIBRARIES)
       set(_cuda true)
+      string(APPEND _torch_backends ", \"cuda\"")
+    endif()
+    if(APPLE)
+      string(APPEND _torch_backends ", \"mps\"")
+    endif()
+    if(TORCH_LIBRARIES MATCHES "torch_xpu")
+      string(APPEND _torch_backends ", \"xpu\"")
     endif()
     # The c10d backends its ranks can talk through: the host refuses, when it plans, a run of
     # several ranks that needs one the plugin lacks (a build without Gloo's headers). Unknown
@@ -125,7 +135,7 @@ function(mlh_add_plugin name)
       list(JOIN _list ", " _list)
       set(_distributed ", \"distributed\": [${_list}]")
     endif()
-    set(_torch "{\"version\": \"${Torch_VERSION}\", \"cuda\": ${_cuda}${_distributed}}")
+    set(_torch "{\"version\": \"${Torch_VERSION}\", \"backends\": [${_torch_backends}], \"cuda\": ${_cuda}${_distributed}}")
   endif()
 
   _mlh_abi_version(_abi_major _abi_minor)

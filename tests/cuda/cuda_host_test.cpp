@@ -161,7 +161,7 @@ TEST(CudaInHost, GpusNeedAnAlgorithmWithACudaLibTorch) {
     return;
   }
   EXPECT_EQ(gpu->at("available"), false);
-  EXPECT_NE(gpu->at("unavailable_reason").get<std::string>().find("no algorithm plugin has a CUDA-enabled LibTorch"),
+  EXPECT_NE(gpu->at("unavailable_reason").get<std::string>().find("no algorithm plugin has a LibTorch with CUDA"),
             std::string::npos)
       << gpu->dump(2);
   EXPECT_EQ(report.at("chosen"), "cpu:0");

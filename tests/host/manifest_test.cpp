@@ -37,8 +37,34 @@ TEST(Manifest, ReadsTorchBuildFacts) {
   EXPECT_EQ(m.abi_minor, 2u);
   ASSERT_TRUE(m.torch_version.has_value());
   EXPECT_EQ(*m.torch_version, "2.4.0");
-  EXPECT_TRUE(m.torch_cuda);
+  EXPECT_EQ(m.torch_backends, (std::vector<std::string>{"cpu", "cuda"})) << "an older SDK's cuda flag";
   EXPECT_EQ(m.library_path, std::filesystem::path("/p/liba.so"));
+}
+
+// build.torch.backends: the LibTorch device types the plugin's LibTorch runs. Where it is
+// missing (an older SDK), "cpu", "cuda" from the cuda flag and "mps" from a macOS build.
+TEST(Manifest, ReadsTheBackendsItsLibTorchRuns) {
+  const auto with = [](const std::string& build) {
+    return parse_manifest(R"({"manifest_version":1,"kind":"algorithm","name":"a","version":"1","abi":{"major":1,"minor":2},
+              "library":"liba.so","build":)" + build + "}",
+                          "/p/a.plugin.json");
+  };
+  EXPECT_EQ(with(R"({"torch":{"version":"2.15.0","backends":["cpu","xpu"],"cuda":true}})").torch_backends,
+            (std::vector<std::string>{"cpu", "xpu"}))
+      << "the list wins over the flag";
+  EXPECT_EQ(with(R"({"system":"Darwin","torch":{"version":"2.15.0","cuda":false}})").torch_backends,
+            (std::vector<std::string>{"cpu", "mps"}));
+  EXPECT_EQ(with(R"({"system":"Linux","torch":{"version":"2.15.0"}})").torch_backends, (std::vector<std::string>{"cpu"}));
+  EXPECT_TRUE(with(R"({"torch":null})").torch_backends.empty());
+  for (const char* bad : {R"("cuda")", R"([1])", R"([""])"}) {
+    try {
+      with(std::string(R"({"torch":{"version":"2.15.0","backends":)") + bad + "}}");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const ManifestError& e) {
+      EXPECT_NE(std::string(e.what()).find("build.torch.backends"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("a.plugin.json"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // build.torch.distributed: the backends the plugin's runtime was built with. Absent (an older
