@@ -4,6 +4,8 @@
 #include "common/stop_request.hpp"
 #include "probe/torch_backend.hpp"
 
+#include <mlh/plan_setting_check.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -128,11 +130,14 @@ void read_plugin_search(CliOptions& o, const po::variables_map& vm) {
 
 // The plan's values the user sets by hand: --precision, --batch-size, --threads, --allocator.
 void read_plan_overrides(CliOptions& o, const po::variables_map& vm, const CliRawValues& raw) {
+  // Each value is checked by the plan's table, as the settings file's are.
+  auto check = [](const char* option, const char* setting, const std::string& value, bool or_auto = true) {
+    const std::string problem = mlh::plan_setting_problem(setting, value, or_auto);
+    if (!problem.empty()) throw CliError(std::string("--") + option + " '" + value + "' " + problem);
+  };
   if (vm.count("precision")) {
-    const std::string& precision = raw.precision;
-    if (precision != "auto" && precision != "fp32" && precision != "fp16" && precision != "bf16")
-      throw CliError("--precision '" + precision + "' is not one of auto, fp32, fp16, bf16");
-    o.precision = precision;
+    check("precision", "precision", raw.precision);
+    o.precision = raw.precision;
   }
   if (vm.count("batch-size")) {
     if (raw.batch_size == "auto") {
@@ -144,14 +149,11 @@ void read_plan_overrides(CliOptions& o, const po::variables_map& vm, const CliRa
     }
   }
   if (vm.count("threads")) {
-    const auto n = whole_number(raw.threads, 1, 4096);
-    if (!n) throw CliError("--threads must be a whole number from 1 to 4096, got '" + raw.threads + "'");
-    o.threads = *n;
+    check("threads", "intra_op_threads", raw.threads, /*or_auto=*/false);
+    o.threads = std::stoll(raw.threads);
   }
   if (vm.count("allocator")) {
-    static const std::vector<std::string> allocators = {"auto", "glibc", "glibc-tuned", "jemalloc", "tcmalloc"};
-    if (std::find(allocators.begin(), allocators.end(), raw.allocator) == allocators.end())
-      throw CliError("--allocator '" + raw.allocator + "' is not one of auto, glibc, glibc-tuned, jemalloc, tcmalloc");
+    check("allocator", "allocator", raw.allocator);
     o.allocator = raw.allocator;
   }
 }

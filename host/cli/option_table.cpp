@@ -1,5 +1,7 @@
 #include "cli/option_table.hpp"
 
+#include <mlh/plan_setting_check.hpp>
+
 #include <sstream>
 
 namespace mlhost {
@@ -119,11 +121,23 @@ po::options_description sweep_options(CliOptions& o, CliRawValues& raw) {
   return group;
 }
 
+// "auto, fp32, fp16 or bf16": what an option that overrides a plan setting of choices takes,
+// from the plan's table.
+std::string auto_or_choices(const char* setting) {
+  const std::vector<std::string> choices = mlh::plan_setting_choices(mlh::plan_setting(setting));
+  std::string text = "auto";
+  for (size_t i = 0; i < choices.size(); ++i) text += (i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  return text;
+}
+
 // The options for overrides of the plan a run gets.
 po::options_description planning_options(CliOptions& o, CliRawValues& raw) {
+  static const std::string precision_help = auto_or_choices("precision") + " (default: auto, or the settings file)";
+  static const std::string allocator_help =
+      "the worker's memory allocator: " + auto_or_choices("allocator") + " (default: calibrated, else jemalloc)";
   po::options_description group("Planning (docs/plan.md)");
   group.add_options()
-      ("precision", po::value(&raw.precision), "auto, fp32, fp16 or bf16 (default: auto, or the settings file)")
+      ("precision", po::value(&raw.precision), precision_help.c_str())
       ("batch-size", po::value(&raw.batch_size),
        "reference batch size, or auto: the largest that fits, found by trying real training steps "
        "(default: the rules for the device)")
@@ -136,9 +150,7 @@ po::options_description planning_options(CliOptions& o, CliRawValues& raw) {
       ("threads", po::value(&raw.threads)->value_name("N"),
        "the worker's intra-op threads (LibTorch, OpenMP, BLAS) (default: the settings file's intra_op_threads, "
        "else calibrated, else the device plugin's recommendation, else all online CPUs)")
-      ("allocator", po::value(&raw.allocator),
-       "the worker's memory allocator: auto, glibc, glibc-tuned, jemalloc or tcmalloc (default: calibrated, "
-       "else jemalloc)")
+      ("allocator", po::value(&raw.allocator), allocator_help.c_str())
       ("calibrate", "measure the algorithm's training speed here under candidate allocators, thread counts and "
                     "precisions, cache the fastest per machine and algorithm (all algorithms without --algorithm)")
       ("no-calibrate", "run with cached or default settings; never calibrate first")

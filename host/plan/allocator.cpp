@@ -1,5 +1,7 @@
 #include "plan/allocator.hpp"
 
+#include <mlh/plan_setting_check.hpp>
+
 #include <system_error>
 
 namespace mlhost {
@@ -8,7 +10,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::vector<std::string>& allocator_names() {
-  static const std::vector<std::string> names = {"glibc", "glibc-tuned", "jemalloc", "tcmalloc"};
+  static const std::vector<std::string> names = mlh::plan_setting_choices(mlh::plan_setting("allocator"));
   return names;
 }
 

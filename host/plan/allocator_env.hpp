@@ -30,7 +30,7 @@ namespace mlhost {
 inline std::vector<mlh::EnvVar> allocator_environment(const mlh::PlanReader& plan,
                                                  const char* existing_preload = std::getenv("LD_PRELOAD"),
                                                  const char* existing_tunables = std::getenv("GLIBC_TUNABLES")) {
-  const auto name = plan.one_of("allocator.name", {"glibc", "glibc-tuned", "jemalloc", "tcmalloc"});
+  const auto name = plan.setting("allocator.name", mlh::plan_setting("allocator"));
   std::vector<mlh::EnvVar> env;
   if (!name || *name == "glibc") return env;
   if (*name == "glibc-tuned") {

@@ -1,7 +1,6 @@
 #include "plan/hardware_settings.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -11,6 +10,7 @@
 
 #include <boost/program_options.hpp>
 #include <mlh/plan_fields.hpp>
+#include <mlh/plan_setting_check.hpp>
 
 namespace mlhost {
 
@@ -29,72 +29,9 @@ Check one_of(std::vector<std::string> words) {
   };
 }
 
-Check integer_at_least(long min, bool allow_auto) {
-  return [=](const std::string& v) -> std::string {
-    if (allow_auto && v == "auto") return "";
-    static const std::regex digits("^-?[0-9]{1,12}$");
-    if (!std::regex_match(v, digits) || std::stol(v) < min)
-      return std::string("must be an integer >= ") + std::to_string(min) + (allow_auto ? " or auto" : "");
-    return "";
-  };
-}
-
-Check fraction() {
-  return [](const std::string& v) -> std::string {
-    if (v == "auto") return "";
-    char* end = nullptr;
-    const double x = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || !std::isfinite(x) || x <= 0 || x > 1)
-      return "must be a number in (0, 1] or auto";
-    return "";
-  };
-}
-
-// The check of a plan setting's value, from what the plan's table says it accepts.
+// The check of a plan setting's value: the plan's table's (mlh/plan_setting_check.hpp).
 Check check_of(const mlh::PlanSetting& setting) {
-  switch (setting.kind) {
-    case mlh::SettingKind::kSwitch:
-      return one_of({"auto", "true", "false"});
-    case mlh::SettingKind::kChoice: {
-      std::vector<std::string> words{"auto"};
-      std::istringstream choices(setting.choices);
-      for (std::string w; std::getline(choices, w, '|');) words.push_back(w);
-      return one_of(words);
-    }
-    case mlh::SettingKind::kCount: {
-      const Check at_least = integer_at_least(static_cast<long>(setting.min), true);
-      if (!setting.max) return at_least;
-      const long long max = setting.max;
-      const std::string note = setting.max_note;
-      return [at_least, max, note](const std::string& v) -> std::string {
-        const std::string problem = at_least(v);
-        if (!problem.empty() || v == "auto") return problem;
-        return std::stoll(v) <= max ? ""
-                                    : "must be at most " + std::to_string(max) + (note.empty() ? "" : " (" + note + ")") +
-                                          " or auto";
-      };
-    }
-    case mlh::SettingKind::kShare:
-      return fraction();
-    case mlh::SettingKind::kGib:
-      return [](const std::string& v) -> std::string {
-        if (v == "auto") return "";
-        char* end = nullptr;
-        const double x = std::strtod(v.c_str(), &end);
-        return v.empty() || *end != '\0' || !std::isfinite(x) || x <= 0 ? "must be a number of GiB > 0 or auto" : "";
-      };
-    case mlh::SettingKind::kName:
-      return [](const std::string& v) -> std::string {
-        static const std::regex name("^[a-z0-9][a-z0-9_-]{0,63}$");
-        return std::regex_match(v, name) ? "" : "must be auto or a preset name ([a-z0-9_-])";
-      };
-    case mlh::SettingKind::kAllocatorConf:
-      return [](const std::string& v) -> std::string {
-        static const std::regex conf("^(auto|[a-z_]+:[^,: ]+(,[a-z_]+:[^,: ]+)*)$");
-        return std::regex_match(v, conf) ? "" : "must be jemalloc's MALLOC_CONF, option:value[,option:value...]";
-      };
-  }
-  return nullptr;
+  return [&setting](const std::string& v) { return mlh::plan_setting_problem(setting, v, /*or_auto=*/true); };
 }
 
 // Every key's check: the plan's settings, as its table declares them (mlh::kPlanFields), and

@@ -119,7 +119,7 @@ TEST(Calibration, UntrustworthyResultsAreRejectedNamingTheField) {
   const json good = result().to_json();
   json bad = good;
   bad["chosen"]["threads"] = 0;
-  EXPECT_EQ(error(bad), "cache 'c.json': calibrations[0].chosen.threads: expected an integer >= 1");
+  EXPECT_EQ(error(bad), "cache 'c.json': calibrations[0].chosen.threads: '0' must be an integer >= 1");
   bad = good;
   bad["chosen"] = s("tcmalloc", 2).to_json();
   EXPECT_NE(error(bad).find("chosen: expected settings that were measured"), std::string::npos);

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <torch/nn/module.h>
 
+#include <mlh/plan_setting_check.hpp>
 #include <mlh/plugin.hpp>
 #include <mlh/runtime/apply_plan.hpp>
 #include <mlh/runtime/compat.hpp>
@@ -148,6 +149,28 @@ TEST_F(ApplyPlan, ACudaDeviceNeedsALibTorchWithCuda) {
   }
 }
 #endif
+
+// The worker's plan reader takes precision and threads by the plan's table, as the host's
+// command line, settings file and calibration cache do (tests/host/plan_setting_check_test.cpp).
+TEST_F(ApplyPlan, PrecisionAndThreadsAreCheckedByThePlanTable) {
+  for (const std::string& precision : mlh::plan_setting_choices(mlh::plan_setting("precision")))
+    EXPECT_EQ(mlh::rt::to_string(RuntimePlan::parse(R"({"precision": ")" + precision + R"("})").precision), precision);
+  auto refusal = [](const std::string& plan) {
+    try {
+      RuntimePlan::parse(plan);
+    } catch (const mlh::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal(R"({"precision": "fp8"})"),
+            "plan field 'precision': \"fp8\" " + mlh::plan_setting_problem("precision", "fp8"));
+  EXPECT_EQ(refusal(R"({"threads": {"intra_op": 4097}})"),
+            "plan field 'threads.intra_op': 4097 " + mlh::plan_setting_problem("intra_op_threads", "4097"));
+  EXPECT_EQ(refusal(R"({"threads": {"inter_op": 0}})"),
+            "plan field 'threads.inter_op': 0 " + mlh::plan_setting_problem("inter_op_threads", "0"));
+  EXPECT_EQ(*RuntimePlan::parse(R"({"threads": {"intra_op": 4096}})").intra_op_threads, 4096);
+}
 
 // A backend this LibTorch was not built with (no XPU in any build the tests run) is refused
 // before anything runs, naming it.

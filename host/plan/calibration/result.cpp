@@ -1,7 +1,10 @@
 #include "plan/calibration/result.hpp"
 
+#include <mlh/plan_setting_check.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace mlhost {
@@ -31,6 +34,10 @@ class Reader {
   }
   [[noreturn]] void fail(const std::string& key, const std::string& expected) const {
     throw CalibrationError(where_ + (key.empty() ? "" : "." + key) + ": expected " + expected);
+  }
+  // `key`'s value refused by the plan's table, which says what it must be.
+  [[noreturn]] void refuse(const std::string& key, const std::string& value, const std::string& problem) const {
+    throw CalibrationError(where_ + "." + key + ": '" + value + "' " + problem);
   }
   const json& at(const std::string& key) const {
     auto it = j_.find(key);
@@ -88,13 +95,15 @@ namespace {
 CalibrationSettings settings_from_json(const json& j, const std::string& where) {
   const Reader r(j, where);
   CalibrationSettings s;
-  s.allocator = r.text("allocator");
-  if (s.allocator != "glibc" && s.allocator != "glibc-tuned" && s.allocator != "jemalloc" && s.allocator != "tcmalloc")
-    r.fail("allocator", "glibc, glibc-tuned, jemalloc or tcmalloc");
-  s.threads = static_cast<int>(r.integer("threads", 1));
-  if (s.threads > 4096) r.fail("threads", "at most 4096");
-  s.precision = r.text("precision");
-  if (s.precision != "fp32" && s.precision != "bf16" && s.precision != "fp16") r.fail("precision", "fp32, bf16 or fp16");
+  // Each value checked by the plan's table, as the command line's and the settings file's are.
+  auto checked = [&r](const char* field, const char* setting, const std::string& value) {
+    const std::string problem = mlh::plan_setting_problem(setting, value);
+    if (!problem.empty()) r.refuse(field, value, problem);
+    return value;
+  };
+  s.allocator = checked("allocator", "allocator", r.text("allocator"));
+  s.threads = static_cast<int>(std::stoll(checked("threads", "intra_op_threads", std::to_string(r.integer("threads", INT64_MIN)))));
+  s.precision = checked("precision", "precision", r.text("precision"));
   return s;
 }
 

@@ -51,8 +51,9 @@ enum class PlanFieldDecider { kWorker, kAlgorithm };
 // field as "plan.<name>": the values that change what a run learns, not how fast.
 enum class RunParameter { kNo, kYes };
 
-// What a hardware settings key (share/mlhost/hardware.ini) accepts besides "auto": the
-// settings file's parser checks every value by it, so a key's type is declared here alone.
+// What a hardware settings key (share/mlhost/hardware.ini) accepts besides "auto": every
+// entry point checks a value by it (mlh/plan_setting_check.hpp), so a key's type, bounds and
+// choices are declared here alone.
 enum class SettingKind {
   kSwitch,         // true or false
   kChoice,         // one of `choices`
@@ -93,8 +94,8 @@ inline constexpr PlanFieldInfo kPlanFields[] = {
     {PlanField::kPreset, "preset", PlanFieldDecider::kAlgorithm, "model preset",
      {{"preset", SettingKind::kName}}, RunParameter::kYes},
     {PlanField::kThreads, "threads", PlanFieldDecider::kWorker, "threads",
-     {{"intra_op_threads", SettingKind::kCount, 1},
-      {"inter_op_threads", SettingKind::kCount, 1},
+     {{"intra_op_threads", SettingKind::kCount, 1, 4096, "", "beyond any machine's cores"},
+      {"inter_op_threads", SettingKind::kCount, 1, 4096, "", "beyond any machine's cores"},
       // keep: a shared machine lowers throughput, never changes the numbers; split: take the
       // cores other runs leave (faster beside them, but another thread count sums differently).
       {"shared_machine_threads", SettingKind::kChoice, 0, 0, "keep|split"}},

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan_setting_check.hpp"
 #include "plugin.hpp"
 
 namespace mlh {
@@ -77,6 +78,38 @@ class PlanReader {
     if (!v) return std::nullopt;
     if (!v->is_boolean()) fail(path, "true or false", *v);
     return v->get<bool>();
+  }
+
+  // The value at `path` of a setting of the plan's table (mlh/plan_fields.hpp), as text,
+  // checked by what the table declares for `setting` (mlh/plan_setting_check.hpp): the same
+  // check as the host's command line, settings file and calibration cache. A count, share or
+  // size must be a JSON number, a switch true or false, the rest strings.
+  std::optional<std::string> setting(const std::string& path, const PlanSetting& setting) const {
+    const json* v = find(path);
+    if (!v) return std::nullopt;
+    std::string text;
+    switch (setting.kind) {
+      case SettingKind::kCount:
+        if (!v->is_number_integer()) fail(path, "an integer", *v);
+        text = v->dump();
+        break;
+      case SettingKind::kShare:
+      case SettingKind::kGib:
+        if (!v->is_number()) fail(path, "a number", *v);
+        text = v->dump();
+        break;
+      case SettingKind::kSwitch:
+        if (!v->is_boolean()) fail(path, "true or false", *v);
+        text = v->dump();
+        break;
+      default:
+        if (!v->is_string()) fail(path, "a string", *v);
+        text = v->get<std::string>();
+    }
+    const std::string problem = plan_setting_problem(setting, text);
+    if (!problem.empty())
+      throw Error(MLH_ERR_INVALID_ARGUMENT, "plan field '" + path + "': " + shown(*v) + " " + problem);
+    return text;
   }
 
   std::optional<std::string> one_of(const std::string& path, const std::vector<std::string>& allowed) const {

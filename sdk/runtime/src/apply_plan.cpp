@@ -72,15 +72,18 @@ RuntimePlan RuntimePlan::parse(const std::string& plan_json) {
   // The settings by their names in the plan's table (mlh/plan_fields.hpp).
   using F = PlanField;
   auto name = [](PlanField f) { return std::string(plan_field_name(f)); };
-  if (auto v = reader.one_of(name(F::kPrecision), {"fp32", "fp16", "bf16"})) plan.precision = parse_precision(*v);
+  // Each value checked by what the plan's table declares for its setting.
+  if (auto v = reader.setting(name(F::kPrecision), plan_setting("precision"))) plan.precision = parse_precision(*v);
   plan.batch_size = reader.positive_integer(name(F::kBatchSize));
   plan.gradient_checkpointing = reader.boolean(name(F::kGradientCheckpointing)).value_or(false);
   if (const PlanReader::json* v = reader.find(name(F::kPreset))) {
     if (!v->is_string()) PlanReader::fail(name(F::kPreset), "a preset name", *v);
     plan.preset = v->get<std::string>();
   }
-  if (auto v = reader.positive_integer(name(F::kThreads) + ".intra_op")) plan.intra_op_threads = static_cast<int>(*v);
-  if (auto v = reader.positive_integer(name(F::kThreads) + ".inter_op")) plan.inter_op_threads = static_cast<int>(*v);
+  if (auto v = reader.setting(name(F::kThreads) + ".intra_op", plan_setting("intra_op_threads")))
+    plan.intra_op_threads = std::stoi(*v);
+  if (auto v = reader.setting(name(F::kThreads) + ".inter_op", plan_setting("inter_op_threads")))
+    plan.inter_op_threads = std::stoi(*v);
   plan.memory_fraction =
       reader.number(name(F::kMemoryFraction), [](double f) { return f > 0 && f <= 1; }, "a number in (0, 1]");
   // Byte counts beyond PlanReader::integer's int range.
