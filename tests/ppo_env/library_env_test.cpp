@@ -177,6 +177,31 @@ TEST(LibraryEnv, ALibraryBuiltAgainstTheFrozenAbi10HeaderLoadsAndPlays) {
   EXPECT_TRUE(v.finished_episodes()[0].solved);
 }
 
+TEST(LibraryEnv, ALibraryBuiltAgainstTheFrozenAbi11HeaderLoadsAndTakesContinuousActions) {
+  auto library = EnvLibrary::open(PPO_TEST_FROZEN_ENV_V1_1);
+  EXPECT_EQ(library->table().abi_minor, 1u);
+  EXPECT_EQ(library->minor(), 1u);
+  EXPECT_TRUE(library->has_continuous_actions());
+  ppo::VectorEnv v([library] { return std::make_unique<LibraryEnv>(library, "{}"); }, 2, 5);
+  EXPECT_EQ(v.num_actions(), 0);
+  ASSERT_EQ(v.action_bounds().size(), 1);
+  EXPECT_EQ(v.action_bounds().low[0], -1.0f);
+  EXPECT_EQ(v.action_bounds().high[0], 1.0f);
+  EXPECT_EQ(v.observation_shape(), std::vector<int64_t>{1});
+  v.reset();
+  const std::vector<float> start = v.observations();
+  // The library refuses an action outside [-1, 1]: 4 and -9 pass clipped to 1 and -1.
+  const std::vector<float> actions{4.0f, -9.0f};
+  v.step_continuous(actions.data());
+  EXPECT_NEAR(v.observations()[0], start[0] + 0.1f, 1e-6);
+  EXPECT_NEAR(v.observations()[1], start[1] - 0.1f, 1e-6);
+  EXPECT_NEAR(v.rewards()[1], -std::abs(start[1] - 0.1f), 1e-6);
+  for (int i = 1; i < 20; ++i) v.step_continuous(actions.data());
+  EXPECT_EQ(v.truncated()[0], 1) << "cut off after 20 steps";
+  ASSERT_EQ(v.finished_episodes().size(), 2u);
+  EXPECT_EQ(v.finished_episodes()[0].length, 20);
+}
+
 TEST(LibraryEnv, AContinuousLibraryTakesClippedActionsAndResumesExactly) {
   auto library = EnvLibrary::open(continuous_env("good"));
   EXPECT_EQ(library->minor(), static_cast<uint32_t>(MLH_RL_ENV_ABI_MINOR));
