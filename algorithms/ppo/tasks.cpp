@@ -13,7 +13,7 @@
 #include "env/pendulum.hpp"
 #include "env/curriculum.hpp"
 #include "env/level_file.hpp"
-#include "env/library_env.hpp"
+#include "env/env.hpp"
 #include "env/puzzle_source.hpp"
 
 namespace ppo {

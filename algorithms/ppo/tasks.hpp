@@ -34,7 +34,7 @@ struct TrainingLevels {
 std::string describe(const TrainingLevels& levels, const Config& cfg);
 
 // The task a config trains on. Reads and checks puzzle.train_levels (an mlh::DataError when
-// bad); env=library loads library.path and makes one instance (env/library_env.hpp), refusing
+// bad); env=library loads library.path and makes one instance (mlh/rl/environment_library.hpp), refusing
 // a library or a network that does not fit (an mlh::Error naming the library).
 Task make_task(const Config& cfg);
 

@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
-#include "env/vector_env.hpp"
+#include "env/env.hpp"
 #include "networks/networks.hpp"
 #include "ppo_update.hpp"
 #include "running_stats.hpp"

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "env/cartpole.hpp"
-#include "env/vector_env.hpp"
+#include "env/env.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <mlh/plugin.hpp>
 
 #include "env/gymnasium_env.hpp"
-#include "env/vector_env.hpp"
+#include "env/env.hpp"
 #include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {

@@ -10,7 +10,7 @@
 #include "env/level_file.hpp"
 #include "env/puzzle_env.hpp"
 #include "env/solver.hpp"
-#include "env/vector_env.hpp"
+#include "env/env.hpp"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include "env/level_sources.hpp"
 #include "env/puzzle_env.hpp"
 #include "env/solver.hpp"
-#include "env/vector_env.hpp"
+#include "env/env.hpp"
 
 namespace {
 

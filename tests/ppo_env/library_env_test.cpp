@@ -1,4 +1,4 @@
-// Environment libraries loaded by path (env/library_env.hpp): the example grid world
+// Environment libraries loaded by path (mlh/rl/environment_library.hpp): the example grid world
 // (examples/grid-world-env, built in the tree) stepped by VectorEnv, seeded, snapshot and
 // restored exactly; and every fault a library can have refused at load or stopped at the
 // step, with a message naming the library and the problem (bad_env.cpp's libraries).
@@ -10,8 +10,7 @@
 #include <gtest/gtest.h>
 #include <mlh/plugin.hpp>
 
-#include "env/library_env.hpp"
-#include "env/vector_env.hpp"
+#include "env/env.hpp"
 #include "mlh_test_paths.hpp"  // where this program finds its files
 
 namespace {
@@ -110,7 +109,7 @@ TEST(LibraryEnv, WhatIsNoEnvironmentIsRefusedAtLoad) {
   EXPECT_NE(abi.find("it speaks environment ABI 2.0, this host speaks 1.x: rebuild it against this mlhost's SDK"),
             std::string::npos)
       << abi;
-  EXPECT_NE(error_of([] { EnvLibrary::open(""); }).find("set library.path"), std::string::npos);
+  EXPECT_NE(error_of([] { EnvLibrary::open(""); }).find("config field 'library.path': no environment library given"), std::string::npos);
 }
 
 // The faults that show while running: each stops the run with the library, the step and

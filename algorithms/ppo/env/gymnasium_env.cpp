@@ -19,7 +19,7 @@
 #include <mlh/plugin.hpp>
 
 #include "gymnasium_worker_source.hpp"
-#include "library_env.hpp"  // shape_text
+
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "library_env.hpp"
+#include "mlh/rl/environment_library.hpp"
 
 #include <dlfcn.h>
 
@@ -10,7 +10,7 @@
 
 #include <mlh/plugin.hpp>
 
-namespace ppo {
+namespace mlh::rl {
 
 namespace {
 
@@ -30,9 +30,9 @@ bool is_guard(float f) {
   return bits == kGuardBits;
 }
 
-mlh::Error load_error(const std::string& path, const std::string& problem) {
+mlh::Error load_error(const std::string& path, const std::string& config_field, const std::string& problem) {
   return mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                    "environment library '" + path + "' (config field 'library.path'): " + problem);
+                    "environment library '" + path + "' (config field '" + config_field + "'): " + problem);
 }
 
 mlh_error empty_error() {
@@ -43,12 +43,6 @@ mlh_error empty_error() {
 
 }  // namespace
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 EnvLibrary::EnvLibrary(std::string path, void* handle, const mlh_rl_env_table* table)
     : path_(std::move(path)), handle_(handle), table_(table) {}
 
@@ -56,23 +50,23 @@ EnvLibrary::~EnvLibrary() {
   if (handle_) dlclose(handle_);
 }
 
-std::shared_ptr<const EnvLibrary> EnvLibrary::open(const std::string& path) {
+std::shared_ptr<const EnvLibrary> EnvLibrary::open(const std::string& path, const std::string& config_field) {
   if (path.empty())
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT,
-                     "env=library needs the environment's shared library: set library.path to its .so file");
+                     "config field '" + config_field + "': no environment library given: set it to the library's .so file");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw load_error(path, "no such file");
+  if (!std::filesystem::is_regular_file(path, ec)) throw load_error(path, config_field, "no such file");
   // RTLD_LOCAL: two environment libraries may define the same symbols without meeting.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = dlerror();
-    throw load_error(path, std::string("cannot be loaded: ") + (why ? why : "unknown error"));
+    throw load_error(path, config_field, std::string("cannot be loaded: ") + (why ? why : "unknown error"));
   }
   auto entry = reinterpret_cast<mlh_rl_env_entry_fn>(dlsym(handle, MLH_RL_ENV_ENTRY_SYMBOL));
   const mlh_rl_env_table* table = entry ? entry() : nullptr;
   auto refuse = [&](const std::string& problem) {
     dlclose(handle);
-    return load_error(path, problem);
+    return load_error(path, config_field, problem);
   };
   if (!entry)
     throw refuse("not an mlhost environment: it exports no " MLH_RL_ENV_ENTRY_SYMBOL
@@ -245,7 +239,7 @@ StepResult LibraryEnv::call_step(const std::function<mlh_status(mlh_rl_env_step*
 }
 
 void LibraryEnv::action_mask(uint8_t* mask) const {
-  if (!has_action_mask()) return Env::action_mask(mask);
+  if (!has_action_mask()) return Environment::action_mask(mask);
   mlh_error error = empty_error();
   const mlh_status s = library_->table().action_mask(instance_.get(), mask, &error);
   if (s != MLH_OK) fail("action_mask after " + at_step(), s, error);
@@ -273,4 +267,4 @@ void LibraryEnv::restore(const std::vector<double>& snapshot) {
   if (s != MLH_OK) fail("restore of a checkpointed episode", s, error);
 }
 
-}  // namespace ppo
+}  // namespace mlh::rl

@@ -1,6 +1,7 @@
-// An environment from a shared library (config env=library, library.path): the library's C
-// table (mlh/mlh_rl_env.h) behind ppo::Env, so VectorEnv (vector_env.cpp) runs many copies of
-// it with autoreset, per-env seeds and episode statistics as it does CartPole and the puzzles.
+// An environment from a shared library (PPO's config env=library, library.path): the
+// library's C table (mlh/mlh_rl_env.h) behind mlh::Environment, so VectorEnv (vector_env.hpp)
+// runs many copies of it with autoreset, per-env seeds and episode statistics as it does any
+// other environment. Any algorithm can load one (link mlhost::rl_env).
 //
 // The negotiated ABI minor is min(this host's, the table's): a library built against an older
 // header (tests/abi/frozen/rl_env_v1.0) loads, with discrete actions only.
@@ -22,17 +23,15 @@
 
 #include <mlh/mlh_rl_env.h>
 
-#include "env.hpp"
+#include "remote_env.hpp"
 
-namespace ppo {
-
-// "[8, 4, 4]": an observation shape in messages.
-std::string shape_text(const std::vector<int64_t>& shape);
+namespace mlh::rl {
 
 class EnvLibrary {
  public:
-  // Loads the library at `path` and checks its table. Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT).
-  static std::shared_ptr<const EnvLibrary> open(const std::string& path);
+  // Loads the library at `path` and checks its table. Throws mlh::Error(MLH_ERR_INVALID_ARGUMENT),
+  // naming `config_field`, the config field the path came from.
+  static std::shared_ptr<const EnvLibrary> open(const std::string& path, const std::string& config_field = "library.path");
   ~EnvLibrary();
   EnvLibrary(const EnvLibrary&) = delete;
   EnvLibrary& operator=(const EnvLibrary&) = delete;
@@ -54,7 +53,7 @@ class EnvLibrary {
   const mlh_rl_env_table* table_ = nullptr;
 };
 
-class LibraryEnv final : public Env {
+class LibraryEnv final : public Environment {
  public:
   // Creates an instance with the environment's own settings (a JSON object as text).
   // `expected_shape` (when not empty): the shape every instance must have.
@@ -98,4 +97,4 @@ class LibraryEnv final : public Env {
   int64_t total_steps_ = 0, episode_steps_ = 0, episodes_ = 0;
 };
 
-}  // namespace ppo
+}  // namespace mlh::rl

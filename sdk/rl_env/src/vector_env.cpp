@@ -1,11 +1,11 @@
-#include "vector_env.hpp"
+#include "mlh/rl/vector_env.hpp"
 
 #include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
-namespace ppo {
+namespace mlh::rl {
 
 VectorEnv::VectorEnv(const EnvFactory& make, int num_envs, uint64_t seed) {
   if (num_envs < 1) throw std::invalid_argument("VectorEnv: num_envs must be >= 1");
@@ -43,8 +43,8 @@ VectorEnv::VectorEnv(const EnvFactory& make, int num_envs, uint64_t seed) {
 }
 
 int VectorEnv::num_envs() const { return static_cast<int>(envs_.size()); }
-const Env& VectorEnv::env(int i) const { return *envs_.at(i); }
-Env& VectorEnv::env(int i) { return *envs_.at(i); }
+const Environment& VectorEnv::env(int i) const { return *envs_.at(i); }
+Environment& VectorEnv::env(int i) { return *envs_.at(i); }
 std::vector<int64_t> VectorEnv::observation_shape() const { return envs_[0]->observation_shape(); }
 int64_t VectorEnv::observation_size() const { return obs_size_; }
 int VectorEnv::num_actions() const { return num_actions_; }
@@ -172,4 +172,4 @@ void VectorEnv::load_state(const nlohmann::json& state) {
   }
 }
 
-}  // namespace ppo
+}  // namespace mlh::rl

@@ -1,10 +1,11 @@
-#include "env.hpp"
+#include "mlh/rl/remote_env.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include <mlh/plugin.hpp>
 
-namespace ppo {
+namespace mlh::rl {
 
 void check_finite_observation(const float* observation, int64_t size, const std::string& who,
                               const std::string& when) {
@@ -14,4 +15,10 @@ void check_finite_observation(const float* observation, int64_t size, const std:
                                                      std::to_string(observation[i]) + " at index " + std::to_string(i));
 }
 
-}  // namespace ppo
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace mlh::rl

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "env.hpp"
+#include "remote_env.hpp"
 
-namespace ppo {
+namespace mlh::rl {
 
 // Statistics of one finished episode.
 struct EpisodeRecord {
@@ -30,8 +30,8 @@ class VectorEnv {
   VectorEnv(const EnvFactory& make, int num_envs, uint64_t seed);
 
   int num_envs() const;
-  const Env& env(int i) const;
-  Env& env(int i);
+  const Environment& env(int i) const;
+  Environment& env(int i);
   std::vector<int64_t> observation_shape() const;
   int64_t observation_size() const;
   int num_actions() const;  // 0 for continuous actions
@@ -66,7 +66,7 @@ class VectorEnv {
   void load_state(const nlohmann::json& state);
 
  private:
-  std::vector<std::unique_ptr<Env>> envs_;
+  std::vector<std::unique_ptr<Environment>> envs_;
   std::vector<std::mt19937_64> rngs_;
   std::vector<float> observations_, final_observations_, rewards_;
   std::vector<uint8_t> terminated_, truncated_, masks_;
@@ -85,4 +85,4 @@ class VectorEnv {
   void after_step(int i, const StepResult& r, float* o);
 };
 
-}  // namespace ppo
+}  // namespace mlh::rl
