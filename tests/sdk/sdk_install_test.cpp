@@ -541,6 +541,20 @@ struct InProcessAlgorithm {
   std::string name, summary, error;
 };
 
+// How many times the installed host lists each of `names` with the plugin folder `dirs` given
+// (" --plugin-dir DIR"); its output on the side, for messages.
+std::vector<long> times_listed(const std::string& dirs, const std::vector<std::string>& names, std::string* output) {
+  const Result list = sh(host() + dirs + " --list-plugins --json");
+  *output = list.output;
+  if (list.exit_code != 0) return {};
+  std::vector<std::string> listed;
+  const json parsed = parse_json(list.output);  // named: a range over a temporary's member would dangle
+  for (const json& p : parsed["plugins"]) listed.push_back(p.value("name", ""));
+  std::vector<long> counts;
+  for (const std::string& name : names) counts.push_back(std::count(listed.begin(), listed.end(), name));
+  return counts;
+}
+
 InProcessAlgorithm open_algorithm(const fs::path& library) {
   InProcessAlgorithm a;
   a.handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -627,13 +641,8 @@ TEST_F(InstalledSdk, ACopiedAndRenamedAlgorithmBuildsAgainstThePrefixAndRunsBesi
 
   // The installed host lists both, with the copy's folder given.
   const std::string dirs = " --plugin-dir " + quote(plugins.string());
-  const Result list = sh(host() + dirs + " --list-plugins --json");
-  ASSERT_EQ(list.exit_code, 0) << list.output;
-  const json listed = parse_json(list.output);
-  std::vector<std::string> names;
-  for (const json& p : listed["plugins"]) names.push_back(p.value("name", ""));
-  EXPECT_EQ(std::count(names.begin(), names.end(), "protonet"), 1) << list.output;
-  EXPECT_EQ(std::count(names.begin(), names.end(), "myproto"), 1) << list.output;
+  std::string listing;
+  EXPECT_EQ(times_listed(dirs, {"protonet", "myproto"}, &listing), (std::vector<long>{1, 1})) << listing;
 
   if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in /usr/share/datasets/fashion-mnist (scripts/setup.sh)";
   const fs::path run = kWork / "myproto-run";
@@ -678,13 +687,8 @@ TEST_F(InstalledSdk, PpoAndTrmCopiedBuildAgainstThePrefixAndLoadBesideTheOrigina
 
     // The installed host lists the copy beside the original and describes it.
     const std::string dirs = " --plugin-dir " + quote(plugins.string());
-    const Result list = sh(host() + dirs + " --list-plugins --json");
-    ASSERT_EQ(list.exit_code, 0) << list.output;
-    const json listed = parse_json(list.output);
-    std::vector<std::string> names;
-    for (const json& p : listed["plugins"]) names.push_back(p.value("name", ""));
-    EXPECT_EQ(std::count(names.begin(), names.end(), algorithm), 1) << list.output;
-    EXPECT_EQ(std::count(names.begin(), names.end(), copy), 1) << list.output;
+    std::string listing;
+    EXPECT_EQ(times_listed(dirs, {algorithm, copy}, &listing), (std::vector<long>{1, 1})) << listing;
     const Result describe = sh(host() + dirs + " --describe " + copy + " --json");
     EXPECT_EQ(describe.exit_code, 0) << describe.output;
     EXPECT_TRUE(parse_json(describe.output).is_object()) << describe.output;
