@@ -241,7 +241,6 @@ json reference_arc_preset(const std::vector<std::string>& subsets, const std::st
 
 const char* task_presets_json() {
   return R"json({
-  "full": {"model": {"hidden": 512, "num_heads": 8, "h_cycles": 3, "l_cycles": 6, "l_layers": 2, "puzzle_emb_ndim": 512}},
   "reduced": {"model": {"hidden": 128, "num_heads": 4, "h_cycles": 2, "l_cycles": 2, "l_layers": 2, "puzzle_emb_ndim": 128}},
   "sudoku-easy": {"mode": "puzzle",
                   "build": {"kind": "sudoku", "train": 5000, "test": 500, "min_givens": 75, "max_givens": 79},
@@ -276,6 +275,10 @@ const char* task_presets_json() {
 const char* presets_json() {
   static const std::string text = [] {
     json presets = json::parse(task_presets_json());
+    // full is the reference's model, which the table's defaults are: taken from there, not restated.
+    const json& model = config_table().defaults()["model"];
+    for (const char* key : {"hidden", "num_heads", "h_cycles", "l_cycles", "l_layers", "puzzle_emb_ndim"})
+      presets["full"]["model"][key] = model[key];
     presets["arc1"] = reference_arc_preset({"training", "evaluation", "concept"}, "evaluation", 518226, 51822);
     presets["arc2"] = reference_arc_preset({"training2", "evaluation2", "concept"}, "evaluation2", 722098, 72209);
     return presets.dump();

@@ -93,6 +93,14 @@ TEST(TrmConfig, EveryPresetParses) {
   EXPECT_TRUE(trm::parse_config(presets["text"]).text());
 }
 
+// full is the reference's model, as the table's defaults are: the preset changes none of them.
+TEST(TrmConfig, FullPresetIsTheDefaultModel) {
+  const json presets = json::parse(trm::presets_json());
+  ASSERT_TRUE(presets["full"].contains("model"));
+  const json full = trm::config_table().to_json(trm::parse_config(presets["full"]));
+  EXPECT_EQ(full["model"], trm::config_table().to_json(trm::parse_config(json::object()))["model"]);
+}
+
 TEST(TrmConfig, ErrorsNameTheField) {
   EXPECT_NE(error_of([] { trm::parse_config({{"model", {{"num_heads", 3}}}}); }).find("model.num_heads"), std::string::npos);
   EXPECT_NE(error_of([] { trm::parse_config({{"build", {{"min_givens", 80}, {"max_givens", 70}}}}); })
