@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
+#include "env/puzzle.hpp"
 #include "env_specs.hpp"
 #include "no_default.hpp"
 
@@ -51,6 +52,23 @@ TEST(PpoSpecStructs, PuzzleEnvOptionsFromTheConfigHoldTheTablesDefaults) {
   const ppo::PuzzleEnvOptions o = ppo::puzzle_env_options(ppo::parse_config(json::object()), 6);
   EXPECT_EQ(o.obs_size, 6);  // the network's board size, which the caller gives
   EXPECT_EQ(o.max_steps, d["max_steps"].get<int>());
+}
+
+// The config table bounds puzzle.size, puzzle.tiles and puzzle.blocked_density by the puzzle's
+// own constants (env/puzzle.hpp), which the generator enforces, not by literals of its own:
+// were one restated as a number, a change to the constant would leave the table behind and this
+// would fail. A config the table accepts is one the generator accepts, at the table's extremes.
+TEST(PpoSpecStructs, TheConfigTablesPuzzleBoundsAreTheGenerators) {
+  const json puzzle = json::parse(ppo::config_schema_json())["properties"]["puzzle"]["properties"];
+  EXPECT_EQ(puzzle["size"]["minimum"], ppo::kMinPuzzleSize);
+  EXPECT_EQ(puzzle["size"]["maximum"], ppo::kMaxPuzzleSize);
+  EXPECT_EQ(puzzle["tiles"]["maximum"], ppo::kMaxTiles);
+  EXPECT_EQ(puzzle["blocked_density"]["maximum"], ppo::kMaxBlockedDensity);
+  for (const int size : {ppo::kMinPuzzleSize, ppo::kMaxPuzzleSize})
+    EXPECT_NO_THROW(ppo::generator_spec(ppo::parse_config({{"puzzle", {{"size", size}}}}))) << size;
+  EXPECT_NO_THROW(ppo::generator_spec(
+      ppo::parse_config({{"puzzle", {{"size", ppo::kMaxPuzzleSize}, {"tiles", ppo::kMaxTiles},
+                                     {"blocked_density", ppo::kMaxBlockedDensity}}}})));
 }
 
 }  // namespace
