@@ -11,6 +11,10 @@ namespace ppo {
 using nlohmann::json;
 using mlh::config_check;
 
+std::string tower_text(const ResnetTower& tower) {
+  return std::to_string(tower.blocks) + " x " + std::to_string(tower.channels);
+}
+
 const mlh::ConfigTable<Config>& config_table() {
   static const auto table =
       mlh::ConfigTable<Config>(MLH_PLUGIN_NAME)  // the plugin's name (CMakeLists.txt)
@@ -59,9 +63,11 @@ const mlh::ConfigTable<Config>& config_table() {
           .field("network.num_recursive_steps", MLH_MEMBER(network.num_recursive_steps), 3, mlh::at_least(1).unit("steps"),
                  "recursive: how often the shared block is applied")
           .field("network.blocks", MLH_MEMBER(network.blocks), 0, mlh::at_least(0).unit("blocks"),
-                 "resnet: residual blocks; 0 = from the plan's preset (full 30, else 20)")
+                 "resnet: residual blocks; 0 = from the plan's preset (full " + std::to_string(kFullTower.blocks) +
+                     ", else " + std::to_string(kReducedTower.blocks) + ")")
           .field("network.channels", MLH_MEMBER(network.channels), 0, mlh::at_least(0).unit("channels"),
-                 "resnet: channels per block; 0 = from the plan's preset (full 192, else 128)")
+                 "resnet: channels per block; 0 = from the plan's preset (full " +
+                     std::to_string(kFullTower.channels) + ", else " + std::to_string(kReducedTower.channels) + ")")
           .field("total_timesteps", MLH_MEMBER(total_timesteps), 500000,
                  mlh::at_least(1).unit("env steps").speed_neutral(),
                  "environment steps to train for, over all envs (at least one iteration)")
@@ -173,10 +179,10 @@ const char* config_defaults_json() { return config_table().defaults_text().c_str
 // step limit of twice the longest optimal length (instead of the default 100) so that a
 // random policy fails often enough for solve rates to mean something (with 100 steps a
 // random walk over the valid moves solves ~93% of 4x4 one-tile puzzles).
-const char* presets_json() {
+namespace {
+
+const char* task_presets_json() {
   return R"json({
-  "full": {"network": {"blocks": 30, "channels": 192}},
-  "reduced": {"network": {"blocks": 20, "channels": 128}},
   "cartpole": {"env": "cartpole"},
   "pendulum": {"env": "pendulum", "total_timesteps": 300000, "num_envs": 4, "num_steps": 1024, "num_minibatches": 64,
                "update_epochs": 10, "lr": 0.001, "gamma": 0.9, "gae_lambda": 0.95, "ent_coef": 0.0,
@@ -190,6 +196,18 @@ const char* presets_json() {
               "total_timesteps": 400000, "num_envs": 16, "num_steps": 64, "num_minibatches": 4, "update_epochs": 4,
               "lr": 0.0005, "gamma": 0.97, "ent_coef": 0.01}
 })json";
+}
+
+}  // namespace
+
+const char* presets_json() {
+  static const std::string text = [] {
+    json presets = json::parse(task_presets_json());
+    for (const auto& [name, tower] : {std::pair{"full", kFullTower}, std::pair{"reduced", kReducedTower}})
+      presets[name] = {{"network", {{"blocks", tower.blocks}, {"channels", tower.channels}}}};
+    return presets.dump();
+  }();
+  return text.c_str();
 }
 
 std::string Config::network_kind() const {

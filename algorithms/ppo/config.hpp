@@ -4,7 +4,8 @@
 //
 // The plan's batch_size is not PPO's: PPO's batch is num_envs x num_steps transitions per
 // iteration, split into num_minibatches. The plan's preset sizes the residual tower when
-// network.blocks / network.channels are unset (0): "full" 30 x 192, otherwise 20 x 128.
+// network.blocks / network.channels are unset (0): kFullTower for "full", otherwise
+// kReducedTower.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,16 @@
 #include "env/gymnasium_spec.hpp"
 
 namespace ppo {
+
+// The residual tower's blocks x channels from the plan's model preset, when the config leaves
+// network.blocks / network.channels at 0: the presets "full" and "reduced", the table's
+// descriptions, network_spec and the run's description all take them from here.
+struct ResnetTower {
+  int64_t blocks, channels;
+};
+constexpr ResnetTower kFullTower{30, 192}, kReducedTower{20, 128};
+// "30 x 192"
+std::string tower_text(const ResnetTower& tower);
 
 struct Config;
 const mlh::ConfigTable<Config>& config_table();

@@ -71,7 +71,8 @@ std::string describe_run(const mlh::RunContext& ctx) {
   const bool trained_net = uses_trained_network(command);
   if (preset == "full" || preset == "reduced")
     d.uses_if(spec.kind == "resnet" && !trained_net, "preset",
-              "sizes the residual tower (full 30 x 192, reduced 20 x 128)",
+              "sizes the residual tower (full " + tower_text(kFullTower) + ", reduced " + tower_text(kReducedTower) +
+                  ")",
               "full and reduced size the residual tower; this " + spec.kind + " network takes its size from " +
                   (trained_net ? "the trained run" : "the config"));
   else if (!preset.empty())

@@ -12,6 +12,7 @@
 
 #include "config.hpp"
 #include "env/generator.hpp"
+#include "env_specs.hpp"
 #include "env/level_set.hpp"
 #include "env/level_sources.hpp"
 #include "env/puzzle.hpp"
@@ -19,9 +20,6 @@
 #include "trainer.hpp"
 
 namespace ppo {
-
-GeneratorSpec generator_spec(const Config& cfg);
-PuzzleEnvOptions puzzle_env_options(const Config& cfg, int obs_size);
 
 // The user's levels a run trains on (puzzle.train_levels), and how its episodes on them went.
 struct TrainingLevels {

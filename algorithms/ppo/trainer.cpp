@@ -40,9 +40,9 @@ NetworkSpec network_spec(const Config& cfg, const mlh::rt::RuntimePlan& plan, co
   s.hidden_dim = cfg.network.hidden_dim;
   s.num_heads = cfg.network.num_heads;
   s.num_recursive_steps = cfg.network.num_recursive_steps;
-  const bool full = plan.preset && *plan.preset == "full";
-  s.blocks = cfg.network.blocks > 0 ? cfg.network.blocks : (full ? 30 : 20);
-  s.channels = cfg.network.channels > 0 ? cfg.network.channels : (full ? 192 : 128);
+  const ResnetTower tower = plan.preset && *plan.preset == "full" ? kFullTower : kReducedTower;
+  s.blocks = cfg.network.blocks > 0 ? cfg.network.blocks : tower.blocks;
+  s.channels = cfg.network.channels > 0 ? cfg.network.channels : tower.channels;
   s.module = cfg.network.module;
   s.kwargs = cfg.network.kwargs;
   // A Python module's forward is one opaque call: nothing to recompute piecewise.

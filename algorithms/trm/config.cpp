@@ -4,6 +4,8 @@
 #include <mlh/config_table.hpp>
 #include <mlh/plugin.hpp>
 
+#include "data/build_data.hpp"
+
 namespace trm {
 
 using mlh::config_check;
@@ -33,17 +35,18 @@ Table&& data_fields(Table&& t) {
            "training puzzles (before augmentation)")
     .field("build.test", MLH_MEMBER(build.test), 200, mlh::at_least(1).unit("puzzles").speed_neutral(),
            "test puzzles")
+    // The builder's bounds (data/sudoku.hpp, data/build_data.hpp), which it enforces itself.
     .field("build.min_givens", MLH_MEMBER(build.min_givens), 75,
-           mlh::between(17, 81).unit("cells").speed_neutral(),
+           mlh::between(kMinSudokuGivens, kMaxSudokuGivens).unit("cells").speed_neutral(),
            "Sudoku: fewest filled cells (more givens, easier puzzles)")
     .field("build.max_givens", MLH_MEMBER(build.max_givens), 79,
-           mlh::between(17, 81).unit("cells").speed_neutral(),
+           mlh::between(kMinSudokuGivens, kMaxSudokuGivens).unit("cells").speed_neutral(),
            "Sudoku: most filled cells (at least min_givens)")
     .field("build.augmentations", MLH_MEMBER(build.augmentations), 0,
            mlh::at_least(0).unit("copies").speed_neutral(),
            "augmented copies of each training puzzle (digit permutations and symmetries)")
     .field("build.maze_size", MLH_MEMBER(build.maze_size), 30,
-           mlh::between(5, 128).unit("cells per side"),
+           mlh::between(kMinMazeSize, kMaxMazeSize).unit("cells per side"),
            "maze: the grid's side")
     .field("build.seed", MLH_MEMBER(build.seed), 0, mlh::at_least(0).speed_neutral(),
            "seeds the Sudoku and maze generators")
@@ -238,7 +241,6 @@ json reference_arc_preset(const std::vector<std::string>& subsets, const std::st
 
 const char* task_presets_json() {
   return R"json({
-  "full": {"model": {"hidden": 512, "num_heads": 8, "h_cycles": 3, "l_cycles": 6, "l_layers": 2, "puzzle_emb_ndim": 512}},
   "reduced": {"model": {"hidden": 128, "num_heads": 4, "h_cycles": 2, "l_cycles": 2, "l_layers": 2, "puzzle_emb_ndim": 128}},
   "sudoku-easy": {"mode": "puzzle",
                   "build": {"kind": "sudoku", "train": 5000, "test": 500, "min_givens": 75, "max_givens": 79},
@@ -273,6 +275,10 @@ const char* task_presets_json() {
 const char* presets_json() {
   static const std::string text = [] {
     json presets = json::parse(task_presets_json());
+    // full is the reference's model, which the table's defaults are: taken from there, not restated.
+    const json& model = config_table().defaults()["model"];
+    for (const char* key : {"hidden", "num_heads", "h_cycles", "l_cycles", "l_layers", "puzzle_emb_ndim"})
+      presets["full"]["model"][key] = model[key];
     presets["arc1"] = reference_arc_preset({"training", "evaluation", "concept"}, "evaluation", 518226, 51822);
     presets["arc2"] = reference_arc_preset({"training2", "evaluation2", "concept"}, "evaluation2", 722098, 72209);
     return presets.dump();
@@ -283,7 +289,8 @@ const char* presets_json() {
 // The rules between fields; each field's own bounds are the table's.
 Config parse_config(const json& user) {
   Config c = config_table().parse(user);
-  config_check(c.build.max_givens >= c.build.min_givens, "build.max_givens", "must be in [build.min_givens, 81]");
+  config_check(c.build.max_givens >= c.build.min_givens, "build.max_givens",
+               "must be in [build.min_givens, " + std::to_string(kMaxSudokuGivens) + "]");
   config_check(c.model.hidden % c.model.num_heads == 0 && (c.model.hidden / c.model.num_heads) % 2 == 0,
                "model.num_heads",
                "must divide model.hidden (" + std::to_string(c.model.hidden) + ") into heads of even width (rotary)");

@@ -10,6 +10,7 @@
 
 #include "arc_eval.hpp"
 #include "commands.hpp"
+#include "config_specs.hpp"
 #include "data/build_data.hpp"
 #include "data/puzzle_text.hpp"
 #include "data/sudoku.hpp"
@@ -199,10 +200,7 @@ void generate_command(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::Ru
   std::vector<int32_t> context(cfg.generate.prompt.begin(), cfg.generate.prompt.end());
   for (int32_t& t : context) t &= 0xFF;  // bytes
   if (context.empty()) context.push_back('\n');  // an empty prompt starts as after a line
-  SamplingOptions options;
-  options.temperature = cfg.generate.temperature;
-  options.top_k = cfg.generate.top_k;
-  options.top_p = cfg.generate.top_p;
+  const SamplingOptions options = sampling_options(cfg);
   std::mt19937_64 rng(cfg.seed);
   std::string generated;
   at::NoGradGuard no_grad;

@@ -8,6 +8,7 @@
 #include <mlh/plugin.hpp>
 #include <nlohmann/json.hpp>
 
+#include "config_specs.hpp"
 #include "data/arc_tokens.hpp"
 #include "data/token_names.hpp"
 #include "text_data.hpp"
@@ -142,14 +143,7 @@ BuildReport build_dataset(const Config& cfg, const std::string& out_dir,
     throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "'" + out_dir + "' already holds a dataset (train/ and test/); " +
                                                    "choose another folder or remove it");
   if (cfg.build.kind == "sudoku") {
-    SudokuBuildOptions o;
-    o.train_puzzles = cfg.build.train;
-    o.test_puzzles = cfg.build.test;
-    o.min_givens = cfg.build.min_givens;
-    o.max_givens = cfg.build.max_givens;
-    o.augmentations = cfg.build.augmentations;
-    o.seed = cfg.build.seed;
-    return build_sudoku_dataset(out_dir, o, log);
+    return build_sudoku_dataset(out_dir, sudoku_build_options(cfg), log);
   }
   if (cfg.build.kind == "arc") {
     ArcBuildOptions o;
@@ -168,13 +162,7 @@ BuildReport build_dataset(const Config& cfg, const std::string& out_dir,
                                                  "data file)");
     return build_arc_dataset(out_dir, o, log);
   }
-  MazeBuildOptions o;
-  o.train_mazes = cfg.build.train;
-  o.test_mazes = cfg.build.test;
-  o.size = cfg.build.maze_size;
-  o.augmentations = cfg.build.augmentations;
-  o.seed = cfg.build.seed;
-  return build_maze_dataset(out_dir, o, log);
+  return build_maze_dataset(out_dir, maze_build_options(cfg), log);
 }
 
 DatasetMetadata puzzle_dataset_shape(const Config& cfg, const std::string& run_dir) {

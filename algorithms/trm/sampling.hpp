@@ -9,10 +9,12 @@
 
 namespace trm {
 
+// TRM's generate.* config fields, without defaults: the config table holds them (top_p 0.95;
+// a default here once said 1.0) and sampling_options (config_specs.hpp) sets them from a config.
 struct SamplingOptions {
-  double temperature = 0.8;  // 0: the most probable token
-  int64_t top_k = 0;         // keep the k most probable (0: all)
-  double top_p = 1.0;        // keep the smallest set whose probability reaches p (1: all)
+  double temperature;  // 0: the most probable token
+  int64_t top_k;       // keep the k most probable (0: all)
+  double top_p;        // keep the smallest set whose probability reaches p (1: all)
 };
 
 // The probabilities after temperature, top-k and top-p (zero for the tokens filtered out;

@@ -1,7 +1,10 @@
 """PPO's actor-critic networks (algorithms/ppo/networks): observations in, (logits, value) out.
 
 Each takes the network description a run records (network.json, and model.safetensors'
-metadata "network") as keyword arguments. Observations are float32 [batch, *observation_shape]:
+metadata "network") as keyword arguments. Their sizes have no defaults here: a run's
+description holds every one (the C++ side writes all of NetworkSpec's fields), and the run's
+config (for the residual tower, the plan's preset) decided them; a default here could only
+disagree with it. Observations are float32 [batch, *observation_shape]:
 CartPole's 4 numbers for mlp; a puzzle's planes x size x size board for recursive and resnet.
 
 Two settings of the description add to any kind (make_network):
@@ -47,7 +50,7 @@ def _run_trunk(layers, x):
 class MlpActorCritic(nn.Module):
     """Separate actor and critic MLPs with tanh: actor.<i>, critic.<i>."""
 
-    def __init__(self, observation_shape, num_actions, mlp_hidden=(64, 64), **_):
+    def __init__(self, observation_shape, num_actions, *, mlp_hidden, **_):
         super().__init__()
         features = int(observation_shape[0])
         self.actor = _trunk([features, *mlp_hidden, num_actions])
@@ -63,7 +66,7 @@ class RecursiveActorCritic(nn.Module):
     transformer block applied num_recursive_steps times with the same weights -> final
     LayerNorm -> mean over tokens -> linear policy and value heads."""
 
-    def __init__(self, observation_shape, num_actions, hidden_dim=256, num_heads=4, num_recursive_steps=3, **_):
+    def __init__(self, observation_shape, num_actions, *, hidden_dim, num_heads, num_recursive_steps, **_):
         super().__init__()
         planes, height, width = (int(s) for s in observation_shape)
         d = hidden_dim
@@ -115,7 +118,7 @@ class ResnetActorCritic(nn.Module):
     (1x1 conv to 2, BN, ReLU, linear) and a value head (1x1 conv to 1, BN, ReLU, linear to
     value_hidden, ReLU, linear to 1)."""
 
-    def __init__(self, observation_shape, num_actions, blocks=30, channels=192, value_hidden=256, **_):
+    def __init__(self, observation_shape, num_actions, *, blocks, channels, value_hidden, **_):
         super().__init__()
         planes, height, width = (int(s) for s in observation_shape)
         cells = height * width
@@ -148,7 +151,7 @@ NETWORKS = {"mlp": MlpActorCritic, "recursive": RecursiveActorCritic, "resnet": 
 def make_network(spec):
     """The module a network description (network.json's dict) names, untrained. For
     network.kind=python it is your own class, built as training built it."""
-    kind = spec.get("kind", "mlp")
+    kind = spec["kind"]
     if kind == "python":
         net = user_module.build(spec["module"], {**spec.get("kwargs", {}), "observation_shape": spec["observation_shape"],
                                                  "num_actions": spec["num_actions"]})
@@ -157,6 +160,8 @@ def make_network(spec):
     else:
         extras = ("kind", "continuous_actions", "normalize_observations", "module", "kwargs")
         net = NETWORKS[kind](**{k: v for k, v in spec.items() if k not in extras})
+    # continuous_actions, normalize_observations, module and kwargs came after the first runs:
+    # a description without them is an older run's, which had neither (hence .get).
     if spec.get("continuous_actions"):
         net.actor_logstd = nn.Parameter(torch.zeros(int(spec["num_actions"])))
     if spec.get("normalize_observations"):

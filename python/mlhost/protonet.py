@@ -4,6 +4,7 @@ Inputs are N x C x H x W floats, the pixels divided by 255 (Omniglot's inverted,
 config's data.invert does). Class prototypes are the mean embedding of each class's support
 images; a query's logits are minus its squared Euclidean distance to each prototype (or the
 scaled cosine similarity with distance=cosine), as the classify command computes them.
+Their sizes have no defaults: a run's weights' metadata holds them (in_channels, width).
 """
 import torch
 from torch import nn
@@ -14,7 +15,7 @@ class Conv4(nn.Module):
     """Snell et al.'s Conv-4: four blocks of 3x3 conv (padding 1) -> batch norm -> ReLU ->
     2x2 max pool, flattened. 28x28x1 embeds to width dims, 84x84x3 to width x 5 x 5."""
 
-    def __init__(self, in_channels=1, width=64):
+    def __init__(self, in_channels, width):
         super().__init__()
         for i in range(4):
             # The names mlhost's model.safetensors uses: block<i>_conv, block<i>_bn.
@@ -55,7 +56,7 @@ class ResNet12(nn.Module):
     """ResNet-12: stages layer1..layer4 of one BasicBlock each, widths width x (1, 2.5, 5, 10),
     then global average pooling to width x 10 dims."""
 
-    def __init__(self, in_channels=3, width=64):
+    def __init__(self, in_channels, width):
         super().__init__()
         widths = [width, width * 5 // 2, width * 5, width * 10]
         previous = in_channels

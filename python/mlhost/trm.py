@@ -139,9 +139,9 @@ class TrmInner(nn.Module):
         super().__init__()
         self.m = m
         hidden = m["hidden"]
-        ndim = m.get("puzzle_emb_ndim", 0)
+        ndim = m["puzzle_emb_ndim"]  # model.json's model holds every field (to_json(ModelConfig))
         # The prefix: puzzle_emb_len positions, or ceil(ndim / hidden) when 0; none without one.
-        self.prefix = 0 if ndim == 0 else (m.get("puzzle_emb_len", 0) or -(-ndim // hidden))
+        self.prefix = 0 if ndim == 0 else (m["puzzle_emb_len"] or -(-ndim // hidden))
         self.total_seq_len = m["seq_len"] + self.prefix
         self.embed_tokens = CastedEmbedding(m["vocab_size"], hidden)
         self.lm_head = CastedLinear(hidden, m["vocab_size"], False)

@@ -14,6 +14,8 @@ user's own class, and its torch.onnx.export, run by onnx's reference evaluator, 
 module's outputs. Then the forward
 command's failure paths: a missing tensor, a wrong shape, a wrong dtype, a tensor the network
 does not take, each a non-zero exit naming the file and the tensor, and a file that is not there.
+Before any of it: no network class of the package gives a size a default of its own (a run's
+records hold every size; a default could only disagree with the config table that chose them).
 
 Runs with .venv's Python (MLH_TORCH_VENV or SOURCE_DIR/.venv, as docs_commands.py): started
 with another, it runs itself again with that one. Exit 0: all agree; 1: a mismatch or a
@@ -263,6 +265,17 @@ def failure_paths(build, work, torch, save_file):
     return failures
 
 
+def size_defaults(mlhost):
+    """Each network class's constructor arguments that have a default: its sizes must come from
+    the run's records (network.json, the weights' metadata), so none may."""
+    import inspect
+    classes = [mlhost.ppo.MlpActorCritic, mlhost.ppo.RecursiveActorCritic, mlhost.ppo.ResnetActorCritic,
+               mlhost.protonet.Conv4, mlhost.protonet.ResNet12, mlhost.trm.Trm]
+    return [f"{c.__module__}.{c.__name__}: argument {p.name} defaults to {p.default!r}: it is the run's to say"
+            for c in classes for p in inspect.signature(c.__init__).parameters.values()
+            if p.default is not inspect.Parameter.empty]
+
+
 def main(argv):
     source, build = os.path.abspath(argv[1]), os.path.abspath(argv[2])
     python = venv_python(source)
@@ -282,6 +295,7 @@ def main(argv):
     try:
         install_package(source, work)
         import mlhost
+        failures += size_defaults(mlhost)
         text = text_file(work)
         for name, (args, make_inputs) in NETWORKS.items():
             args = [a.replace("TEXT_FILE", text).replace("EXAMPLES", os.path.join(source, "examples", "pytorch"))

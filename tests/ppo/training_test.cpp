@@ -17,7 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "config.hpp"
 #include "env/generator.hpp"
+#include "env_specs.hpp"
 #include "env/level_file.hpp"
 #include "fake_host.hpp"
 #include "mlh_test_paths.hpp"
@@ -99,10 +101,8 @@ TEST(PpoTraining, ShortPuzzleRunBeatsRandom) {
 
   // play: a level file with one puzzle; each move and board is printed.
   std::mt19937_64 rng(5);
-  ppo::GeneratorSpec g;
-  g.size = 4;
-  g.min_moves = 2;
-  g.max_moves = 3;
+  const ppo::GeneratorSpec g =
+      ppo::generator_spec(ppo::parse_config({{"puzzle", {{"size", 4}, {"min_moves", 2}, {"max_moves", 3}}}}));
   const std::string levels = dir.str() + "/levels.txt";
   ppo::save_levels(levels, {ppo::generate_puzzle(g, rng)});
   json cfg = easy_puzzle_config();

@@ -185,10 +185,14 @@ ppo::Batch cartpole_batch(int64_t n) {
   return b;
 }
 
+// CartPole's mlp as training makes it: the default config's network for 4 numbers, 2 actions.
+ppo::NetworkSpec cartpole_mlp_spec() {
+  return ppo::network_spec(ppo::parse_config(json::object()), mlh::rt::RuntimePlan{}, {4}, 2, 0);
+}
+
 TEST(PpoUpdate, FlatParametersKeepTheModuleWorking) {
   // The module's parameters become views of one buffer; backward fills the flat gradient.
-  ppo::NetworkSpec spec;
-  spec.observation_shape = {4};
+  const ppo::NetworkSpec spec = cartpole_mlp_spec();
   auto net = ppo::make_network(spec);
   const at::Tensor x = at::randn({8, 4});
   const at::Tensor before = net->forward(x).logits.detach().clone();
@@ -206,8 +210,7 @@ TEST(PpoUpdate, InferMatchesForwardThroughUpdates) {
   // Both update paths (plain C++ and LibTorch autograd) keep the mlp's fast inference in
   // step with its parameters.
   for (bool use_fast : {true, false}) {
-  ppo::NetworkSpec spec;
-  spec.observation_shape = {4};
+  const ppo::NetworkSpec spec = cartpole_mlp_spec();
   auto net = ppo::make_network(spec);
   ppo::UpdateOptions o = ppo::update_options(ppo::parse_config(json::object()));
   o.num_minibatches = 2;
@@ -234,8 +237,7 @@ TEST(PpoUpdate, InferMatchesForwardThroughUpdates) {
 TEST(PpoUpdate, PlainCppMlpStepMatchesAutograd) {
   // The hand-written loss and gradient equal ppo_loss + autograd, with clipping active for
   // some samples (ratios and value changes beyond clip_coef).
-  ppo::NetworkSpec spec;
-  spec.observation_shape = {4};
+  const ppo::NetworkSpec spec = cartpole_mlp_spec();
   auto net = ppo::make_network(spec);
   ppo::FlatParameters flat(*net);
   auto fast = ppo::FastMlpStep::create(*net, flat);
@@ -379,8 +381,7 @@ TEST(PpoConfig, LevelsNeedPuzzlesAShareNeedsLevelsAndMlpIsCartPolesAlone) {
 TEST(PpoUpdate, MinibatchesThroughTheStepGraphUpdateAsTheEagerStep) {
   const int threads = at::get_num_threads();
   at::set_num_threads(1);  // the same reduction order in both updates
-  ppo::NetworkSpec spec;
-  spec.observation_shape = {4};
+  const ppo::NetworkSpec spec = cartpole_mlp_spec();
   torch::manual_seed(11);
   auto eager_net = ppo::make_network(spec);
   torch::manual_seed(11);

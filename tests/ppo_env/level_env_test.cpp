@@ -12,9 +12,13 @@
 #include "env/solver.hpp"
 #include "env/env.hpp"
 
+#include "specs_from_config.hpp"
+
 namespace {
 
 using namespace ppo;
+using ppo_env_test::generator_spec_with;
+using ppo_env_test::puzzle_env_options_with;
 
 const char* kTwoPuzzles =
     "# two puzzles\n"
@@ -58,11 +62,8 @@ TEST(LevelFile, RoundTripThroughFileManyPuzzles) {
   std::mt19937_64 rng(77);
   std::vector<Puzzle> puzzles;
   for (int k = 0; k < 12; ++k) {
-    GeneratorSpec s;
-    s.size = 3 + k % 6;
-    s.tiles = 1 + k % 4;
-    s.multi_color = k % 2 == 1;
-    s.max_moves = 5;
+    const GeneratorSpec s =
+        generator_spec_with({{"size", 3 + k % 6}, {"tiles", 1 + k % 4}, {"multi_color", k % 2 == 1}, {"max_moves", 5}});
     Puzzle p = generate_puzzle(s, rng);
     if (k % 3 == 0) p.optimal = -1;
     puzzles.push_back(p);
@@ -143,7 +144,7 @@ Puzzle one(const std::string& text) { return parse_levels(text, "t").at(0); }
 TEST(PuzzleEnv, RewardsSolveAndInvalidMoves) {
   auto src = std::make_shared<FixedSource>();
   src->puzzles = {one("size 4\noptimal 2\nboard\nT.#.\n....\n....\n...x\nend\n")};
-  PuzzleEnv env(src);
+  PuzzleEnv env(src, puzzle_env_options_with(8));
   EXPECT_EQ(env.observation_shape(), (std::vector<int64_t>{8, 8, 8}));
   EXPECT_EQ(env.num_actions(), 4);
   std::vector<float> obs(env.observation_size());
@@ -175,8 +176,7 @@ TEST(PuzzleEnv, RewardsSolveAndInvalidMoves) {
 TEST(PuzzleEnv, StepLimitIsTerminationWithFailReward) {
   auto src = std::make_shared<FixedSource>();
   src->puzzles = {one("size 4\nboard\nT.#.\n....\n....\n...x\nend\n")};
-  PuzzleEnvOptions o;
-  o.max_steps = 3;
+  const PuzzleEnvOptions o = puzzle_env_options_with(8, {{"max_steps", 3}});
   PuzzleEnv env(src, o);
   std::vector<float> obs(env.observation_size());
   std::mt19937_64 rng(0);
@@ -206,9 +206,7 @@ TEST(PuzzleEnv, ObservationPlanesOnSmallBoard) {
   //   . . .
   auto src = std::make_shared<FixedSource>();
   src->puzzles = {one("size 3\ncolors multi\ncovered 1 1 a\nboard\nA#b\n.B.\n...\nend\n")};
-  PuzzleEnvOptions o;
-  o.obs_size = 4;
-  o.max_steps = 10;
+  const PuzzleEnvOptions o = puzzle_env_options_with(4, {{"max_steps", 10}});
   PuzzleEnv env(src, o);
   ASSERT_EQ(env.observation_size(), 8 * 16);
   std::vector<float> obs(env.observation_size());
@@ -268,8 +266,7 @@ TEST(PuzzleEnv, ObservationPlanesOnSmallBoard) {
 TEST(PuzzleEnv, SingleColorPlanesAndSizeChecks) {
   auto src = std::make_shared<FixedSource>();
   src->puzzles = {one("size 3\nboard\nT.x\n...\n..*\nend\n")};
-  PuzzleEnvOptions o;
-  o.obs_size = 3;
+  PuzzleEnvOptions o = puzzle_env_options_with(3);
   PuzzleEnv env(src, o);
   std::vector<float> obs(env.observation_size());
   std::mt19937_64 rng(0);
@@ -282,18 +279,14 @@ TEST(PuzzleEnv, SingleColorPlanesAndSizeChecks) {
   EXPECT_FLOAT_EQ(at(6, 2, 2), 0.0f);
   src->puzzles = {one("size 4\nboard\nT...\n....\n....\n...x\nend\n")};
   EXPECT_THROW(env.reset(rng, obs.data()), std::invalid_argument);
-  EXPECT_THROW(PuzzleEnv(nullptr), std::invalid_argument);
+  EXPECT_THROW(PuzzleEnv(nullptr, o), std::invalid_argument);
   o.obs_size = 1;
   EXPECT_THROW(PuzzleEnv(src, o), std::invalid_argument);
 }
 
 // 5x5 boards of two tiles, up to 6 moves, on a curriculum of 8-episode windows from level 1.
 GeneratorSpec two_tiles_on_five_by_five() {
-  GeneratorSpec spec;
-  spec.size = 5;
-  spec.tiles = 2;
-  spec.max_moves = 6;
-  return spec;
+  return generator_spec_with({{"size", 5}, {"tiles", 2}, {"max_moves", 6}});
 }
 CurriculumOptions quick_curriculum(double threshold) {
   CurriculumOptions co;
@@ -307,9 +300,7 @@ TEST(PuzzleEnv, VectorEnvWithSharedCurriculum) {
   const GeneratorSpec spec = two_tiles_on_five_by_five();
   const CurriculumOptions co = quick_curriculum(0.5);
   auto cur = std::make_shared<Curriculum>(spec, co);
-  PuzzleEnvOptions o;
-  o.obs_size = 5;
-  o.max_steps = 20;
+  const PuzzleEnvOptions o = puzzle_env_options_with(5, {{"max_steps", 20}});
   VectorEnv v([&] { return std::unique_ptr<Env>(new PuzzleEnv(cur, o)); }, 4, 1);
   v.reset();
   // Play the optimal solution in every env (solve from the current state each step).
@@ -349,9 +340,7 @@ TEST(PuzzleEnv, AVectorAndItsCurriculumRestoredMidEpisodeGoOnAsTheOriginals) {
   const GeneratorSpec spec = two_tiles_on_five_by_five();
   CurriculumOptions co = quick_curriculum(0.25);
   co.seed = 11;
-  PuzzleEnvOptions o;
-  o.obs_size = 5;
-  o.max_steps = 12;
+  const PuzzleEnvOptions o = puzzle_env_options_with(5, {{"max_steps", 12}});
   auto make = [&](std::shared_ptr<Curriculum> cur) {
     return std::make_unique<VectorEnv>([cur, o] { return std::unique_ptr<Env>(new PuzzleEnv(cur, o)); }, 4, 5);
   };

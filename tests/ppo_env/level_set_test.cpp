@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 
+#include "specs_from_config.hpp"
 #include "env/level_file.hpp"
 #include "env/level_set.hpp"
 #include "env/level_sources.hpp"
@@ -225,9 +226,7 @@ TEST(MixedSource, EachEnvironmentsEpisodesGoBackToTheirSources) {
   auto results = std::make_shared<SolveWindow>(100);
   auto recorded = std::make_shared<RecordingSource>(levels, results);
   auto generated = std::make_shared<CountingSource>(first("size 3\nboard\nT..\n...\n..x\nend\n"));
-  PuzzleEnvOptions o;
-  o.obs_size = 4;
-  o.max_steps = 10;
+  const PuzzleEnvOptions o = ppo_env_test::puzzle_env_options_with(4, {{"max_steps", 10}});
   uint64_t made = 0;
   VectorEnv v([&] { return std::make_unique<PuzzleEnv>(std::make_shared<MixedSource>(recorded, generated, 0.5, made++), o); },
               4, 1);

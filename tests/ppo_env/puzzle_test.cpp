@@ -9,9 +9,12 @@
 #include "env/puzzle.hpp"
 #include "env/solver.hpp"
 
+#include "specs_from_config.hpp"
+
 namespace {
 
 using namespace ppo;
+using ppo_env_test::generator_spec_with;
 
 Puzzle board(const std::string& text) {  // one puzzle in level-file syntax
   const auto v = parse_levels(text, "test");
@@ -76,11 +79,8 @@ TEST(PuzzleRules, ColumnStackingKeepsOrderAndBlockedCellsSplitGroups) {
 
 TEST(PuzzleRules, MoveChangesAgreesWithApplyMove) {
   std::mt19937_64 rng(5);
-  GeneratorSpec spec;
-  spec.size = 5;
-  spec.tiles = 3;
-  spec.blocked_density = 0.2;
-  spec.max_moves = 4;
+  const GeneratorSpec spec =
+      generator_spec_with({{"size", 5}, {"tiles", 3}, {"blocked_density", 0.2}, {"max_moves", 4}});
   for (int k = 0; k < 30; ++k) {
     const Puzzle p = generate_puzzle(spec, rng);
     PuzzleState s = initial_state(p);
@@ -220,11 +220,8 @@ int brute_force(const Puzzle& p, int depth) {
 TEST(Solver, MatchesBruteForceOnRandomPuzzles) {
   std::mt19937_64 rng(42);
   for (bool multi : {false, true}) {
-    GeneratorSpec spec;
-    spec.size = 4;
-    spec.tiles = 2;
-    spec.multi_color = multi;
-    spec.max_moves = 5;
+    const GeneratorSpec spec =
+        generator_spec_with({{"size", 4}, {"tiles", 2}, {"multi_color", multi}, {"max_moves", 5}});
     for (int k = 0; k < 25; ++k) {
       const Puzzle p = generate_puzzle(spec, rng);
       EXPECT_EQ(brute_force(p, 6), p.optimal) << render(p, p.tiles);
@@ -235,13 +232,8 @@ TEST(Solver, MatchesBruteForceOnRandomPuzzles) {
 
 TEST(Generator, PuzzlesAreSolvableWithStatedOptimalAndRespectSpec) {
   for (bool multi : {false, true}) {
-    GeneratorSpec spec;
-    spec.size = 6;
-    spec.tiles = 3;
-    spec.blocked_density = 0.2;
-    spec.multi_color = multi;
-    spec.min_moves = 3;
-    spec.max_moves = 7;
+    const GeneratorSpec spec = generator_spec_with({{"size", 6}, {"tiles", 3}, {"blocked_density", 0.2},
+                                                    {"multi_color", multi}, {"min_moves", 3}, {"max_moves", 7}});
     std::mt19937_64 rng(multi ? 9 : 8);
     int blocked = 0;
     std::vector<int> seen(8, 0);
@@ -267,8 +259,7 @@ TEST(Generator, PuzzlesAreSolvableWithStatedOptimalAndRespectSpec) {
 }
 
 TEST(Generator, DeterministicPerSeed) {
-  GeneratorSpec spec;
-  spec.tiles = 2;
+  const GeneratorSpec spec = generator_spec_with({{"tiles", 2}});
   std::mt19937_64 a(123), b(123), c(124);
   std::vector<Puzzle> pa, pb, pc;
   for (int k = 0; k < 10; ++k) {
@@ -282,25 +273,23 @@ TEST(Generator, DeterministicPerSeed) {
 
 TEST(Generator, RejectsBadSpecsAndReportsImpossibleOnes) {
   std::mt19937_64 rng(1);
-  GeneratorSpec s;
+  // Specs the config table would refuse: the default spec with one field out of range.
+  const GeneratorSpec defaults = generator_spec_with();
+  GeneratorSpec s = defaults;
   s.size = 1;
   EXPECT_THROW(generate_puzzle(s, rng), std::invalid_argument);
-  s = GeneratorSpec{};
+  s = defaults;
   s.tiles = 0;
   EXPECT_THROW(generate_puzzle(s, rng), std::invalid_argument);
-  s = GeneratorSpec{};
+  s = defaults;
   s.min_moves = 5;
   s.max_moves = 4;
   EXPECT_THROW(generate_puzzle(s, rng), std::invalid_argument);
-  s = GeneratorSpec{};
+  s = defaults;
   s.blocked_density = 0.95;
   EXPECT_THROW(generate_puzzle(s, rng), std::invalid_argument);
   // A 2x2 board with one tile has at most 3 reachable cells: no 10-move puzzle exists.
-  s = GeneratorSpec{};
-  s.size = 2;
-  s.blocked_density = 0.0;
-  s.min_moves = 10;
-  s.max_moves = 12;
+  s = generator_spec_with({{"size", 2}, {"tiles", 1}, {"blocked_density", 0.0}, {"min_moves", 10}, {"max_moves", 12}});
   s.max_attempts = 20;
   try {
     generate_puzzle(s, rng);
@@ -320,11 +309,7 @@ CurriculumOptions curriculum_options(int window, double threshold) {
 }
 
 TEST(Curriculum, AdmitsHarderPuzzlesOnlyAfterHighSolveRate) {
-  GeneratorSpec spec;
-  spec.size = 5;
-  spec.tiles = 2;
-  spec.min_moves = 1;
-  spec.max_moves = 6;
+  const GeneratorSpec spec = generator_spec_with({{"size", 5}, {"tiles", 2}, {"min_moves", 1}, {"max_moves", 6}});
   Curriculum c(spec, curriculum_options(20, 0.8));
   EXPECT_EQ(c.level(), 1);
   EXPECT_EQ(c.max_level(), 6);
@@ -355,10 +340,7 @@ TEST(Curriculum, AdmitsHarderPuzzlesOnlyAfterHighSolveRate) {
 }
 
 TEST(Curriculum, MovingWindowAndTopLevel) {
-  GeneratorSpec spec;
-  spec.size = 4;
-  spec.min_moves = 1;
-  spec.max_moves = 2;
+  const GeneratorSpec spec = generator_spec_with({{"size", 4}, {"min_moves", 1}, {"max_moves", 2}});
   Curriculum c(spec, curriculum_options(10, 0.7));
   for (int k = 0; k < 10; ++k) c.report(false);
   EXPECT_EQ(c.level(), 1);

@@ -14,40 +14,39 @@
 #include <torch/optim/adam.h>
 #include <torch/serialize.h>
 
+#include "config.hpp"
 #include "networks/networks.hpp"
+#include "no_default.hpp"
+#include "trainer.hpp"
 
 namespace {
+
+using nlohmann::json;
 
 using ppo::ActorCritic;
 using ppo::NetworkSpec;
 
+// A spec as training makes it (ppo::network_spec): the config table's defaults with `cfg` over
+// them, for a task of this observation shape and these actions, under a plan of no preset.
+NetworkSpec spec_from_config(const json& cfg, const std::vector<int64_t>& shape, int64_t actions) {
+  return ppo::network_spec(ppo::parse_config(cfg), mlh::rt::RuntimePlan{}, shape, static_cast<int>(actions), 0);
+}
+
 NetworkSpec mlp_spec(int64_t features = 4, int64_t actions = 2) {
-  NetworkSpec s;
-  s.kind = "mlp";
-  s.observation_shape = {features};
-  s.num_actions = actions;
-  return s;
+  return spec_from_config(json::object(), {features}, actions);
 }
 
 NetworkSpec recursive_spec(int64_t size = 5, int64_t steps = 2) {
-  NetworkSpec s;
-  s.kind = "recursive";
-  s.observation_shape = {6, size, size};
-  s.num_actions = 4;
-  s.hidden_dim = 32;
-  s.num_heads = 4;
-  s.num_recursive_steps = steps;
-  return s;
+  return spec_from_config(
+      {{"env", "puzzle"},
+       {"network", {{"kind", "recursive"}, {"hidden_dim", 32}, {"num_heads", 4}, {"num_recursive_steps", steps}}}},
+      {6, size, size}, 4);
 }
 
 NetworkSpec resnet_spec(int64_t size = 5) {
-  NetworkSpec s;
-  s.kind = "resnet";
-  s.observation_shape = {6, size, size};
-  s.num_actions = 4;
-  s.blocks = 2;
-  s.channels = 16;
-  s.value_hidden = 32;
+  NetworkSpec s = spec_from_config({{"env", "puzzle"}, {"network", {{"kind", "resnet"}, {"blocks", 2}, {"channels", 16}}}},
+                                   {6, size, size}, 4);
+  s.value_hidden = 32;  // the tower's own (in no config): small for speed
   return s;
 }
 
@@ -285,16 +284,79 @@ TEST(PpoNetworks, SpecJsonRoundTrip) {
   EXPECT_EQ(r.blocks, 20);
   EXPECT_EQ(r.channels, 128);
   EXPECT_TRUE(r.gradient_checkpointing);
-  // Missing keys keep the defaults; a wrongly typed key is an error naming it.
-  NetworkSpec d = ppo::network_spec_from_json(nlohmann::json{{"kind", "mlp"}, {"observation_shape", {4}}});
-  EXPECT_EQ(ppo::to_json(d), ppo::to_json(mlp_spec()));
-  try {
-    ppo::network_spec_from_json(nlohmann::json{{"hidden_dim", "big"}});
-    FAIL() << "no throw";
-  } catch (const mlh::Error& e) {
-    EXPECT_EQ(e.code(), MLH_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("hidden_dim"), std::string::npos) << e.what();
-  }
+  // A network.json as the first runs wrote it (without the four later keys) reads as they meant it.
+  const NetworkSpec m = mlp_spec();
+  json older = ppo::to_json(m);
+  for (const char* later : {"continuous_actions", "normalize_observations", "module", "kwargs"}) older.erase(later);
+  const NetworkSpec o = ppo::network_spec_from_json(older);
+  EXPECT_EQ(ppo::to_json(o), ppo::to_json(m));
+  EXPECT_FALSE(o.continuous_actions);
+  EXPECT_FALSE(o.normalize_observations);
+  EXPECT_EQ(o.kwargs, json::object());
+  // Any other key missing, or a wrongly typed one, is an error naming it: the spec has no
+  // default to fall back on.
+  auto error_of = [](const json& j) {
+    try {
+      ppo::network_spec_from_json(j);
+    } catch (const mlh::Error& e) {
+      EXPECT_EQ(e.code(), MLH_ERR_INVALID_ARGUMENT);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  json no_blocks = ppo::to_json(m);
+  no_blocks.erase("blocks");
+  EXPECT_NE(error_of(no_blocks).find("no blocks"), std::string::npos) << error_of(no_blocks);
+  json big = ppo::to_json(m);
+  big["hidden_dim"] = "big";
+  EXPECT_NE(error_of(big).find("hidden_dim"), std::string::npos) << error_of(big);
+}
+
+// The structured binding names every member, so a member added to NetworkSpec stops this from
+// compiling until it is sorted here: from the config, task or plan (no default), or the
+// network's own.
+TEST(PpoNetworks, SpecDeclaresNoConfigDefault) {
+  [[maybe_unused]] const auto [kind, observation_shape, num_actions, continuous_actions, normalize_observations,
+                               mlp_hidden, hidden_dim, num_heads, num_recursive_steps, blocks, channels, value_hidden,
+                               module, kwargs, gradient_checkpointing] = NetworkSpec{};
+  EXPECT_NO_DEFAULT(kind);
+  EXPECT_NO_DEFAULT(observation_shape);
+  EXPECT_NO_DEFAULT(num_actions);
+  EXPECT_NO_DEFAULT(continuous_actions);
+  EXPECT_NO_DEFAULT(normalize_observations);
+  EXPECT_NO_DEFAULT(mlp_hidden);
+  EXPECT_NO_DEFAULT(hidden_dim);
+  EXPECT_NO_DEFAULT(num_heads);
+  EXPECT_NO_DEFAULT(num_recursive_steps);
+  EXPECT_NO_DEFAULT(blocks);
+  EXPECT_NO_DEFAULT(channels);
+  EXPECT_NO_DEFAULT(module);
+  EXPECT_NO_DEFAULT(kwargs);
+  EXPECT_NO_DEFAULT(gradient_checkpointing);
+  // value_hidden is the residual tower's own, in no config: it keeps its 256.
+}
+
+// A spec from the default config holds the table's sizes, and the plan's preset the tower's.
+TEST(PpoNetworks, SpecFromTheConfigHoldsTheTablesDefaults) {
+  const json d = json::parse(ppo::config_defaults_json())["network"];
+  const NetworkSpec s = mlp_spec();
+  EXPECT_EQ(s.kind, "mlp");  // auto, on the default cartpole
+  EXPECT_EQ(s.mlp_hidden, d["mlp_hidden"].get<std::vector<int64_t>>());
+  EXPECT_EQ(s.hidden_dim, d["hidden_dim"].get<int64_t>());
+  EXPECT_EQ(s.num_heads, d["num_heads"].get<int64_t>());
+  EXPECT_EQ(s.num_recursive_steps, d["num_recursive_steps"].get<int64_t>());
+  EXPECT_EQ(s.kwargs, d["kwargs"]);
+  EXPECT_EQ(std::make_pair(s.blocks, s.channels), std::make_pair(ppo::kReducedTower.blocks, ppo::kReducedTower.channels));
+  mlh::rt::RuntimePlan full;
+  full.preset = "full";
+  const NetworkSpec f = ppo::network_spec(ppo::parse_config(json::object()), full, {4}, 2, 0);
+  EXPECT_EQ(std::make_pair(f.blocks, f.channels), std::make_pair(ppo::kFullTower.blocks, ppo::kFullTower.channels));
+  // The presets say the same.
+  const json presets = json::parse(ppo::presets_json());
+  EXPECT_EQ(presets["full"]["network"]["blocks"], ppo::kFullTower.blocks);
+  EXPECT_EQ(presets["full"]["network"]["channels"], ppo::kFullTower.channels);
+  EXPECT_EQ(presets["reduced"]["network"]["blocks"], ppo::kReducedTower.blocks);
+  EXPECT_EQ(presets["reduced"]["network"]["channels"], ppo::kReducedTower.channels);
 }
 
 TEST(PpoNetworks, InvalidSpecsThrowNamingTheField) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
+#include "config_specs.hpp"
 #include "flops.hpp"
 #include "model_record.hpp"
 #include "sampling.hpp"
@@ -92,6 +93,14 @@ TEST(TrmConfig, EveryPresetParses) {
   EXPECT_TRUE(trm::parse_config(presets["text"]).text());
 }
 
+// full is the reference's model, as the table's defaults are: the preset changes none of them.
+TEST(TrmConfig, FullPresetIsTheDefaultModel) {
+  const json presets = json::parse(trm::presets_json());
+  ASSERT_TRUE(presets["full"].contains("model"));
+  const json full = trm::config_table().to_json(trm::parse_config(presets["full"]));
+  EXPECT_EQ(full["model"], trm::config_table().to_json(trm::parse_config(json::object()))["model"]);
+}
+
 TEST(TrmConfig, ErrorsNameTheField) {
   EXPECT_NE(error_of([] { trm::parse_config({{"model", {{"num_heads", 3}}}}); }).find("model.num_heads"), std::string::npos);
   EXPECT_NE(error_of([] { trm::parse_config({{"build", {{"min_givens", 80}, {"max_givens", 70}}}}); })
@@ -117,25 +126,33 @@ TEST(TrmSchedule, WarmupThenCosineAsTheReference) {
   EXPECT_DOUBLE_EQ(trm::scheduled_lr(77, 3e-4, 10, 110, 1.0), 3e-4);
 }
 
+// Sampling options as generate makes them: the config's generate.* fields (the table's
+// defaults under these).
+trm::SamplingOptions sampling(const json& generate) {
+  return trm::sampling_options(trm::parse_config({{"generate", generate}}));
+}
+
 TEST(TrmSampling, TemperatureZeroIsGreedy) {
-  const std::vector<double> p = trm::sampling_distribution({0.1f, 2.0f, -1.0f, 2.0f}, {0.0, 0, 1.0});
+  const std::vector<double> p =
+      trm::sampling_distribution({0.1f, 2.0f, -1.0f, 2.0f}, sampling({{"temperature", 0.0}, {"top_p", 1.0}}));
   EXPECT_EQ(p, (std::vector<double>{0, 1, 0, 0}));
 }
 
 TEST(TrmSampling, TopKAndTopPKeepTheMostProbable) {
   // Softmax of log([0.5, 0.3, 0.15, 0.05]) at temperature 1 is those probabilities.
   const std::vector<float> logits{std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
-  std::vector<double> p = trm::sampling_distribution(logits, {1.0, 2, 1.0});
+  const trm::SamplingOptions top_2 = sampling({{"temperature", 1.0}, {"top_k", 2}, {"top_p", 1.0}});
+  std::vector<double> p = trm::sampling_distribution(logits, top_2);
   EXPECT_NEAR(p[0], 0.625, 1e-6);
   EXPECT_NEAR(p[1], 0.375, 1e-6);
   EXPECT_EQ(p[2], 0.0);
-  p = trm::sampling_distribution(logits, {1.0, 0, 0.9});  // 0.5 + 0.3 < 0.9 <= 0.95
+  p = trm::sampling_distribution(logits, sampling({{"temperature", 1.0}, {"top_k", 0}, {"top_p", 0.9}}));  // 0.5 + 0.3 < 0.9 <= 0.95
   EXPECT_GT(p[2], 0.0);
   EXPECT_EQ(p[3], 0.0);
   EXPECT_NEAR(p[0] + p[1] + p[2], 1.0, 1e-9);
   // A draw never picks a filtered token.
   std::mt19937_64 rng(1);
-  for (int i = 0; i < 500; ++i) EXPECT_LT(trm::sample_token(logits, {1.0, 2, 1.0}, rng), 2);
+  for (int i = 0; i < 500; ++i) EXPECT_LT(trm::sample_token(logits, top_2, rng), 2);
 }
 
 TEST(TrmText, Utf8Validation) {

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "config.hpp"
+#include "config_specs.hpp"
 #include "data/build_data.hpp"
 #include "data/dataset.hpp"
 #include "data/maze.hpp"
@@ -15,6 +17,15 @@
 namespace {
 
 using namespace trm;
+
+// The options as build-data makes them: TRM's config table's defaults with these build.*
+// fields over them (a test never invents the fields it does not care about).
+SudokuBuildOptions sudoku_options(const nlohmann::json& build = nlohmann::json::object()) {
+  return sudoku_build_options(parse_config({{"build", build}}));
+}
+MazeBuildOptions maze_options(const nlohmann::json& build = nlohmann::json::object()) {
+  return maze_build_options(parse_config({{"build", build}}));
+}
 
 std::vector<std::array<uint8_t, 81>> rows81(const NpyArray& a) {
   std::vector<std::array<uint8_t, 81>> out(static_cast<size_t>(a.shape()[0]));
@@ -52,13 +63,8 @@ void check_reference_metadata(const DatasetSplit& d, int64_t vocab, int64_t seq_
 
 TEST(BuildData, SudokuDatasetInTheReferenceLayout) {
   TempDir dir;
-  SudokuBuildOptions o;
-  o.train_puzzles = 40;
-  o.test_puzzles = 15;
-  o.min_givens = 40;
-  o.max_givens = 60;
-  o.augmentations = 2;
-  o.seed = 9;
+  const SudokuBuildOptions o = sudoku_options(
+      {{"train", 40}, {"test", 15}, {"min_givens", 40}, {"max_givens", 60}, {"augmentations", 2}, {"seed", 9}});
   std::vector<std::string> logs;
   const BuildReport r = build_sudoku_dataset(dir.path(), o, [&](const std::string& s) { logs.push_back(s); });
   EXPECT_EQ(r.train_examples, 120);
@@ -107,23 +113,21 @@ TEST(BuildData, SudokuDatasetInTheReferenceLayout) {
   EXPECT_EQ(trm_test::read_bytes(again / "test/all__labels.npy"), trm_test::read_bytes(dir / "test/all__labels.npy"));
 }
 
-TEST(BuildData, ThousandEasySudokusAreQuick) {
+// build-data's default Sudoku dataset (the config table's build.*: 2000 + 200 puzzles of
+// 75..79 givens) takes seconds.
+TEST(BuildData, DefaultSudokuDatasetIsQuick) {
   TempDir dir;
-  SudokuBuildOptions o;  // defaults: 1000 + 200 puzzles, 75..80 givens
+  const SudokuBuildOptions o = sudoku_options();
   const BuildReport r = build_sudoku_dataset(dir.path(), o);
-  EXPECT_EQ(r.train_examples, 1000);
-  EXPECT_EQ(r.test_examples, 200);
+  EXPECT_EQ(r.train_examples, o.train_puzzles);
+  EXPECT_EQ(r.test_examples, o.test_puzzles);
   EXPECT_LT(r.seconds, 10.0);
 }
 
 TEST(BuildData, MazeDatasetInTheReferenceLayout) {
   TempDir dir;
-  MazeBuildOptions o;
-  o.train_mazes = 12;
-  o.test_mazes = 5;
-  o.size = 15;
-  o.augmentations = 7;
-  o.seed = 3;
+  const MazeBuildOptions o =
+      maze_options({{"train", 12}, {"test", 5}, {"maze_size", 15}, {"augmentations", 7}, {"seed", 3}});
   const BuildReport r = build_maze_dataset(dir.path(), o);
   EXPECT_EQ(r.train_examples, 96);
   EXPECT_EQ(r.test_examples, 5);
@@ -149,31 +153,53 @@ TEST(BuildData, MazeDatasetInTheReferenceLayout) {
   }
 }
 
+// The config table bounds build.min_givens, build.max_givens and build.maze_size by the
+// builders' own constants, not by literals of its own: were one restated as a number, a change
+// to the constant would leave the table's bound behind and this would fail. A config the table
+// accepts is then one the builder accepts (its extremes build), and one it refuses names the
+// bound.
+TEST(BuildData, TheConfigTablesBoundsAreTheBuilders) {
+  const nlohmann::json build = nlohmann::json::parse(config_schema_json())["properties"]["build"]["properties"];
+  auto bounds = [&](const char* field) {
+    return std::make_pair(build[field]["minimum"].get<int>(), build[field]["maximum"].get<int>());
+  };
+  EXPECT_EQ(bounds("min_givens"), std::make_pair(kMinSudokuGivens, kMaxSudokuGivens));
+  EXPECT_EQ(bounds("max_givens"), std::make_pair(kMinSudokuGivens, kMaxSudokuGivens));
+  EXPECT_EQ(bounds("maze_size"), std::make_pair(kMinMazeSize, kMaxMazeSize));
+  EXPECT_MLH_ERROR(parse_config({{"build", {{"maze_size", kMaxMazeSize + 1}}}}),
+                   std::to_string(kMaxMazeSize));
+  EXPECT_MLH_ERROR(parse_config({{"build", {{"min_givens", kMinSudokuGivens - 1}}}}),
+                   std::to_string(kMinSudokuGivens));
+  TempDir dir;
+  for (const int size : {kMinMazeSize, kMaxMazeSize}) {
+    const BuildReport r =
+        build_maze_dataset(dir / std::to_string(size), maze_options({{"train", 1}, {"test", 1}, {"maze_size", size}}));
+    EXPECT_EQ(r.train_examples, 1);
+  }
+}
+
 TEST(BuildData, BadOptionsNameTheOption) {
   TempDir dir;
   auto sudoku = [&](auto change, const std::string& option) {
-    SudokuBuildOptions o;
-    o.train_puzzles = 2;
-    o.test_puzzles = 2;
+    SudokuBuildOptions o = sudoku_options({{"train", 2}, {"test", 2}});
     change(o);
     EXPECT_MLH_ERROR(build_sudoku_dataset(dir / "s", o), "option '" + option + "'");
   };
   sudoku([](SudokuBuildOptions& o) { o.train_puzzles = 0; }, "train_puzzles");
   sudoku([](SudokuBuildOptions& o) { o.test_puzzles = -1; }, "test_puzzles");
-  sudoku([](SudokuBuildOptions& o) { o.min_givens = 16; }, "min_givens");
-  sudoku([](SudokuBuildOptions& o) { o.max_givens = 82; }, "max_givens");
+  sudoku([](SudokuBuildOptions& o) { o.min_givens = kMinSudokuGivens - 1; }, "min_givens");
+  sudoku([](SudokuBuildOptions& o) { o.max_givens = kMaxSudokuGivens + 1; }, "max_givens");
   sudoku([](SudokuBuildOptions& o) { o.min_givens = 80; o.max_givens = 79; }, "min_givens");
   sudoku([](SudokuBuildOptions& o) { o.augmentations = -1; }, "augmentations");
   auto maze = [&](auto change, const std::string& option) {
-    MazeBuildOptions o;
-    o.train_mazes = 2;
-    o.test_mazes = 2;
+    MazeBuildOptions o = maze_options({{"train", 2}, {"test", 2}});
     change(o);
     EXPECT_MLH_ERROR(build_maze_dataset(dir / "m", o), "option '" + option + "'");
   };
   maze([](MazeBuildOptions& o) { o.train_mazes = 0; }, "train_mazes");
   maze([](MazeBuildOptions& o) { o.test_mazes = 0; }, "test_mazes");
-  maze([](MazeBuildOptions& o) { o.size = 4; }, "size");
+  maze([](MazeBuildOptions& o) { o.size = kMinMazeSize - 1; }, "size");
+  maze([](MazeBuildOptions& o) { o.size = kMaxMazeSize + 1; }, "size");
   maze([](MazeBuildOptions& o) { o.augmentations = 8; }, "augmentations");
   EXPECT_FALSE(std::filesystem::exists(dir / "s"));  // nothing written on a bad option
 }

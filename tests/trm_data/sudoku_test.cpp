@@ -84,11 +84,11 @@ TEST(Sudoku, GeneratedPuzzlesAreUniqueWithTheAskedGivens) {
   EXPECT_EQ(make_puzzle(random_solution(a), 40, a), make_puzzle(random_solution(b), 40, b));
   // Unreachable few givens: still unique, with more givens than asked.
   const SudokuGrid sol = random_solution(rng);
-  const SudokuGrid p = make_puzzle(sol, 17, rng);
-  EXPECT_GE(count_givens(p), 17);
+  const SudokuGrid p = make_puzzle(sol, kMinSudokuGivens, rng);
+  EXPECT_GE(count_givens(p), kMinSudokuGivens);
   EXPECT_EQ(count_solutions(p, 2), 1);
-  EXPECT_THROW(make_puzzle(sol, 16, rng), std::invalid_argument);
-  EXPECT_THROW(make_puzzle(sol, 82, rng), std::invalid_argument);
+  EXPECT_THROW(make_puzzle(sol, kMinSudokuGivens - 1, rng), std::invalid_argument);
+  EXPECT_THROW(make_puzzle(sol, kMaxSudokuGivens + 1, rng), std::invalid_argument);
   EXPECT_THROW(make_puzzle(SudokuGrid{}, 40, rng), std::invalid_argument);
 }
 

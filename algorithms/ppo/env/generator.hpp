@@ -16,13 +16,17 @@
 
 namespace ppo {
 
+// The first six fields are PPO's puzzle.* config fields and have no defaults here: the config
+// table holds them, and generator_spec(const Config&) (env_specs.hpp) is the one place a spec
+// gets them (a default here once said size 5 where the table says 4). The last two are the
+// generator's own limits, in no config.
 struct GeneratorSpec {
-  int size = 5;
-  int tiles = 1;
-  double blocked_density = 0.15;  // in [0, kMaxBlockedDensity]
-  bool multi_color = false;
-  int min_moves = 1;
-  int max_moves = 8;
+  int size;
+  int tiles;
+  double blocked_density;  // in [0, kMaxBlockedDensity]
+  bool multi_color;
+  int min_moves;
+  int max_moves;
   int max_attempts = 1000;          // before generate_puzzle throws
   int64_t max_states = 200'000;     // per attempt's BFS
 };

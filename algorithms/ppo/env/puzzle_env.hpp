@@ -33,9 +33,12 @@
 
 namespace ppo {
 
+// obs_size and max_steps have no defaults: puzzle_env_options (env_specs.hpp) sets them from
+// the config (max_steps is puzzle.max_steps, obs_size the network's board size). The rewards
+// are the environment's own, in no config.
 struct PuzzleEnvOptions {
-  int obs_size = 8;  // boards up to this size; smaller ones are padded
-  int max_steps = 100;
+  int obs_size;  // boards up to this size; smaller ones are padded
+  int max_steps;
   float step_reward = -0.1f;
   float solve_reward = 10.0f;
   float fail_reward = -5.0f;
@@ -53,7 +56,7 @@ class PuzzleEnv final : public Env {
  public:
   static constexpr int kNumPlanes = 8;
   // Throws std::invalid_argument for a null source or bad options.
-  PuzzleEnv(std::shared_ptr<PuzzleSource> source, const PuzzleEnvOptions& options = {});
+  PuzzleEnv(std::shared_ptr<PuzzleSource> source, const PuzzleEnvOptions& options);
 
   std::string name() const override { return "puzzle"; }
   std::vector<int64_t> observation_shape() const override;

@@ -97,10 +97,9 @@ nlohmann::json to_json(const NetworkSpec& spec) {
 
 NetworkSpec network_spec_from_json(const nlohmann::json& json) {
   if (!json.is_object()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "network spec: expected a JSON object");
-  NetworkSpec spec;
-  auto get = [&json](const char* key, auto& field) {
-    auto it = json.find(key);
-    if (it == json.end()) return;
+  NetworkSpec spec{};
+  auto read = [&json](const char* key, auto& field) {
+    const auto it = json.find(key);
     try {
       it->get_to(field);
     } catch (const nlohmann::json::exception&) {
@@ -108,11 +107,20 @@ NetworkSpec network_spec_from_json(const nlohmann::json& json) {
                        std::string("network spec: ") + key + " = " + it->dump() + ": wrong type");
     }
   };
+  auto get = [&](const char* key, auto& field) {
+    if (!json.contains(key)) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, std::string("network spec: no ") + key);
+    read(key, field);
+  };
+  // Keys later than the first runs: absent, they mean what those runs had.
+  auto get_or = [&](const char* key, auto& field, auto older) {
+    if (json.contains(key)) read(key, field);
+    else field = older;
+  };
   get("kind", spec.kind);
   get("observation_shape", spec.observation_shape);
   get("num_actions", spec.num_actions);
-  get("continuous_actions", spec.continuous_actions);
-  get("normalize_observations", spec.normalize_observations);
+  get_or("continuous_actions", spec.continuous_actions, false);
+  get_or("normalize_observations", spec.normalize_observations, false);
   get("mlp_hidden", spec.mlp_hidden);
   get("hidden_dim", spec.hidden_dim);
   get("num_heads", spec.num_heads);
@@ -121,8 +129,8 @@ NetworkSpec network_spec_from_json(const nlohmann::json& json) {
   get("channels", spec.channels);
   get("value_hidden", spec.value_hidden);
   get("gradient_checkpointing", spec.gradient_checkpointing);
-  get("module", spec.module);
-  get("kwargs", spec.kwargs);
+  get_or("module", spec.module, std::string());
+  get_or("kwargs", spec.kwargs, nlohmann::json::object());
   return spec;
 }
 

@@ -57,27 +57,31 @@
 
 namespace ppo {
 
+// What the config, the task and the plan decide has no default here: network_spec (trainer.hpp)
+// is the one place a spec gets it, with the config table's defaults (a default here once said a
+// 30 x 192 tower where the reduced preset gives 20 x 128), and network_spec_from_json reads a
+// trained run's. value_hidden is the residual tower's own, in no config.
 struct NetworkSpec {
-  std::string kind = "mlp";                 // "mlp", "recursive", "resnet" or "python"
-  std::vector<int64_t> observation_shape;   // {features} for mlp; {planes, size, size} else
-  int64_t num_actions = 2;  // discrete: the actions; continuous: the values of one action
-  bool continuous_actions = false;
-  bool normalize_observations = false;
+  std::string kind;                        // "mlp", "recursive", "resnet" or "python"
+  std::vector<int64_t> observation_shape;  // {features} for mlp; {planes, size, size} else
+  int64_t num_actions;  // discrete: the actions; continuous: the values of one action
+  bool continuous_actions;
+  bool normalize_observations;
   // mlp
-  std::vector<int64_t> mlp_hidden{64, 64};
+  std::vector<int64_t> mlp_hidden;
   // recursive
-  int64_t hidden_dim = 256;
-  int64_t num_heads = 4;
-  int64_t num_recursive_steps = 3;
+  int64_t hidden_dim;
+  int64_t num_heads;
+  int64_t num_recursive_steps;
   // resnet
-  int64_t blocks = 30;
-  int64_t channels = 192;
-  int64_t value_hidden = 256;               // the value head's hidden layer
+  int64_t blocks;
+  int64_t channels;
+  int64_t value_hidden = 256;  // the value head's hidden layer
   // python: the user's module ("path/to/file.py:Class") and its keyword arguments
   std::string module;
-  nlohmann::json kwargs = nlohmann::json::object();
+  nlohmann::json kwargs;
   // Recompute activations in backward (recursive: each recursion step; resnet: each block).
-  bool gradient_checkpointing = false;
+  bool gradient_checkpointing;
 };
 
 struct PolicyOutput {
@@ -148,9 +152,11 @@ std::shared_ptr<ActorCritic> make_network(const NetworkSpec& spec);
 // The checks make_network runs (throws as it does).
 void validate_network_spec(const NetworkSpec& spec);
 
-// The spec as JSON (every field) and back. Missing keys keep NetworkSpec's defaults; a key of
-// the wrong type is an mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming it. The result is not
-// validated: make_network does that.
+// The spec as JSON (every field) and back. A key every network.json has held since the first
+// run is required; the four added later (continuous_actions, normalize_observations, module,
+// kwargs) take, when missing, what the runs written before them meant (false, false, "", {}).
+// A missing or wrongly typed key is an mlh::Error(MLH_ERR_INVALID_ARGUMENT) naming it. The
+// result is not validated: make_network does that.
 nlohmann::json to_json(const NetworkSpec& spec);
 NetworkSpec network_spec_from_json(const nlohmann::json& json);
 

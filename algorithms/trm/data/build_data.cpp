@@ -92,8 +92,8 @@ BuildReport build_sudoku_dataset(const std::string& out_dir, const SudokuBuildOp
                                  const std::function<void(const std::string&)>& log) {
   check_range("train_puzzles", o.train_puzzles, 1, kMaxCount);
   check_range("test_puzzles", o.test_puzzles, 1, kMaxCount);
-  check_range("min_givens", o.min_givens, 17, 81);
-  check_range("max_givens", o.max_givens, 17, 81);
+  check_range("min_givens", o.min_givens, kMinSudokuGivens, kMaxSudokuGivens);
+  check_range("max_givens", o.max_givens, kMinSudokuGivens, kMaxSudokuGivens);
   if (o.min_givens > o.max_givens)
     bad_option("min_givens", "= " + std::to_string(o.min_givens) + " exceeds max_givens = " + std::to_string(o.max_givens));
   check_range("augmentations", o.augmentations, 0, kMaxSudokuAugmentations);
@@ -139,7 +139,7 @@ BuildReport build_maze_dataset(const std::string& out_dir, const MazeBuildOption
                                const std::function<void(const std::string&)>& log) {
   check_range("train_mazes", o.train_mazes, 1, kMaxCount);
   check_range("test_mazes", o.test_mazes, 1, kMaxCount);
-  check_range("size", o.size, 5, 256);
+  check_range("size", o.size, kMinMazeSize, kMaxMazeSize);
   check_range("augmentations", o.augmentations, 0, 7);
   const auto t0 = std::chrono::steady_clock::now();
   std::unordered_set<std::string> seen;

@@ -13,24 +13,33 @@
 #include <string>
 
 #include "arc_builder.hpp"
+#include "maze.hpp"
+#include "sudoku.hpp"
 
 namespace trm {
 
 // The token space the builders write: Sudoku 0 pad, 1 blank, 2..10 the digits, 81 cells;
 // mazes 6 tokens (pad and 5 cell kinds) over size x size cells.
 constexpr int64_t kSudokuVocabSize = 11, kSudokuSeqLen = 81, kMazeVocabSize = 6;
+// The largest maze side build_maze_dataset accepts: 128 x 128 = 16,384 tokens a sequence (the
+// smallest is the generator's, kMinMazeSize). TRM's config table bounds build.maze_size by both.
+constexpr int kMaxMazeSize = 128;
 
+// The options carry no defaults: each is one of TRM's build.* config fields, whose defaults
+// are the config table's, and sudoku_build_options / maze_build_options (config_specs.hpp)
+// are the one place they are set from a config (defaults here once said 1000 puzzles and 80
+// givens where the table says 2000 and 79).
 struct SudokuBuildOptions {
-  int64_t train_puzzles = 1000, test_puzzles = 200;
-  int min_givens = 75, max_givens = 80;  // each puzzle's givens uniform in [min, max]
-  int64_t augmentations = 0;              // shuffle_sudoku variants per train puzzle
-  uint64_t seed = 0;
+  int64_t train_puzzles, test_puzzles;
+  int min_givens, max_givens;  // each puzzle's givens uniform in [min, max], within kMin/kMaxSudokuGivens
+  int64_t augmentations;       // shuffle_sudoku variants per train puzzle
+  uint64_t seed;
 };
 struct MazeBuildOptions {
-  int64_t train_mazes = 1000, test_mazes = 200;
-  int size = 30;
-  int64_t augmentations = 0;  // 0..7 distinct non-identity dihedral variants per train maze
-  uint64_t seed = 0;
+  int64_t train_mazes, test_mazes;
+  int size;              // in [kMinMazeSize, kMaxMazeSize]
+  int64_t augmentations;  // 0..7 distinct non-identity dihedral variants per train maze
+  uint64_t seed;
 };
 struct BuildReport {
   int64_t train_examples = 0, test_examples = 0;

@@ -52,7 +52,9 @@ bool find_ends(const std::string& grid, int size, int& s, int& g) {
 }  // namespace
 
 Maze generate_maze(int size, std::mt19937_64& rng) {
-  if (size < 5) throw std::invalid_argument("generate_maze: size must be >= 5, got " + std::to_string(size));
+  if (size < kMinMazeSize)
+    throw std::invalid_argument("generate_maze: size must be >= " + std::to_string(kMinMazeSize) + ", got " +
+                                std::to_string(size));
   std::string g(static_cast<size_t>(size) * size, '#');
   auto at = [&](int r, int c) -> char& { return g[static_cast<size_t>(r) * size + c]; };
   // Rooms on odd coordinates 1, 3, ..., up to size - 2; walls in between and around.

@@ -21,7 +21,9 @@ struct Maze {
   std::string grid, solution;  // size * size characters each
 };
 
-// size >= 5 (else std::invalid_argument).
+// The smallest maze side the generator makes (2 x 2 rooms inside the walls).
+constexpr int kMinMazeSize = 5;
+// size >= kMinMazeSize (else std::invalid_argument).
 Maze generate_maze(int size, std::mt19937_64&);
 // Steps of a shortest path from S to G through non-wall cells (4-neighbourhood); -1 when G
 // cannot be reached or the grid does not hold exactly one S and one G.

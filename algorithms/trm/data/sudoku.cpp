@@ -138,7 +138,9 @@ SudokuGrid random_solution(std::mt19937_64& rng) {
 }
 
 SudokuGrid make_puzzle(const SudokuGrid& solution, int givens, std::mt19937_64& rng) {
-  if (givens < 17 || givens > 81) throw std::invalid_argument("make_puzzle: givens must be in 17..81, got " + std::to_string(givens));
+  if (givens < kMinSudokuGivens || givens > kMaxSudokuGivens)
+    throw std::invalid_argument("make_puzzle: givens must be in " + std::to_string(kMinSudokuGivens) + ".." +
+                                std::to_string(kMaxSudokuGivens) + ", got " + std::to_string(givens));
   if (!is_valid_solution(solution)) throw std::invalid_argument("make_puzzle: the solution is not a valid complete grid");
   std::array<int, 81> order;
   std::iota(order.begin(), order.end(), 0);

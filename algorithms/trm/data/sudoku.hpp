@@ -14,6 +14,11 @@ namespace trm {
 
 using SudokuGrid = std::array<uint8_t, 81>;  // 0 = blank, 1..9 digits, row-major
 
+// The givens a generated puzzle may have: 17 is the fewest any Sudoku with a unique solution
+// has (McGuire et al. 2012), 81 a full grid. make_puzzle enforces them; the builder's options
+// and TRM's config table (build.min_givens, build.max_givens) take their bounds from here.
+constexpr int kMinSudokuGivens = 17, kMaxSudokuGivens = 81;
+
 // Number of solutions, counting stops at `limit` (limit 2 answers "unique?"). A grid whose
 // givens already conflict has 0. Cells above 9 throw std::invalid_argument.
 int count_solutions(const SudokuGrid&, int limit);
@@ -28,7 +33,8 @@ SudokuGrid random_solution(std::mt19937_64&);
 // A puzzle with a unique solution (the given one) and exactly `givens` filled cells when
 // reachable: cells are removed in random order, each removal kept only if the solution stays
 // unique; when no more can be removed, the puzzle keeps more givens than asked. Large
-// `givens` (few blanks) is quick; 17..81 accepted, else std::invalid_argument.
+// `givens` (few blanks) is quick; kMinSudokuGivens..kMaxSudokuGivens accepted, else
+// std::invalid_argument.
 SudokuGrid make_puzzle(const SudokuGrid& solution, int givens, std::mt19937_64&);
 
 struct SudokuPair {
