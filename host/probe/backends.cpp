@@ -31,9 +31,10 @@ void require_torch_backends(std::vector<PluginProbe>& probes, const std::vector<
   for (auto& p : probes) {
     for (auto& d : p.devices) {
       if (!d.available) continue;
-      // A backend the trait table does not know is tried: its worker says if LibTorch lacks it.
+      // The host's CPU runs every plugin, with LibTorch or without; a backend the trait table
+      // does not know is tried: its worker says if LibTorch lacks it.
       const TorchBackend& backend = torch_backend(d);
-      if (!*backend.type) continue;
+      if (!backend.accelerator || !*backend.type) continue;
       if (std::any_of(algorithms.begin(), algorithms.end(), [&](const PluginManifest& a) { return runs(a, backend.type); }))
         continue;
       d.available = false;

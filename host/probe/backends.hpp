@@ -12,8 +12,9 @@
 
 namespace mlhost {
 
-// Marks the available devices of `probes` that run on a LibTorch backend of the trait table
-// (mlh/device_traits.hpp) which no manifest in `algorithms` has unavailable, with the reason.
+// Marks the available accelerators of `probes` that run on a LibTorch backend of the trait
+// table (mlh/device_traits.hpp) which no manifest in `algorithms` has unavailable, with the
+// reason; the CPU runs every plugin.
 // With no algorithms at all nothing can be judged, and nothing changes.
 void require_torch_backends(std::vector<PluginProbe>& probes, const std::vector<PluginManifest>& algorithms);
 

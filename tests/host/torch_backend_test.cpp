@@ -88,6 +88,13 @@ TEST(TorchBackend, ADeviceNeedsAnAlgorithmWhoseLibTorchRunsItsBackend) {
   EXPECT_FALSE(one_has_cuda[2].available);
   EXPECT_TRUE(probe({algorithm("trm", {"cpu", "mps"})})[2].available);
   EXPECT_TRUE(probe({})[1].available) << "with no algorithm plugins nothing is judged";
+  PluginManifest no_torch = algorithm("plain-c", {});
+  no_torch.torch_version.reset();
+  const std::vector<Device> without_libtorch = probe({no_torch});
+  EXPECT_TRUE(without_libtorch[0].available) << "an algorithm without LibTorch runs on the CPU";
+  EXPECT_FALSE(without_libtorch[1].available);
+  EXPECT_NE(without_libtorch[1].unavailable_reason.find("plain-c (no LibTorch)"), std::string::npos)
+      << without_libtorch[1].unavailable_reason;
 }
 
 }  // namespace
