@@ -24,7 +24,7 @@ namespace {
 // without data.dir builds its dataset in the search's folder first) on random batches of
 // each size tried.
 json batch_search(mlh::RunContext& ctx, const Config& cfg, const mlh::rt::RuntimePlan& plan) {
-  ModelConfig model;
+  ModelConfig model{};
   if (cfg.text()) {
     model = text_model_config(cfg);
   } else {

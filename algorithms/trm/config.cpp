@@ -5,6 +5,7 @@
 #include <mlh/plugin.hpp>
 
 #include "data/build_data.hpp"
+#include "model/shape_rules.hpp"
 
 namespace trm {
 
@@ -291,11 +292,11 @@ Config parse_config(const json& user) {
   Config c = config_table().parse(user);
   config_check(c.build.max_givens >= c.build.min_givens, "build.max_givens",
                "must be in [build.min_givens, " + std::to_string(kMaxSudokuGivens) + "]");
-  config_check(c.model.hidden % c.model.num_heads == 0 && (c.model.hidden / c.model.num_heads) % 2 == 0,
-               "model.num_heads",
-               "must divide model.hidden (" + std::to_string(c.model.hidden) + ") into heads of even width (rotary)");
-  config_check(c.model.puzzle_emb_len == 0 || c.model.puzzle_emb_len * c.model.hidden >= c.model.puzzle_emb_ndim,
-               "model.puzzle_emb_len", "x model.hidden must hold model.puzzle_emb_ndim");
+  // The model's own rules (model/shape_rules.hpp), named here by their config fields.
+  const std::string heads = heads_problem(c.model.hidden, c.model.num_heads);
+  config_check(heads.empty(), "model.num_heads", "must split model.hidden: " + heads);
+  const std::string prefix = prefix_problem(c.model.puzzle_emb_len, c.model.hidden, c.model.puzzle_emb_ndim);
+  config_check(prefix.empty(), "model.puzzle_emb_len", "must hold model.puzzle_emb_ndim: " + prefix);
   if (c.text()) {
     // Text is next-token prediction: one supervision step, no puzzle identifiers.
     config_check(c.model.halt_max_steps == 1, "model.halt_max_steps", "text mode uses one supervision step (set 1)");

@@ -41,10 +41,8 @@ std::optional<std::string> read_optional_text(const json& j, const char* key) {
 
 void write_model_record(const std::string& run_dir, const ModelRecord& m) {
   fs::create_directories(run_dir);
-  json model = to_json(m.model);
-  model.erase("gradient_checkpointing");
   json j = {{"mode", m.mode},
-            {"model", model},
+            {"model", to_json(m.model)},
             {"data_dir", absolute_path(m.data_dir)},
             {"text_file", absolute_path(m.text_file)},
             {"data_dir_config", optional_text(m.data_dir_config)},
@@ -90,19 +88,29 @@ ModelRecord read_model_record(const std::string& run_dir) {
 
 namespace {
 
-ModelConfig common_model_config(const Config& cfg) {
-  ModelConfig m;
-  m.hidden = cfg.model.hidden;
-  m.num_heads = cfg.model.num_heads;
-  m.expansion = cfg.model.expansion;
-  m.h_cycles = cfg.model.h_cycles;
-  m.l_cycles = cfg.model.l_cycles;
-  m.l_layers = cfg.model.l_layers;
-  m.halt_max_steps = cfg.model.halt_max_steps;
-  m.halt_exploration_prob = cfg.model.halt_exploration_prob;
-  m.no_act_continue = cfg.model.no_act_continue;
-  m.mlp_t = cfg.model.mlp_t;
-  m.rope_theta = cfg.model.rope_theta;
+// Every field named (designated, so -Wextra flags one left out): ModelConfig has no defaults.
+ModelConfig model_config(const Config& cfg, int64_t seq_len, int64_t vocab_size, int64_t num_puzzle_identifiers,
+                         int64_t puzzle_emb_ndim, int64_t puzzle_emb_len, bool causal) {
+  ModelConfig m{.seq_len = seq_len,
+                .vocab_size = vocab_size,
+                .num_puzzle_identifiers = num_puzzle_identifiers,
+                .puzzle_emb_ndim = puzzle_emb_ndim,
+                .puzzle_emb_len = puzzle_emb_len,
+                .hidden = cfg.model.hidden,
+                .num_heads = cfg.model.num_heads,
+                .expansion = cfg.model.expansion,
+                .h_cycles = cfg.model.h_cycles,
+                .l_cycles = cfg.model.l_cycles,
+                .l_layers = cfg.model.l_layers,
+                .halt_max_steps = cfg.model.halt_max_steps,
+                .halt_exploration_prob = cfg.model.halt_exploration_prob,
+                .no_act_continue = cfg.model.no_act_continue,
+                .mlp_t = cfg.model.mlp_t,
+                .causal = causal,
+                .rope_theta = cfg.model.rope_theta,
+                .rms_norm_eps = kRmsNormEps,
+                .gradient_checkpointing = false};  // the plan's to set (train.cpp, calibrate.cpp)
+  validate(m);
   return m;
 }
 
@@ -113,25 +121,14 @@ bool holds_dataset(const std::string& dir) {
 }
 
 ModelConfig puzzle_model_config(const Config& cfg, const DatasetMetadata& metadata) {
-  ModelConfig m = common_model_config(cfg);
-  m.seq_len = metadata.seq_len;
-  m.vocab_size = metadata.vocab_size;
-  m.num_puzzle_identifiers = metadata.num_puzzle_identifiers;
-  m.puzzle_emb_ndim = cfg.model.puzzle_emb_ndim;
-  m.puzzle_emb_len = cfg.model.puzzle_emb_len;
-  validate(m);
-  return m;
+  return model_config(cfg, metadata.seq_len, metadata.vocab_size, metadata.num_puzzle_identifiers,
+                      cfg.model.puzzle_emb_ndim, cfg.model.puzzle_emb_len, /*causal=*/false);
 }
 
+// Text is next-token prediction over bytes: no puzzles to embed, each position sees its past.
 ModelConfig text_model_config(const Config& cfg) {
-  ModelConfig m = common_model_config(cfg);
-  m.seq_len = cfg.model.text_seq_len;
-  m.vocab_size = kTextVocab;
-  m.num_puzzle_identifiers = 1;
-  m.puzzle_emb_ndim = 0;
-  m.causal = true;
-  validate(m);
-  return m;
+  return model_config(cfg, cfg.model.text_seq_len, kTextVocab, /*num_puzzle_identifiers=*/1,
+                      /*puzzle_emb_ndim=*/0, /*puzzle_emb_len=*/0, /*causal=*/true);
 }
 
 BuildReport build_dataset(const Config& cfg, const std::string& out_dir,
@@ -211,9 +208,7 @@ bool loads_trained_model(const std::string& command) {
 }
 
 std::map<std::string, std::string> weights_metadata(const ModelConfig& model, const std::string& mode, bool ema) {
-  nlohmann::json model_json = to_json(model);
-  model_json.erase("gradient_checkpointing");  // how this machine trained it, not what it is
-  return {{"model", model_json.dump()}, {"mode", mode}, {"ema", ema ? "true" : "false"}};
+  return {{"model", to_json(model).dump()}, {"mode", mode}, {"ema", ema ? "true" : "false"}};
 }
 
 }  // namespace trm

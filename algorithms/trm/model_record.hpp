@@ -20,7 +20,7 @@ namespace trm {
 
 struct ModelRecord {
   std::string mode = "puzzle";  // puzzle or text
-  ModelConfig model;
+  ModelConfig model{};
   // The data it trained on: written absolute, so that a command on the run finds them from
   // any directory. Older runs' model.json hold them as training was given them, perhaps
   // relative to the directory it ran in (trained_data.hpp finds those).

@@ -38,10 +38,14 @@ void make_dataset_folder(const fs::path& dir) {
   }
 }
 
+// A puzzle run's record: the default config's model on a 16-cell, 6-token dataset.
 trm::ModelRecord puzzle_record() {
+  trm::DatasetMetadata data;
+  data.seq_len = 16;
+  data.vocab_size = 6;
+  data.num_puzzle_identifiers = 1;
   trm::ModelRecord r;
-  r.model.seq_len = 16;
-  r.model.vocab_size = 6;
+  r.model = trm::puzzle_model_config(trm::parse_config(json::object()), data);
   r.token_names = {"_", ".", "R", "G", "B", "Y"};
   r.blank_identifier_id = 0;
   return r;

@@ -85,6 +85,32 @@ TEST(TrmConfig, TheModelAcceptsEveryBoundTheTableDeclares) {
   EXPECT_GE(tried, 12) << "fewer bounds reached the model than the table declares";
 }
 
+// The model a run builds takes every config-derived size from the config table (ModelConfig
+// has no defaults of its own to fall back on): each model.* field the two share, in both modes.
+TEST(TrmConfig, TheModelTakesTheTablesValues) {
+  const json table_model = json::parse(trm::config_defaults_json())["model"];
+  trm::DatasetMetadata sudoku;
+  sudoku.seq_len = 81;
+  sudoku.vocab_size = 11;
+  sudoku.num_puzzle_identifiers = 3;
+  const json puzzle = trm::to_json(trm::puzzle_model_config(trm::parse_config(json::object()), sudoku));
+  int shared = 0;
+  for (const auto& [key, value] : puzzle.items()) {
+    if (!table_model.contains(key)) continue;
+    ++shared;
+    EXPECT_EQ(value, table_model[key]) << "model." << key;
+  }
+  EXPECT_GE(shared, 12);
+  EXPECT_EQ(puzzle["num_puzzle_identifiers"], 3);  // the data's
+  EXPECT_FALSE(puzzle["causal"].get<bool>());
+  const trm::Config text_cfg =
+      trm::parse_config({{"mode", "text"}, {"model", {{"halt_max_steps", 1}, {"puzzle_emb_ndim", 0}}}});
+  const json text = trm::to_json(trm::text_model_config(text_cfg));
+  EXPECT_EQ(text["seq_len"], table_model["text_seq_len"]);
+  EXPECT_TRUE(text["causal"].get<bool>());
+  EXPECT_EQ(text["hidden"], table_model["hidden"]);
+}
+
 TEST(TrmConfig, EveryPresetParses) {
   const json presets = json::parse(trm::presets_json());
   for (const auto& [name, preset] : presets.items()) {
@@ -211,7 +237,7 @@ TEST(TrmText, BadFilesNameThePath) {
 }
 
 TEST(TrmFlops, HandCountedModel) {
-  trm::ModelConfig m;
+  trm::ModelConfig m{};  // the sizes below are all the count reads
   m.seq_len = 4;
   m.vocab_size = 10;
   m.hidden = 8;
@@ -233,9 +259,8 @@ TEST(TrmRunModel, RoundTripAndErrors) {
   TempDir dir;
   trm::ModelRecord m;
   m.mode = "text";
-  m.model.hidden = 64;
-  m.model.num_heads = 4;
-  m.model.causal = true;
+  const json text = {{"mode", "text"}, {"model", {{"hidden", 64}, {"num_heads", 4}, {"halt_max_steps", 1}}}};
+  m.model = trm::text_model_config(trm::parse_config(text));
   m.model.gradient_checkpointing = true;
   m.text_file = "/some/file.txt";
   trm::write_model_record(dir.path(), m);

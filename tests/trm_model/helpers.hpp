@@ -9,20 +9,28 @@
 
 namespace trm_test {
 
-// hidden 32, 2 heads, seq 8, vocab 6; 2 H-cycles of 2 L-cycles with one layer: fast.
+// hidden 32, 2 heads, seq 8, vocab 6; 2 H-cycles of 2 L-cycles with one layer: fast. Every
+// field named (ModelConfig has no defaults; -Wextra flags one left out).
 inline trm::ModelConfig tiny_config() {
-  trm::ModelConfig c;
-  c.seq_len = 8;
-  c.vocab_size = 6;
-  c.hidden = 32;
-  c.num_heads = 2;
-  c.expansion = 2.0;
-  c.h_cycles = 2;
-  c.l_cycles = 2;
-  c.l_layers = 1;
-  c.halt_max_steps = 4;
-  c.halt_exploration_prob = 0.0;
-  return c;
+  return trm::ModelConfig{.seq_len = 8,
+                          .vocab_size = 6,
+                          .num_puzzle_identifiers = 1,
+                          .puzzle_emb_ndim = 0,
+                          .puzzle_emb_len = 0,
+                          .hidden = 32,
+                          .num_heads = 2,
+                          .expansion = 2.0,
+                          .h_cycles = 2,
+                          .l_cycles = 2,
+                          .l_layers = 1,
+                          .halt_max_steps = 4,
+                          .halt_exploration_prob = 0.0,
+                          .no_act_continue = true,
+                          .mlp_t = false,
+                          .causal = false,
+                          .rope_theta = 10000.0,
+                          .rms_norm_eps = trm::kRmsNormEps,
+                          .gradient_checkpointing = false};
 }
 
 // Random tokens in [0, vocab), labels = (token + 1) mod vocab, identifiers in [0, ids).

@@ -8,6 +8,7 @@
 
 #include <mlh/runtime/fused_ops.hpp>
 
+#include "helpers.hpp"
 #include "model/layers.hpp"
 
 namespace {
@@ -124,7 +125,7 @@ TEST(TrmLayers, CausalAttentionIgnoresLaterPositions) {
 
 TEST(TrmLayers, MlpTBlockMixesAcrossTheSequence) {
   at::manual_seed(6);
-  trm::ModelConfig c;
+  trm::ModelConfig c = trm_test::tiny_config();
   c.seq_len = 6;
   c.hidden = 16;
   c.expansion = 2.0;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "no_default.hpp"
 #include "model/loss.hpp"
 #include "model/trm.hpp"
 
@@ -31,36 +32,72 @@ std::string error_of(const std::function<void()>& fn) {
   return "";
 }
 
-TEST(TrmModelConfig, JsonRoundTripAndDefaults) {
+TEST(TrmModelConfig, JsonRoundTripNeedsEveryField) {
   trm::ModelConfig c = tiny_config();
   c.puzzle_emb_ndim = 40;
   c.mlp_t = true;
   c.halt_exploration_prob = 0.25;
-  const trm::ModelConfig back = trm::model_config_from_json(trm::to_json(c));
-  EXPECT_EQ(trm::to_json(back), trm::to_json(c));
+  const nlohmann::json saved = trm::to_json(c);
+  const trm::ModelConfig back = trm::model_config_from_json(saved);
+  EXPECT_EQ(trm::to_json(back), saved);
   EXPECT_EQ(trm::resolved_puzzle_emb_len(back), 2);  // ceil(40 / 32)
   EXPECT_EQ(trm::total_seq_len(back), 10);
-  const trm::ModelConfig defaults = trm::model_config_from_json(nlohmann::json::object());
-  EXPECT_EQ(defaults.hidden, 512);
-  EXPECT_TRUE(defaults.no_act_continue);
-  EXPECT_EQ(trm::resolved_puzzle_emb_len(defaults), 0);
+  // No field falls back to a value of the code's: a record without one is refused, naming it.
+  for (const auto& [key, value] : saved.items()) {
+    nlohmann::json partial = saved;
+    partial.erase(key);
+    const std::string e = error_of([&] { trm::model_config_from_json(partial); });
+    EXPECT_NE(e.find("'" + key + "' is missing"), std::string::npos) << e;
+  }
+}
+
+// Each structured binding names every member, so a member added to ModelConfig stops this from
+// compiling until it is sorted here: every value comes from the config or the saved record.
+TEST(TrmModelConfig, DeclaresNoDefault) {
+  [[maybe_unused]] const auto [seq_len, vocab_size, num_puzzle_identifiers, puzzle_emb_ndim, puzzle_emb_len, hidden,
+                               num_heads, expansion, h_cycles, l_cycles, l_layers, halt_max_steps,
+                               halt_exploration_prob, no_act_continue, mlp_t, causal, rope_theta, rms_norm_eps,
+                               gradient_checkpointing] = trm::ModelConfig{};
+  EXPECT_NO_DEFAULT(seq_len);
+  EXPECT_NO_DEFAULT(vocab_size);
+  EXPECT_NO_DEFAULT(num_puzzle_identifiers);
+  EXPECT_NO_DEFAULT(puzzle_emb_ndim);
+  EXPECT_NO_DEFAULT(puzzle_emb_len);
+  EXPECT_NO_DEFAULT(hidden);
+  EXPECT_NO_DEFAULT(num_heads);
+  EXPECT_NO_DEFAULT(expansion);
+  EXPECT_NO_DEFAULT(h_cycles);
+  EXPECT_NO_DEFAULT(l_cycles);
+  EXPECT_NO_DEFAULT(l_layers);
+  EXPECT_NO_DEFAULT(halt_max_steps);
+  EXPECT_NO_DEFAULT(halt_exploration_prob);
+  EXPECT_NO_DEFAULT(no_act_continue);
+  EXPECT_NO_DEFAULT(mlp_t);
+  EXPECT_NO_DEFAULT(causal);
+  EXPECT_NO_DEFAULT(rope_theta);
+  EXPECT_NO_DEFAULT(rms_norm_eps);
+  EXPECT_NO_DEFAULT(gradient_checkpointing);
+}
+
+// tiny_config()'s record with some fields changed or added.
+nlohmann::json tiny_record(const nlohmann::json& changes) {
+  nlohmann::json record = trm::to_json(tiny_config());
+  record.update(changes);
+  return record;
 }
 
 TEST(TrmModelConfig, ErrorsNameTheField) {
-  EXPECT_NE(error_of([] { trm::model_config_from_json({{"hiden", 3}}); }).find("hiden"), std::string::npos);
-  EXPECT_NE(error_of([] { trm::model_config_from_json({{"hidden", "big"}}); }).find("hidden"), std::string::npos);
-  EXPECT_NE(error_of([] { trm::model_config_from_json({{"mlp_t", 1}}); }).find("mlp_t"), std::string::npos);
-  EXPECT_NE(error_of([] { trm::model_config_from_json({{"hidden", 30}, {"num_heads", 4}}); }).find("num_heads"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { trm::model_config_from_json({{"l_cycles", 0}}); }).find("l_cycles"), std::string::npos);
-  EXPECT_NE(error_of([] { trm::model_config_from_json({{"halt_exploration_prob", 1.5}}); })
-                .find("halt_exploration_prob"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { trm::model_config_from_json({{"mlp_t", true}, {"causal", true}}); }).find("causal"),
-            std::string::npos);
-  EXPECT_NE(error_of([] {
-              trm::model_config_from_json({{"hidden", 32}, {"puzzle_emb_ndim", 100}, {"puzzle_emb_len", 2}});
-            }).find("puzzle_emb_len"),
+  auto error_for = [](const nlohmann::json& changes) {
+    return error_of([&] { trm::model_config_from_json(tiny_record(changes)); });
+  };
+  EXPECT_NE(error_for({{"hiden", 3}}).find("hiden"), std::string::npos);
+  EXPECT_NE(error_for({{"hidden", "big"}}).find("hidden"), std::string::npos);
+  EXPECT_NE(error_for({{"mlp_t", 1}}).find("mlp_t"), std::string::npos);
+  EXPECT_NE(error_for({{"hidden", 30}, {"num_heads", 4}}).find("num_heads"), std::string::npos);
+  EXPECT_NE(error_for({{"l_cycles", 0}}).find("l_cycles"), std::string::npos);
+  EXPECT_NE(error_for({{"halt_exploration_prob", 1.5}}).find("halt_exploration_prob"), std::string::npos);
+  EXPECT_NE(error_for({{"mlp_t", true}, {"causal", true}}).find("causal"), std::string::npos);
+  EXPECT_NE(error_for({{"hidden", 32}, {"puzzle_emb_ndim", 100}, {"puzzle_emb_len", 2}}).find("puzzle_emb_len"),
             std::string::npos);
   EXPECT_NE(error_of([] { trm::model_config_from_json(nlohmann::json::array()); }).find("object"), std::string::npos);
   trm::ModelConfig bad = tiny_config();

@@ -1,5 +1,6 @@
 // ModelConfig's checks and JSON form.
 #include "model/model_config.hpp"
+#include "model/shape_rules.hpp"
 
 #include <functional>
 #include <map>
@@ -41,20 +42,16 @@ void validate(const ModelConfig& c) {
   require_positive(c.halt_max_steps, "halt_max_steps");
   if (c.puzzle_emb_ndim < 0) fail("puzzle_emb_ndim", "must be >= 0, got " + std::to_string(c.puzzle_emb_ndim));
   if (c.puzzle_emb_len < 0) fail("puzzle_emb_len", "must be >= 0, got " + std::to_string(c.puzzle_emb_len));
-  // The embedding vector is padded (never cut) to the prefix, as the reference's F.pad.
-  if (c.puzzle_emb_len * c.hidden < c.puzzle_emb_ndim && c.puzzle_emb_len != 0)
-    fail("puzzle_emb_len", std::to_string(c.puzzle_emb_len) + " positions of hidden " + std::to_string(c.hidden) +
-                               " cannot hold puzzle_emb_ndim " + std::to_string(c.puzzle_emb_ndim));
+  if (const std::string problem = prefix_problem(c.puzzle_emb_len, c.hidden, c.puzzle_emb_ndim); !problem.empty())
+    fail("puzzle_emb_len", problem);
   if (!(c.expansion > 0)) fail("expansion", "must be > 0");
   if (!(c.halt_exploration_prob >= 0 && c.halt_exploration_prob <= 1))
     fail("halt_exploration_prob", "must be in [0, 1], got " + std::to_string(c.halt_exploration_prob));
   if (!(c.rope_theta > 0)) fail("rope_theta", "must be > 0");
   if (!(c.rms_norm_eps > 0)) fail("rms_norm_eps", "must be > 0");
   if (!c.mlp_t) {
-    if (c.hidden % c.num_heads != 0)
-      fail("num_heads", std::to_string(c.num_heads) + " does not divide hidden " + std::to_string(c.hidden));
-    if ((c.hidden / c.num_heads) % 2 != 0)
-      fail("num_heads", "gives an odd head size " + std::to_string(c.hidden / c.num_heads) + " (RoPE needs it even)");
+    // The sequence-axis MLP has no heads; attention's heads must split hidden for RoPE.
+    if (const std::string problem = heads_problem(c.hidden, c.num_heads); !problem.empty()) fail("num_heads", problem);
   } else if (c.causal) {
     // The sequence-axis MLP mixes every position into every other one.
     fail("causal", "cannot be used with mlp_t");
@@ -79,13 +76,12 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"mlp_t", c.mlp_t},
           {"causal", c.causal},
           {"rope_theta", c.rope_theta},
-          {"rms_norm_eps", c.rms_norm_eps},
-          {"gradient_checkpointing", c.gradient_checkpointing}};
+          {"rms_norm_eps", c.rms_norm_eps}};
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& json) {
   if (!json.is_object()) throw mlh::Error(MLH_ERR_INVALID_ARGUMENT, "TRM model config: expected a JSON object");
-  ModelConfig c;
+  ModelConfig c{};
   using Setter = std::function<void(const nlohmann::json&, const std::string&)>;
   auto integer = [](int64_t& out) -> Setter {
     return [&out](const nlohmann::json& v, const std::string& key) {
@@ -123,13 +119,16 @@ ModelConfig model_config_from_json(const nlohmann::json& json) {
       {"mlp_t", boolean(c.mlp_t)},
       {"causal", boolean(c.causal)},
       {"rope_theta", number(c.rope_theta)},
-      {"rms_norm_eps", number(c.rms_norm_eps)},
-      {"gradient_checkpointing", boolean(c.gradient_checkpointing)}};
+      {"rms_norm_eps", number(c.rms_norm_eps)}};
   for (auto it = json.begin(); it != json.end(); ++it) {
     auto setter = setters.find(it.key());
     if (setter == setters.end()) fail(it.key(), "is not a model field");
     setter->second(it.value(), it.key());
   }
+  for (const auto& [key, setter] : setters)
+    if (!json.contains(key)) fail(key, "is missing (model.json records every model field)");
+  // How a machine runs the model, not what it is: the plan of the process that loads it decides.
+  c.gradient_checkpointing = false;
   validate(c);
   return c;
 }

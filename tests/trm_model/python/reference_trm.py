@@ -60,7 +60,8 @@ def build(out_dir, mlp_t):
                os.path.join(out_dir, "expected.pt"))
     ours = dict(seq_len=seq_len, vocab_size=vocab, num_puzzle_identifiers=puzzles, puzzle_emb_ndim=64,
                 puzzle_emb_len=2, hidden=32, num_heads=2, expansion=4.0, h_cycles=2, l_cycles=2, l_layers=2,
-                halt_max_steps=4, halt_exploration_prob=0.1, no_act_continue=True, mlp_t=mlp_t)
+                halt_max_steps=4, halt_exploration_prob=0.1, no_act_continue=True, mlp_t=mlp_t, causal=False,
+                rope_theta=10000.0, rms_norm_eps=1e-5)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(ours, f)
 
