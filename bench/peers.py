@@ -91,7 +91,7 @@ Workloads (--workload, default all):
 
   python bench/peers.py [--workload trm|protonet|ppo|ppo_continuous|ppo_gymnasium|all] [--device cpu|cuda]
                         [--precision fp32,bf16] [--variant eager,compiled,cuda_graph]
-                        [--batch N] [--trm-size small,default] [--seconds S] [--tiny] [--threads N]
+                        [--batch N] [--trm-size small,default] [--seconds S] [--tiny] [--threads N] [--profile DIR]
                         [--pc-envs 4] [--pc-steps 1024] [--pc-minibatches 64] [--pc-epochs 10]
                         [--pc-lr 1e-3] [--pc-gamma 0.9] [--pc-gae-lambda 0.95] [--pc-clip 0.2]
                         [--pc-ent 0.0] [--pc-vf 0.5] [--pc-max-grad-norm 0.5]
@@ -150,6 +150,25 @@ class Timer:
         return statistics.median(times), len(times)
 
 
+def profile_steps(args, base, step, steps=3):
+    """A few more steps under torch.profiler, as a Chrome trace beside ours (MLH_PROFILE_DIR):
+    <dir>/<benchmark>[_<precision>]_<variant>.trace.json; bench/profile_summary.py --calls compares
+    them."""
+    from torch.profiler import ProfilerActivity, profile
+    os.makedirs(args.profile, exist_ok=True)
+    name = base.get("benchmark", base["workload"])
+    if not name.endswith("_" + base["precision"]):
+        name += "_" + base["precision"]
+    path = os.path.join(args.profile, f"{name}_{base['variant']}.trace.json")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for i in range(steps):
+            step(i)
+        Timer(torch.device(args.device), 0, 0, 0).sync()
+    prof.export_chrome_trace(path)
+    return path
+
+
 def emit(record):
     print(json.dumps(record), flush=True)
 
@@ -162,6 +181,8 @@ def measure(args, base, items, unit, make_step, warmup=1):
         step = make_step()
         median, n = Timer(torch.device(args.device), args.seconds, warmup, args.min_iterations).run(step)
         record.update(items_per_s=items / median, unit=unit, median_ms=1000 * median, iterations=n)
+        if args.profile:
+            record.update(trace=profile_steps(args, base, step))
     except Exception as e:  # noqa: BLE001  (a failed variant is a row with its reason)
         record.update(error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
     emit(record)
@@ -890,6 +911,8 @@ def main(argv=None):
     p.add_argument("--min-iterations", type=int, default=None, help="at least this many timed steps (5; --tiny 2)")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: torch's)")
     p.add_argument("--tiny", action="store_true", help="small sizes for a test")
+    p.add_argument("--profile", default=None, metavar="DIR",
+                   help="after each measurement, 3 more steps under torch.profiler as a Chrome trace in DIR")
     pc = p.add_argument_group("ppo_continuous (rl-baselines3-zoo's PPO Pendulum-v1 without gSDE)")
     pc.add_argument("--pc-envs", type=int, default=4, help="environments (4)")
     pc.add_argument("--pc-steps", type=int, default=1024, help="steps per env per iteration (1024)")

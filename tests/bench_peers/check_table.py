@@ -2,7 +2,9 @@
 for protonet and ppo at least one row with a numeric ours/theirs ratio, and no row without one
 (a failed run of ours or of a reference). TRM's reference step runs alone (bench/peers.py,
 tiny): our TRM benchmark is the longest of ours (over a minute on 2 cores), and its rows are
-matched by the same code as the others'; the reference must give a throughput. Exit 77 (ctest: skipped) when the Python
+matched by the same code as the others'; the reference must give a throughput, and its
+profiled steps (--profile) a trace whose attention calls bench/profile_summary.py --calls lists;
+bench/kernel_times.sh refuses an unknown algorithm, precision or host with exit 2. Exit 77 (ctest: skipped) when the Python
 of $MLH_TORCH_VENV (default .venv/) lacks torch, numpy, einops or pydantic; and, after the protonet
 and ppo rows are checked (a failure there still fails), when the TRM reference is absent
 ($MLH_REFERENCE_DIR, bench/mlh_references.py).
@@ -14,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import mlh_references  # noqa: E402
@@ -43,16 +46,45 @@ def check(table):
     return problems
 
 
-def check_trm(lines, rc):
-    """The TRM reference's JSON lines: each a positive throughput, none an error."""
+def check_trm(lines, rc, repo=None):
+    """The TRM reference's JSON lines: each a positive throughput, none an error; with --profile,
+    each names its trace, in which bench/profile_summary.py --calls finds the attention kernel's
+    calls (bench/kernel_times.sh compares them with ours)."""
     records = [json.loads(line) for line in lines.splitlines() if line.startswith("{")]
-    problems = [f"trm reference: {r.get('variant')} {r.get('precision')}: {r['error']}" for r in records if "error" in r]
+    problems = []
+    for r in records:
+        if repo is None or "error" in r:
+            continue
+        if not os.path.isfile(r.get("trace", "")):
+            problems.append(f"trm reference: --profile wrote no trace ({r.get('trace')})")
+            continue
+        calls = subprocess.run([sys.executable, os.path.join(repo, "bench", "profile_summary.py"), r["trace"],
+                                "--calls", "scaled_dot_product"], capture_output=True, text=True)
+        print(calls.stdout)
+        if calls.returncode != 0 or "| aten::_scaled_dot_product_flash_attention_for_cpu | " not in calls.stdout:
+            problems.append(f"trm reference: profile_summary.py --calls lists no attention calls: {calls.stdout}"
+                            f"{calls.stderr}")
+    problems += [f"trm reference: {r.get('variant')} {r.get('precision')}: {r['error']}" for r in records if "error" in r]
     problems += [f"trm reference: no positive throughput in {r}" for r in records
                  if "error" not in r and not r.get("items_per_s", 0) > 0]
     if not records:
         problems.append("trm reference: no measurement printed")
     if rc != 0:
         problems.append(f"trm reference: peers.py exited {rc}")
+    return problems
+
+
+def check_kernel_times_refusals(repo, host):
+    """bench/kernel_times.sh refuses what it cannot run with exit 2, naming the value, before
+    it measures anything (its measurement itself takes minutes: docs/benchmarks.md)."""
+    problems = []
+    for args, named in ((["ppo", host], "'ppo'"), (["-p", "fp16", "trm", host], "fp16"),
+                        (["trm", "/nonexistent/host"], "/nonexistent/host")):
+        done = subprocess.run(["bash", os.path.join(repo, "bench", "kernel_times.sh")] + args,
+                              capture_output=True, text=True)
+        if done.returncode != 2 or named not in done.stderr:
+            problems.append(f"kernel_times.sh {' '.join(args)}: exit {done.returncode}, {done.stderr.strip()!r}"
+                            f" (expected 2 naming {named})")
     return problems
 
 
@@ -81,12 +113,16 @@ def main():
         if trm_absent:
             trm_problems = []
         else:
-            trm = subprocess.run([python, os.path.join(repo, "bench", "peers.py"), "--workload", "trm", "--tiny",
-                                  "--device", "cpu", "--precision", "fp32"], capture_output=True, text=True)
-            print(trm.stdout)
-            print(trm.stderr, file=sys.stderr)
-            trm_problems = check_trm(trm.stdout, trm.returncode)
+            with tempfile.TemporaryDirectory() as traces:
+                trm = subprocess.run([python, os.path.join(repo, "bench", "peers.py"), "--workload", "trm", "--tiny",
+                                      "--device", "cpu", "--precision", "fp32", "--profile", traces],
+                                     capture_output=True, text=True)
+                print(trm.stdout)
+                print(trm.stderr, file=sys.stderr)
+                trm_problems = check_trm(trm.stdout, trm.returncode, repo)
     problems = check(table) + (trm_problems if sys.argv[1] != "--table" else [])
+    if sys.argv[1] != "--table":
+        problems += check_kernel_times_refusals(repo, host)
     if rc != 0:
         problems.append(f"peer_bench.sh exited {rc}")
     for p in problems:
