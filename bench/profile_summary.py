@@ -78,6 +78,16 @@ def compare_calls(paths, traces, pattern):
         print("(no operator matches)")
 
 
+def load_events(path):
+    """A Chrome trace's events (ours are a bare list, torch.profiler's an object holding them)."""
+    try:
+        with open(path) as f:
+            trace = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"profile_summary: {path}: {e}")
+    return trace["traceEvents"] if isinstance(trace, dict) else trace
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("traces", nargs="+")
@@ -86,28 +96,14 @@ def main():
                         help="compare the matching operators' median time per call across the traces")
     args = parser.parse_args()
     if args.calls:
-        traces = []
-        for path in args.traces:
-            try:
-                with open(path) as f:
-                    trace = json.load(f)
-            except (OSError, ValueError) as e:
-                sys.exit(f"profile_summary: {path}: {e}")
-            traces.append(trace["traceEvents"] if isinstance(trace, dict) else trace)
         try:
             pattern = re.compile(args.calls)
         except re.error as e:
             sys.exit(f"profile_summary: --calls {args.calls!r}: {e}")
-        compare_calls(args.traces, traces, pattern)
+        compare_calls(args.traces, [load_events(path) for path in args.traces], pattern)
         return
     for path in args.traces:
-        try:
-            with open(path) as f:
-                trace = json.load(f)
-        except (OSError, ValueError) as e:
-            sys.exit(f"profile_summary: {path}: {e}")
-        events = trace["traceEvents"] if isinstance(trace, dict) else trace
-        totals = self_times(events)
+        totals = self_times(load_events(path))
         whole = sum(t for t, _ in totals.values()) or 1.0
         print(f"{path}: {whole / 1000:.1f} ms of operators")
         print(f"  {'operator':<44} {'self ms':>9} {'share':>6} {'calls':>6}")
