@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 #include <mlh/runtime/fused_ops.hpp>
 #include <torch/autograd.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 namespace {
 
@@ -155,6 +158,25 @@ TEST(FusedOpsRules, ResultsDoNotDependOnTheThreadCount) {
   at::set_num_threads(threads);
   EXPECT_TRUE(at::equal(one, two));
   EXPECT_TRUE(at::equal(one_silu, two_silu));
+}
+
+// SiluMul computes in each thread with subnormals flushed (vectorized, its loop evaluates
+// sigmoid's saturated side in every lane, and each subnormal there cost Intel a microcode assist),
+// so a result below float's smallest normal is zero; the caller's floating-point mode is untouched.
+TEST(FusedOpsRules, SiluMulFlushesSubnormalResultsAndLeavesTheCallersModeAsFound) {
+#if defined(__x86_64__)
+  const at::Tensor gate_up = at::tensor({-1.f, 2e-38f}).requires_grad_();  // silu(-1) * 2e-38 = -5.4e-39
+  const at::Tensor aten = at::silu(gate_up.detach().narrow(0, 0, 1)) * gate_up.detach().narrow(0, 1, 1);
+  ASSERT_NE(aten.item<float>(), 0.f) << "ATen keeps the subnormal, which this test relies on";
+  const unsigned mode = _mm_getcsr();  // read after ATen's underflow has set the status flags
+  const at::Tensor y = mlh::rt::silu_mul(gate_up);
+  EXPECT_EQ(y.item<float>(), 0.f);
+  y.sum().backward();  // d up = silu(-1), a normal number: unchanged
+  EXPECT_NEAR(gate_up.grad()[1].item<float>(), at::silu(at::tensor(-1.f)).item<float>(), 1e-6);
+  EXPECT_EQ(_mm_getcsr(), mode);
+#else
+  GTEST_SKIP() << "flushing subnormals is x86's concern";
+#endif
 }
 
 }  // namespace

@@ -286,6 +286,7 @@ at::Tensor silu_mul_forward(const at::Tensor& gate_up) {
   at::parallel_for(
       0, rows_of(gate_up), grain(n),
       [&](int64_t begin, int64_t end) {
+        const cpu::DenormalsFlushed flushed;  // sigmoid's saturated side, computed in every lane
         std::vector<float> scratch(is_float ? 0 : static_cast<size_t>(3 * n));
         if (is_float)
           silu_mul_forward_f32(gate_up.data_ptr<float>(), out.data_ptr<float>(), begin, end, n, nullptr);
@@ -311,6 +312,7 @@ struct SiluMul : public torch::autograd::Function<SiluMul> {
     at::parallel_for(
         0, rows_of(gate_up), grain(2 * n),
         [&](int64_t begin, int64_t end) {
+          const cpu::DenormalsFlushed flushed;
           std::vector<float> scratch(is_float ? 0 : static_cast<size_t>(5 * n));
           if (is_float)
             silu_mul_backward_f32(g.data_ptr<float>(), gate_up.data_ptr<float>(), d_gate_up.data_ptr<float>(), begin,

@@ -16,6 +16,9 @@
 
 #include <cstdint>
 #include <cstring>
+#if defined(__x86_64__) || defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MLH_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -49,5 +52,29 @@ MLH_CPU_INLINE float round_to(float v) {
   store(&stored, 0, v);
   return load(&stored, 0);
 }
+
+// While one lives, this thread's float arithmetic treats subnormal inputs as zero and flushes
+// subnormal results to zero (x86's DAZ and FTZ); the thread's mode is put back when it ends.
+// Hold one in each thread of a kernel whose vectorized loop computes both sides of a clamp:
+// GCC evaluates the saturated side in every lane (silu's x * sigmoid(-88.4) = x * 2.9e-39, a
+// subnormal for any |x| < 4), and on Intel each subnormal result costs a microcode assist
+// (SiluMul's forward ran 5-8x slower). Only values below 1.2e-38 change. Elsewhere a no-op.
+class DenormalsFlushed {
+ public:
+#if defined(__x86_64__) || defined(__SSE__)
+  DenormalsFlushed() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFlushToZero | kDenormalsAreZero); }
+  ~DenormalsFlushed() { _mm_setcsr(saved_); }
+#else
+  DenormalsFlushed() = default;
+#endif
+  DenormalsFlushed(const DenormalsFlushed&) = delete;
+  DenormalsFlushed& operator=(const DenormalsFlushed&) = delete;
+
+#if defined(__x86_64__) || defined(__SSE__)
+ private:
+  static constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;  // MXCSR bits 15 and 6
+  unsigned saved_;
+#endif
+};
 
 }  // namespace mlh::rt::cpu
