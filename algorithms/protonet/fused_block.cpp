@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <mlh/runtime/cpu_kernel_support.hpp>
 #include <torch/autograd.h>
 
@@ -346,6 +347,7 @@ bool fused_block_applies(const at::Tensor& x) {
 at::Tensor batch_norm_relu_pool(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                 const at::Tensor& running_mean, const at::Tensor& running_var, double momentum,
                                 double eps) {
+  RECORD_FUNCTION("protonet::batch_norm_relu_pool", std::vector<c10::IValue>({x}));  // a profiler range, as ATen's ops
   return BatchNormReluPool::apply(x, weight, bias, running_mean, running_var, momentum, eps);
 }
 
