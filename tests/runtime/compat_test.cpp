@@ -44,6 +44,27 @@ TEST(Compat, AttentionInPlainOpsMatchesTheDefinition) {
   }
 }
 
+TEST(Compat, AttentionInPlainOpsGradientsMatchTheDefinitionInFloatAndBf16) {
+  at::manual_seed(6);
+  const at::Tensor q0 = at::randn({2, 3, 7, 8}), k0 = at::randn({2, 3, 7, 8}), v0 = at::randn({2, 3, 7, 8});
+  const at::Tensor g = at::randn({2, 3, 7, 8});
+  at::Tensor qd = q0.to(at::kDouble).requires_grad_(), kd = k0.to(at::kDouble).requires_grad_(),
+             vd = v0.to(at::kDouble).requires_grad_();
+  attention_by_definition(qd, kd, vd, true).backward(g.to(at::kDouble));
+  // bf16 rounds the inputs, the scores, the probabilities and each gradient: a looser bound.
+  for (auto [dtype, tolerance] : {std::pair{at::kFloat, 1e-4}, std::pair{at::kBFloat16, 1e-1}}) {
+    at::Tensor q = q0.to(dtype).clone().requires_grad_(), k = k0.to(dtype).clone().requires_grad_(),
+               v = v0.to(dtype).clone().requires_grad_();
+    const at::Tensor out = compat::attention_in_plain_ops(q, k, v, true);
+    EXPECT_EQ(out.scalar_type(), dtype);
+    out.backward(g.to(dtype));
+    for (auto [plain, exact] : {std::pair{q, qd}, std::pair{k, kd}, std::pair{v, vd}}) {
+      ASSERT_EQ(plain.grad().scalar_type(), dtype);
+      EXPECT_LT((plain.grad().to(at::kDouble) - exact.grad()).abs().max().item<double>(), tolerance) << dtype;
+    }
+  }
+}
+
 TEST(Compat, CausalAttentionOfTheFirstPositionIsItsValue) {
   const at::Tensor q = at::randn({1, 1, 5, 8}), k = at::randn({1, 1, 5, 8}), v = at::randn({1, 1, 5, 8});
   const at::Tensor out = compat::scaled_dot_product_attention(q, k, v, /*causal=*/true);

@@ -325,8 +325,23 @@ TEST(TrmModel, RunsUnderCpuBf16Autocast) {
     ASSERT_TRUE(p.grad().defined()) << item.key();
     EXPECT_TRUE(at::isfinite(p.grad()).all().item<bool>());
   }
-  // The carry's dtype does not drift from step to step.
+  // The states travel in bf16, as the reference's forward_dtype keeps them, and stay so from
+  // step to step; without autocast the next step is back in float32.
+  EXPECT_EQ(carry.z_h.scalar_type(), at::kBFloat16);
+  EXPECT_EQ(carry.z_l.scalar_type(), at::kBFloat16);
+  {
+    at::NoGradGuard no_grad;
+    mlh::rt::AutocastScope autocast(mlh::rt::Precision::kBf16, at::Device(at::kCPU));
+    out = model->forward(carry, batch);
+  }
+  EXPECT_EQ(carry.z_h.scalar_type(), at::kBFloat16);
+  EXPECT_EQ(out.logits.scalar_type(), at::kBFloat16);
+  {
+    at::NoGradGuard no_grad;
+    out = model->forward(carry, batch);
+  }
   EXPECT_EQ(carry.z_h.scalar_type(), at::kFloat);
+  EXPECT_EQ(out.logits.scalar_type(), at::kFloat);
 }
 
 TEST(TrmModel, SavedAndReloadedModelGivesIdenticalOutputs) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <ATen/ATen.h>
+#include <mlh/runtime/compat.hpp>
 #include <mlh/runtime/grad_checkpoint.hpp>
 
 namespace trm {
@@ -64,8 +65,15 @@ at::Tensor TrmInnerImpl::net_maybe_checkpointed(const at::Tensor& h, const at::T
 }
 
 InnerOutput TrmInnerImpl::forward(const at::Tensor& z_h0, const at::Tensor& z_l0, const BatchTensors& batch) {
-  const at::Tensor x = input_embeddings(batch.inputs, batch.puzzle_identifiers);
-  at::Tensor z_h = z_h0, z_l = z_l0;
+  // Under autocast the states and the input embeddings travel in the autocast dtype, as the
+  // reference's forward_dtype keeps them: every layer then reads and writes half the bytes, and
+  // no linear casts its input (the norms still compute in float). Without, in the model's own
+  // dtype, whatever dtype a carry from another precision's run brings.
+  const auto device = z_h0.device().type();
+  const at::ScalarType stream =
+      mlh::rt::compat::autocast_enabled(device) ? mlh::rt::compat::autocast_dtype(device) : H_init.scalar_type();
+  const at::Tensor x = input_embeddings(batch.inputs, batch.puzzle_identifiers).to(stream);
+  at::Tensor z_h = z_h0.to(stream), z_l = z_l0.to(stream);
   {
     // h_cycles - 1 cycles that only move the state: no graph, no activations kept.
     at::NoGradGuard no_grad;

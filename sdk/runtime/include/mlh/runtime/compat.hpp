@@ -101,23 +101,32 @@ inline OptimizerStateKey optimizer_state_key(const at::Tensor& param) {
 // with positions after the query's masked out when `causal`. 2.x has the fused
 // at::scaled_dot_product_attention (what the TRM reference calls): flash and memory-efficient
 // kernels on CUDA, and on the CPU 1.2-2x faster than plain ops in float32 at TRM's shapes,
-// but 3-4x slower in bfloat16 than matmuls that use the CPU's bf16 instructions (measured on
-// the AVX512-BF16 development machine). So the CPU in reduced precision, and 1.13 (which
-// has no public fused kernel), spell it out in plain ops, scores and softmax in float32.
+// but in bfloat16 its forward and backward together are about 3x slower than batched matmuls
+// that use the CPU's bf16 instructions (measured on AVX512-BF16 and AMX machines). So the CPU in
+// reduced precision, and 1.13 (which has no public fused kernel), spell it out in plain ops.
 #include <cmath>
 #include <limits>
+#include <vector>
 #include <ATen/ATen.h>
 
 namespace mlh::rt::compat {
 
+// Three passes over the scores and none more: the scale rides in the first batched matmul
+// (alpha), and the softmax reads and writes the scores in the inputs' dtype (ATen's CPU softmax
+// computes a bf16 row in float, in 1.13 and 2.x: within bf16's rounding of float's result).
 inline at::Tensor attention_in_plain_ops(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
-  at::Tensor scores =
-      at::matmul(q, k.transpose(-2, -1)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  const int64_t sq = q.size(-2), sk = k.size(-2), d = q.size(-1);
+  const at::Tensor q3 = q.reshape({-1, sq, d}), k3 = k.reshape({-1, sk, d}), v3 = v.reshape({-1, sk, v.size(-1)});
+  at::Tensor scores = at::baddbmm(at::empty({q3.size(0), sq, sk}, q.options()), q3, k3.transpose(1, 2), /*beta=*/0,
+                                  /*alpha=*/1.0 / std::sqrt(static_cast<double>(d)));
   if (causal) {
-    const at::Tensor future = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).triu(1);
+    const at::Tensor future = at::ones({sq, sk}, q.options().dtype(at::kBool)).triu(1);
     scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
   }
-  return at::matmul(at::softmax(scores, -1).to(v.scalar_type()), v);
+  const at::Tensor probs = at::softmax(scores, -1);
+  std::vector<int64_t> shape = q.sizes().vec();
+  shape.back() = v.size(-1);
+  return at::bmm(probs, v3).view(shape);
 }
 
 inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
