@@ -76,6 +76,23 @@ void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& ch
     source.text += "; divided among " + std::to_string(launch.local_processes) + " ranks on this machine";
     plan.set(PlanField::kThreads, threads, source);
   }
+  unbind_ranks_sharing_this_machine(plan, launch);
+}
+
+void unbind_ranks_sharing_this_machine(PlanWriter& plan, const Launch& launch) {
+  // OpenMP places every process's threads from the machine's first core on, so bound ranks on
+  // one machine would all run there (two ranks of 2 threads on 4 cores: both on cores 0 and 1,
+  // their Gloo threads too). Their threads are left to the scheduler instead.
+  const json bind = plan.value(PlanField::kOmpProcBind);
+  if (launch.local_processes < 2 || !bind.is_string() || bind == "false") return;
+  Source source = plan.source(PlanField::kOmpProcBind);
+  const std::string why = "not applied: the " + std::to_string(launch.local_processes) +
+                          " ranks on this machine would all be bound to its first cores";
+  json warnings = plan.view().value("warnings", json::array());
+  warnings.push_back("omp_proc_bind = " + bind.dump() + " (" + source.text + ") " + why);
+  plan.set_fact("warnings", warnings);
+  source.text += "; " + bind.get<std::string>() + " " + why;
+  plan.set(PlanField::kOmpProcBind, nullptr, source);
 }
 
 }  // namespace mlhost

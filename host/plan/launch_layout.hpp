@@ -26,7 +26,13 @@ std::string distributed_backend(const Device& chosen);
 // naming what to install. A manifest that does not say refuses nothing.
 void check_distributed_backend(const Launch& launch, const Device& chosen, const PluginManifest& algorithm);
 
-// Writes the "distributed" section and divides the threads among the ranks sharing a CPU.
+// Writes the "distributed" section, divides the threads among the ranks sharing a CPU and
+// unbinds their threads (below).
 void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& chosen);
+
+// With more than one rank on this machine, an omp_proc_bind that binds (true, close, spread,
+// master) becomes null, its source and a plan warning saying why: OpenMP would bind every
+// rank's threads to the same first cores.
+void unbind_ranks_sharing_this_machine(PlanWriter& plan, const Launch& launch);
 
 }  // namespace mlhost

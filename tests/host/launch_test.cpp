@@ -196,5 +196,31 @@ TEST(Launch, PlanGetsTheLayoutAndSplitsTheCores) {
   EXPECT_EQ(gpu_plan["threads"]["intra_op"], 8);
 }
 
+TEST(Launch, RanksSharingAMachineAreNotBoundToTheSameCores) {
+  auto bind_after_layout = [](int nproc, const nlohmann::json& bind) {
+    CliOptions o;
+    o.nproc_per_node = nproc;
+    PlanWriter plan;
+    plan.set(mlh::PlanField::kThreads, {{"intra_op", 2}, {"inter_op", 1}}, {SourceKind::kDevice, "device"});
+    plan.set(mlh::PlanField::kOmpProcBind, bind, {SourceKind::kSettingsFile, "settings file mlhost.ini:3"});
+    plan_launch_layout(plan, resolve_launch(o, FakeEnv{}.lookup()), device("cpu", 0, MLH_DEVICE_CLASS_CPU));
+    return plan.view();
+  };
+  const nlohmann::json two = bind_after_layout(2, "close");
+  EXPECT_TRUE(two["omp_proc_bind"].is_null());
+  EXPECT_EQ(two["sources"]["omp_proc_bind"],
+            "settings file mlhost.ini:3; close not applied: the 2 ranks on this machine would all be bound to its "
+            "first cores");
+  ASSERT_EQ(two["warnings"].size(), 1u);
+  EXPECT_NE(two["warnings"][0].get<std::string>().find("omp_proc_bind = \"close\" (settings file mlhost.ini:3)"),
+            std::string::npos)
+      << two["warnings"];
+  // One process keeps its binding; "false" binds nothing to begin with.
+  EXPECT_EQ(bind_after_layout(1, "close")["omp_proc_bind"], "close");
+  const nlohmann::json unbound = bind_after_layout(2, "false");
+  EXPECT_EQ(unbound["omp_proc_bind"], "false");
+  EXPECT_FALSE(unbound.contains("warnings"));
+}
+
 }  // namespace
 }  // namespace mlhost
