@@ -81,8 +81,8 @@ void plan_launch_layout(PlanWriter& plan, const Launch& launch, const Device& ch
 
 void unbind_ranks_sharing_this_machine(PlanWriter& plan, const Launch& launch) {
   // OpenMP places every process's threads from the machine's first core on, so bound ranks on
-  // one machine would all run there (two ranks of 2 threads on 4 cores: both on cores 0 and 1,
-  // their Gloo threads too). Their threads are left to the scheduler instead.
+  // one machine would all run there (two ranks of one thread on 2 cores: both on core 0, their
+  // Gloo threads too). Their threads are left to the scheduler instead.
   const json bind = plan.value(PlanField::kOmpProcBind);
   if (launch.local_processes < 2 || !bind.is_string() || bind == "false") return;
   Source source = plan.source(PlanField::kOmpProcBind);
