@@ -103,7 +103,6 @@ std::optional<std::string> device_no_effect(PlanField field, const json& plan, c
 
 void mark_plan_effects(PlanWriter& plan, const EffectInputs& in) {
   json no_effect = json::object();
-  json warnings = plan.view().value("warnings", json::array());
   for (const mlh::PlanFieldInfo& f : mlh::kPlanFields) {
     if (!plan.has(f.field) || !asks_for_something(f.field, plan.value(f.field))) continue;
     std::optional<std::string> why = device_no_effect(f.field, plan.view(), in);
@@ -118,11 +117,10 @@ void mark_plan_effects(PlanWriter& plan, const EffectInputs& in) {
     if (f.field == PlanField::kInitFrom && source.kind == SourceKind::kCommandLine)
       throw PlanError("--init-from '" + plan.value(f.field).value("path", "") + "': " + *why);
     if (chosen_by_user(source.kind))
-      warnings.push_back(std::string(f.name) + " = " + plan.value(f.field).dump() + " (" + source.text +
-                         ") has no effect on this run: " + *why);
+      plan.add_warning(std::string(f.name) + " = " + plan.value(f.field).dump() + " (" + source.text +
+                       ") has no effect on this run: " + *why);
   }
   plan.set_fact("no_effect", no_effect);
-  if (!warnings.empty()) plan.set_fact("warnings", warnings);
   if (in.run_description && in.run_description->value("model", json()).is_object())
     plan.set_fact("model", (*in.run_description)["model"]);
   if (!in.algorithm.empty()) plan.set_fact("effects_declared", in.run_description != nullptr);

@@ -88,9 +88,7 @@ void unbind_ranks_sharing_this_machine(PlanWriter& plan, const Launch& launch) {
   Source source = plan.source(PlanField::kOmpProcBind);
   const std::string why = "not applied: the " + std::to_string(launch.local_processes) +
                           " ranks on this machine would all be bound to its first cores";
-  json warnings = plan.view().value("warnings", json::array());
-  warnings.push_back("omp_proc_bind = " + bind.dump() + " (" + source.text + ") " + why);
-  plan.set_fact("warnings", warnings);
+  plan.add_warning("omp_proc_bind = " + bind.dump() + " (" + source.text + ") " + why);
   source.text += "; " + bind.get<std::string>() + " " + why;
   plan.set(PlanField::kOmpProcBind, nullptr, source);
 }

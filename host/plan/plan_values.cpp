@@ -74,10 +74,8 @@ class Decisions {
   // the run's results will then differ from those of an uninterrupted run.
   void warn_if_run_changes(const char* name, const json& now, const json* before) {
     if (!before || *before == now) return;
-    json warnings = plan_.view().value("warnings", json::array());
-    warnings.push_back(std::string(name) + " " + before->dump() + " -> " + now.dump() +
-                       " on the command line: this resumed run's results will differ from an uninterrupted run's");
-    plan_.set_fact("warnings", warnings);
+    plan_.add_warning(std::string(name) + " " + before->dump() + " -> " + now.dump() +
+                      " on the command line: this resumed run's results will differ from an uninterrupted run's");
   }
   // A setting from the file, else `fallback` with its own source.
   template <class Parse>

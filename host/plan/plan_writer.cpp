@@ -44,6 +44,14 @@ void PlanWriter::extend_source(mlh::PlanField field, const std::string& more) {
 
 void PlanWriter::set_fact(const std::string& key, json value) { plan_[key] = std::move(value); }
 
+void PlanWriter::add_warning(const std::string& warning) {
+  json& warnings = plan_["warnings"];
+  if (!warnings.is_array()) warnings = json::array();
+  for (const json& w : warnings)
+    if (w == warning) return;
+  warnings.push_back(warning);
+}
+
 const json& PlanWriter::value(mlh::PlanField field) const {
   static const json null;
   const auto it = plan_.find(mlh::plan_field_name(field));

@@ -21,6 +21,8 @@ class PlanWriter {
   // What is not a setting: the device, the model, calibration and batch search reports, the
   // environment, no_effect and warnings (docs/plan.md lists them).
   void set_fact(const std::string& key, nlohmann::json value);
+  // Appends to the "warnings" fact, once: a warning already there is not added again.
+  void add_warning(const std::string& warning);
 
   const nlohmann::json& value(mlh::PlanField field) const;  // null when not set
   const Source& source(mlh::PlanField field) const;         // kDefault, "" when not set

@@ -153,7 +153,7 @@ class Planner {
   // Where a worker with this plan would run, and what it starts with.
   WorkerPlacement placement(const json& plan, const Device& device) {
     const WorkerEnvironment env = worker_environment(plan, device, services_.device_environment(device, plan));
-    for (const std::string& warning : env.warnings) add_warning(warning);
+    for (const std::string& warning : env.warnings) plan_.add_warning(warning);
     WorkerPlacement w;
     w.device = device;
     w.torch_device = env.torch_device;
@@ -194,9 +194,7 @@ class Planner {
     if (!expected) return;
     plan_.set_fact("expected_duration", *expected);
     if (expected->value("seconds", 0.0) <= kLongRunSeconds) return;
-    json warnings = plan_.view().value("warnings", json::array());
-    warnings.push_back("this run is expected to take " + expected_duration_text(*expected));
-    plan_.set_fact("warnings", warnings);
+    plan_.add_warning("this run is expected to take " + expected_duration_text(*expected));
   }
 
   // One worker per rank this host starts, each with the environment its device needs before
@@ -232,13 +230,6 @@ class Planner {
     return workers;
   }
 
-  void add_warning(const std::string& warning) {
-    json warnings = plan_.view().value("warnings", json::array());
-    for (const json& w : warnings)
-      if (w == warning) return;
-    warnings.push_back(warning);
-    plan_.set_fact("warnings", warnings);
-  }
 
   PlanRequest request_;  // its device and ranking are the measured choice's once made
   PlanServices& services_;
