@@ -1,5 +1,5 @@
 // Conv-4's batch norm -> ReLU -> 2x2 max pool in training mode, fused for the CPU (fp32, and
-// bf16 under autocast).
+// bf16 under autocast; NCHW and NHWC, kernels in fused_block_nchw.cpp and fused_block_nhwc.cpp).
 //
 // Why: in a 5-way 5-shot 15-query episode these three ops, run one after another by ATen,
 // took as long as all four convolutions' forward passes together (35 of 140 ms for the first
@@ -20,11 +20,11 @@
 
 namespace protonet {
 
-// Whether the fused op can take `x`: a defined fp32 or bf16 CPU tensor, N x C x H x W in NCHW
-// layout, at least one image of at least 2 x 2. Anything else (CUDA, MPS, fp16, channels-last)
-// takes ATen's three ops. In bf16 the statistics and gradients are computed in double and
-// float as in fp32, and the values the pooling compares are the bf16 values ATen's ops
-// would compare.
+// Whether the fused op can take `x`: a defined fp32 or bf16 CPU tensor, N x C x H x W,
+// contiguous in NCHW or in NHWC (channels-last) layout, at least one image of at least 2 x 2.
+// Anything else (CUDA, MPS, fp16, other strides) takes ATen's three ops. The output is in x's
+// layout. In bf16 the statistics and gradients are computed in double and float as in fp32,
+// and the values the pooling compares are the bf16 values ATen's ops would compare.
 bool fused_block_applies(const at::Tensor& x);
 
 // max_pool2d(relu(batch_norm(x, weight, bias, training=true)), 2). Updates running_mean and
