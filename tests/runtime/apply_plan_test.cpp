@@ -194,4 +194,17 @@ TEST_F(ApplyPlan, ChannelsLastConvertsFourDimensionalParameters) {
   EXPECT_TRUE(conv.weight.requires_grad());
 }
 
+// A one-channel weight (a first convolution on grey images) is contiguous in both layouts: it
+// still gets NHWC strides, which is what makes oneDNN run that convolution, and what follows
+// it, in NHWC.
+TEST_F(ApplyPlan, ChannelsLastGivesAOneChannelWeightNhwcStrides) {
+  Conv conv;
+  conv.weight.set_data(at::randn({8, 1, 3, 3}));
+  const at::Tensor before = conv.weight.clone();
+  mlh::rt::to_channels_last(conv);
+  EXPECT_EQ(conv.weight.suggest_memory_format(), at::MemoryFormat::ChannelsLast) << conv.weight.strides();
+  EXPECT_EQ(conv.weight.stride(1), 1);
+  EXPECT_TRUE(at::equal(conv.weight, before));
+}
+
 }  // namespace

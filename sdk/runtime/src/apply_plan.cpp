@@ -146,17 +146,30 @@ void apply_plan(const RuntimePlan& plan) {
   report_plan_effects_in_summaries();
 }
 
+namespace {
+
+// t in NHWC strides. A tensor with one channel (a first convolution's weight on grey images) or
+// a 1 x 1 plane is contiguous in both layouts, so contiguous(ChannelsLast) leaves its NCHW
+// strides, and a convolution then keeps the whole layer, and what follows it, in NCHW. A copy
+// made with NHWC strides is what PyTorch's module.to(memory_format=torch.channels_last) makes.
+at::Tensor with_channels_last_strides(const at::Tensor& t) {
+  if (t.suggest_memory_format() == at::MemoryFormat::ChannelsLast) return t;
+  return t.clone(at::MemoryFormat::ChannelsLast);
+}
+
+}  // namespace
+
 void to_channels_last(torch::nn::Module& module) {
   at::NoGradGuard no_grad;
   int64_t converted = 0;
   for (auto& param : module.parameters())
     if (param.dim() == 4) {
-      param.set_data(param.contiguous(at::MemoryFormat::ChannelsLast));
+      param.set_data(with_channels_last_strides(param));
       ++converted;
     }
   for (auto& buffer : module.buffers())
     if (buffer.dim() == 4) {
-      buffer.set_data(buffer.contiguous(at::MemoryFormat::ChannelsLast));
+      buffer.set_data(with_channels_last_strides(buffer));
       ++converted;
     }
   count_plan_effect("channels_last", "tensors_converted", converted);

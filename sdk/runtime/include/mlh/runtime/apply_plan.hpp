@@ -69,8 +69,10 @@ void apply_plan(const RuntimePlan& plan);
 
 // Converts the module's 4-D parameters and buffers to channels-last (NHWC) memory layout, for
 // convolutional models when the plan's channels_last is on: cuDNN's fastest convolutions
-// (tensor cores, fp16/bf16) use it; on the CPU it rarely helps. Call after moving the model
-// to its device and feed it channels-last inputs (x.contiguous(at::MemoryFormat::ChannelsLast)).
+// (tensor cores, fp16/bf16) and oneDNN's on the CPU use it. A one-channel weight gets NHWC
+// strides too, so that the first convolution on grey images runs NHWC as well. Call after
+// moving the model to its device and feed it channels-last inputs
+// (x.contiguous(at::MemoryFormat::ChannelsLast)).
 void to_channels_last(torch::nn::Module& module);
 
 }  // namespace mlh::rt
