@@ -16,6 +16,15 @@ namespace protonet::fused_block_detail {
 // bottom-right input; kCut where ReLU made the output 0 (no gradient flows back).
 constexpr uint8_t kCut = 4;
 
+// An N x C x H x W input's sizes, and its pooled output's (a last odd row or column is never
+// pooled). Each layout's kernels add their offsets.
+struct BlockDims {
+  int64_t n, c, h, w;
+  int64_t ho() const { return h / 2; }
+  int64_t wo() const { return w / 2; }
+};
+inline BlockDims dims_of(const at::Tensor& x) { return {x.size(0), x.size(1), x.size(2), x.size(3)}; }
+
 // The forward's results: the pooled output (in x's layout), which input won each pooled value
 // (kCut where ReLU cut it), and each channel's mean, biased variance and 1/sqrt(var + eps) (double).
 struct BlockForward {

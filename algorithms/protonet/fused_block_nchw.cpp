@@ -21,11 +21,8 @@ using mlh::rt::cpu::load;
 using mlh::rt::cpu::round_to;
 using mlh::rt::cpu::store;
 
-struct Shape {
-  int64_t n, c, h, w;
+struct Shape : BlockDims {
   int64_t plane() const { return h * w; }
-  int64_t ho() const { return h / 2; }
-  int64_t wo() const { return w / 2; }
   int64_t pooled() const { return ho() * wo(); }
   // Offset of image n's channel c in an N x C x rows x cols tensor of planes of `size`.
   int64_t at(int64_t image, int64_t channel, int64_t size) const { return (image * c + channel) * size; }
@@ -249,7 +246,7 @@ MLH_CPU_CLONES void backward_channels_bf16(const bf16* x, const bf16* grad, cons
   backward_channels(x, grad, winners, dx, dweight, dbias, mean, invstd, gamma, s, begin, end, plane);
 }
 
-Shape shape_of(const at::Tensor& x) { return {x.size(0), x.size(1), x.size(2), x.size(3)}; }
+Shape shape_of(const at::Tensor& x) { return {dims_of(x)}; }
 
 }  // namespace
 

@@ -27,10 +27,7 @@ using mlh::rt::cpu::load;
 using mlh::rt::cpu::round_to;
 using mlh::rt::cpu::store;
 
-struct Shape {
-  int64_t n, c, h, w;
-  int64_t ho() const { return h / 2; }
-  int64_t wo() const { return w / 2; }
+struct Shape : BlockDims {
   int64_t image() const { return h * w * c; }  // values in one input image
   int64_t pooled_image() const { return ho() * wo() * c; }
   int64_t pixel(int64_t row, int64_t col) const { return (row * w + col) * c; }  // within an image
@@ -246,7 +243,7 @@ struct ChannelFactorValues {
   ChannelFactors view() const { return {mean_hi.data(), mean_lo.data(), a.data(), b.data(), winner_scale.data()}; }
 };
 
-Shape shape_of(const at::Tensor& x) { return {x.size(0), x.size(1), x.size(2), x.size(3)}; }
+Shape shape_of(const at::Tensor& x) { return {dims_of(x)}; }
 
 // Typed views of a tensor's data, for the per-type kernels above.
 template <class T>
