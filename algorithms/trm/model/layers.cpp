@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <mlh/runtime/compat.hpp>
+#include <mlh/runtime/fused_attention.hpp>
 #include <mlh/runtime/fused_ops.hpp>
 
 namespace trm {
@@ -90,7 +91,7 @@ AttentionImpl::AttentionImpl(int64_t hidden, int64_t num_heads, bool causal)
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t b = x.size(0), s = x.size(1), h = num_heads_, d = head_dim_;
   const auto [q, k, v] = mlh::rt::split_heads_rotary(qkv_proj->forward(x), h, cos, sin);  // [B, heads, S, d]
-  const at::Tensor attended = mlh::rt::compat::scaled_dot_product_attention(q, k, v, causal_);
+  const at::Tensor attended = mlh::rt::attention(q, k, v, causal_);
   const at::Tensor out = attended.transpose(1, 2).reshape({b, s, h * d});
   return o_proj->forward(out);
 }

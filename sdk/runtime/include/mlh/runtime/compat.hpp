@@ -100,10 +100,11 @@ inline OptimizerStateKey optimizer_state_key(const at::Tensor& param) {
 // Attention over [batch, heads, sequence, head_dim] tensors: softmax(q k^T / sqrt(head_dim)) v,
 // with positions after the query's masked out when `causal`. 2.x has the fused
 // at::scaled_dot_product_attention (what the TRM reference calls): flash and memory-efficient
-// kernels on CUDA, and on the CPU 1.2-2x faster than plain ops in float32 at TRM's shapes,
-// but in bfloat16 its forward and backward together are about 3x slower than batched matmuls
-// that use the CPU's bf16 instructions (measured on AVX512-BF16 and AMX machines). So the CPU in
-// reduced precision, and 1.13 (which has no public fused kernel), spell it out in plain ops.
+// kernels on CUDA, and a flash kernel on the CPU. (Short sequences in float32 on a CPU take the
+// runtime's own kernel before this: mlh::rt::attention in fused_attention.hpp.) In bfloat16 on
+// the CPU its forward and backward together are about 3x slower than batched matmuls that use
+// the CPU's bf16 instructions (measured on AVX512-BF16 and AMX machines). So the CPU in reduced
+// precision, and 1.13 (which has no public fused kernel), spell it out in plain ops.
 #include <cmath>
 #include <limits>
 #include <vector>

@@ -1,0 +1,344 @@
+// Attention for short sequences on a CPU in float32 (see fused_attention.hpp).
+//
+// Each (batch, head) pair is one task: its q, k and v ([seq, head_dim], a few KiB each) and its
+// [seq, seq] scores stay in the core's L1 and L2 caches from the first product to the last, and
+// the softmax runs over a row of scores while it is still in registers' reach. The products are
+// small matrix multiplications written for GCC to vectorize (a block of 4 rows by 32 columns of
+// the result held in registers while the inner dimension streams past), compiled once per
+// instruction set (cpu_kernel_support.hpp). Operands whose rows are not a multiple of 16 floats
+// wide are copied into zero-padded scratch first, so every product runs on whole vectors.
+//
+// The backward recomputes the probabilities from the saved log-sum-exp of each row (as flash
+// attention does), so the forward keeps [seq] floats per head rather than [seq, seq].
+#include "mlh/runtime/fused_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+#include <torch/autograd.h>
+
+#include "mlh/runtime/compat.hpp"
+#include "mlh/runtime/cpu_kernel_support.hpp"
+
+namespace mlh::rt {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int64_t kLane = 16;  // scratch rows are padded to a multiple of this many floats
+
+int64_t padded(int64_t n) { return (n + kLane - 1) / kLane * kLane; }
+
+// Sixteen floats as one value: GCC's vector extension, one AVX-512 register, two AVX2 ones or
+// four SSE ones depending on the clone. Loops over scalars left the accumulators below in
+// memory (GCC vectorized the innermost loop alone); as vectors they stay in registers.
+typedef float Vec16 __attribute__((vector_size(64)));
+
+// An unaligned load. (Filled through a reference: a Vec16 returned by value draws GCC's
+// warning that the baseline clone passes it differently, irrelevant to an inlined function.)
+MLH_CPU_INLINE void load16(Vec16& v, const float* p) { std::memcpy(&v, p, sizeof v); }
+
+// c[r, 0:kCols] = sum over p < k of a[r, p] * b[p, 0:kCols], for kRows rows: the accumulators
+// (kRows x kCols floats, 8 AVX-512 registers at 4 x 32) stay in registers for the whole sum.
+// With kTransposedA, a is read as stored transposed ([k, m], lda apart), which spares the
+// backward two [seq, seq] transposes.
+template <int kRows, int kCols, bool kTransposedA>
+MLH_CPU_INLINE void product_block(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                  int64_t k) {
+  constexpr int kVecs = kCols / 16;
+  Vec16 acc[kRows][kVecs] = {};
+  for (int64_t p = 0; p < k; ++p) {
+    Vec16 bp[kVecs];
+#pragma GCC unroll 4
+    for (int j = 0; j < kVecs; ++j) load16(bp[j], b + p * ldb + 16 * j);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const float ar = kTransposedA ? a[p * lda + r] : a[r * lda + p];
+#pragma GCC unroll 4
+      for (int j = 0; j < kVecs; ++j) acc[r][j] += ar * bp[j];
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int j = 0; j < kVecs; ++j) std::memcpy(c + r * ldc + 16 * j, &acc[r][j], sizeof(Vec16));
+}
+
+template <int kCols, bool kTransposedA>
+MLH_CPU_INLINE void product_columns(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                    int64_t m, int64_t k) {
+  const int64_t row_step = kTransposedA ? 1 : lda;
+  int64_t r = 0;
+  for (; r + 4 <= m; r += 4) product_block<4, kCols, kTransposedA>(a + r * row_step, lda, b, ldb, c + r * ldc, ldc, k);
+  for (; r < m; ++r) product_block<1, kCols, kTransposedA>(a + r * row_step, lda, b, ldb, c + r * ldc, ldc, k);
+}
+
+// c [m, n] = a [m, k] b [k, n] (a^T b with kTransposedA, a stored [k, m]), all row-major; n a
+// multiple of kLane, b and c at least n wide.
+template <bool kTransposedA = false>
+MLH_CPU_INLINE void product(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,
+                            int64_t n, int64_t k) {
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) product_columns<32, kTransposedA>(a, lda, b + j, ldb, c + j, ldc, m, k);
+  if (j < n) product_columns<16, kTransposedA>(a, lda, b + j, ldb, c + j, ldc, m, k);
+}
+
+// dst [rows, ld_dst] = src [rows, cols] * factor, the columns from cols to ld_dst zeroed.
+MLH_CPU_INLINE void copy_padded(const float* src, int64_t rows, int64_t cols, float factor, float* dst, int64_t ld_dst) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) dst[i * ld_dst + j] = src[i * cols + j] * factor;
+    for (int64_t j = cols; j < ld_dst; ++j) dst[i * ld_dst + j] = 0.0f;
+  }
+}
+
+// dst [cols, ld_dst] = src [rows, cols] transposed (src's rows ld_src apart), zero past `rows`.
+MLH_CPU_INLINE void transpose_padded(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                                     int64_t ld_dst) {
+  for (int64_t j = 0; j < cols; ++j) {
+    for (int64_t i = 0; i < rows; ++i) dst[j * ld_dst + i] = src[i * ld_src + j];
+    for (int64_t i = rows; i < ld_dst; ++i) dst[j * ld_dst + i] = 0.0f;
+  }
+}
+
+// The columns of row i that attend: all s, or the first i + 1 when causal.
+MLH_CPU_INLINE int64_t attended(int64_t i, int64_t s, bool causal) { return causal ? i + 1 : s; }
+
+// A row's sum and maximum over n16 (a multiple of 16) floats, in 16 lanes and then across
+// them in a fixed order: a loop carrying one float total cannot be reordered, and GCC would
+// leave it (and the exps feeding it) scalar.
+MLH_CPU_INLINE float sum_of(const float* x, int64_t n16) {
+  Vec16 lanes = {};
+  for (int64_t j = 0; j < n16; j += 16) {
+    Vec16 v;
+    load16(v, x + j);
+    lanes += v;
+  }
+  float total = 0.0f;
+  for (int l = 0; l < 16; ++l) total += lanes[l];
+  return total;
+}
+
+MLH_CPU_INLINE float max_of(const float* x, int64_t n16) {
+  Vec16 lanes, v;
+  load16(lanes, x);
+  for (int64_t j = 16; j < n16; j += 16) {
+    load16(v, x + j);
+    lanes = v > lanes ? v : lanes;
+  }
+  float top = lanes[0];
+  for (int l = 1; l < 16; ++l) top = lanes[l] > top ? lanes[l] : top;
+  return top;
+}
+
+// The same in 16 lanes for any n (the backward's rowsum of g * o over head_dim).
+MLH_CPU_INLINE float dot_of(const float* x, const float* y, int64_t n) {
+  float lanes[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += x[j + l] * y[j + l];
+  for (int l = 0; j < n; ++j, ++l) lanes[l] += x[j] * y[j];
+  float total = 0.0f;
+  for (int l = 0; l < 16; ++l) total += lanes[l];
+  return total;
+}
+
+struct Shape {
+  int64_t s, d, sp, dp;  // sequence, head_dim, and both padded to kLane
+  float scale;
+  bool causal;
+};
+
+// Scratch per thread, in floats (the backward's, the larger): four [s, dp] operands, k and v
+// transposed, the probabilities and their gradient.
+int64_t scratch_floats(const Shape& sh) { return 4 * sh.s * sh.dp + 2 * sh.dp * sh.sp + 2 * sh.s * sh.sp; }
+
+// probs [s, sp] = softmax(q k^T * scale) for one head, from qs (q * scale, [s, dp]) and kt
+// (k^T, [dp, sp]); masked and padded columns 0. With lse, each row's log-sum-exp is written;
+// without (the backward), the row is normalized by the saved one instead.
+MLH_CPU_INLINE void probabilities(const Shape& sh, const float* qs, const float* kt, float* probs, float* lse_out,
+                                  const float* lse_in) {
+  product(qs, sh.dp, kt, sh.sp, probs, sh.sp, sh.s, sh.sp, sh.d);
+  const float none = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < sh.s; ++i) {
+    // Whole rows of sp (a multiple of 16) in every loop: the columns that do not attend (the
+    // padding, the future when causal) take no part in the maximum and become 0 after the exp.
+    float* row = probs + i * sh.sp;
+    const int64_t n = attended(i, sh.s, sh.causal);
+    for (int64_t j = n; j < sh.sp; ++j) row[j] = none;
+    const float shift = lse_in ? lse_in[i] : max_of(row, sh.sp);
+    for (int64_t j = 0; j < sh.sp; ++j) row[j] = cpu::exp_approx(row[j] - shift);
+    for (int64_t j = n; j < sh.sp; ++j) row[j] = 0.0f;  // exp_approx's floor is 1.2e-38, not 0
+    if (lse_in) continue;
+    const float sum = sum_of(row, sh.sp);
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < sh.sp; ++j) row[j] *= inv;
+    if (lse_out) lse_out[i] = shift + std::log(sum);
+  }
+}
+
+// Heads [begin, end) of q, k, v [heads, s, d] -> out [heads, s, d] and lse [heads, s] (may be null).
+MLH_CPU_CLONES void attention_forward_f32(const float* q, const float* k, const float* v, float* out, float* lse,
+                                          const Shape sh, int64_t begin, int64_t end, float* scratch) {
+  float* qs = scratch;                // [s, dp]
+  float* vp = qs + sh.s * sh.dp;      // [s, dp]
+  float* op = vp + sh.s * sh.dp;      // [s, dp]
+  float* kt = op + sh.s * sh.dp;      // [dp, sp]
+  float* probs = kt + sh.dp * sh.sp;  // [s, sp]
+  const int64_t head = sh.s * sh.d;
+  for (int64_t h = begin; h < end; ++h) {
+    copy_padded(q + h * head, sh.s, sh.d, sh.scale, qs, sh.dp);
+    transpose_padded(k + h * head, sh.d, sh.s, sh.d, kt, sh.sp);
+    probabilities(sh, qs, kt, probs, lse ? lse + h * sh.s : nullptr, nullptr);
+    copy_padded(v + h * head, sh.s, sh.d, 1.0f, vp, sh.dp);
+    product(probs, sh.sp, vp, sh.dp, op, sh.dp, sh.s, sh.dp, sh.s);
+    for (int64_t i = 0; i < sh.s; ++i)
+      for (int64_t j = 0; j < sh.d; ++j) out[h * head + i * sh.d + j] = op[i * sh.dp + j];
+  }
+}
+
+// The gradients of heads [begin, end): dq, dk, dv [heads, s, d] from the output's gradient g,
+// the output o and the forward's lse.
+MLH_CPU_CLONES void attention_backward_f32(const float* q, const float* k, const float* v, const float* o,
+                                           const float* g, const float* lse, float* dq, float* dk, float* dv,
+                                           const Shape sh, int64_t begin, int64_t end, float* scratch) {
+  float* qs = scratch;                // q * scale [s, dp]
+  float* ks = qs + sh.s * sh.dp;      // k * scale [s, dp]
+  float* gp = ks + sh.s * sh.dp;      // g [s, dp]
+  float* grad = gp + sh.s * sh.dp;    // dq, dk or dv before they are copied out [s, dp]
+  float* kt = grad + sh.s * sh.dp;    // k^T [dp, sp]
+  float* vt = kt + sh.dp * sh.sp;     // v^T [dp, sp]
+  float* probs = vt + sh.dp * sh.sp;  // [s, sp]
+  float* dscores = probs + sh.s * sh.sp;  // [s, sp]
+  const int64_t head = sh.s * sh.d;
+  auto copy_out = [&](float* dst) {
+    for (int64_t i = 0; i < sh.s; ++i)
+      for (int64_t j = 0; j < sh.d; ++j) dst[i * sh.d + j] = grad[i * sh.dp + j];
+  };
+  for (int64_t h = begin; h < end; ++h) {
+    const float* qh = q + h * head;
+    const float* oh = o + h * head;
+    const float* gh = g + h * head;
+    copy_padded(qh, sh.s, sh.d, sh.scale, qs, sh.dp);
+    copy_padded(k + h * head, sh.s, sh.d, sh.scale, ks, sh.dp);
+    copy_padded(gh, sh.s, sh.d, 1.0f, gp, sh.dp);
+    transpose_padded(k + h * head, sh.d, sh.s, sh.d, kt, sh.sp);
+    transpose_padded(v + h * head, sh.d, sh.s, sh.d, vt, sh.sp);
+    probabilities(sh, qs, kt, probs, nullptr, lse + h * sh.s);
+    // dP = g v^T; dS = P (dP - rowsum(g o)): the softmax's backward, 0 where P is.
+    product(gp, sh.dp, vt, sh.sp, dscores, sh.sp, sh.s, sh.sp, sh.d);
+    for (int64_t i = 0; i < sh.s; ++i) {
+      const float dot = dot_of(gh + i * sh.d, oh + i * sh.d, sh.d);
+      float* ds = dscores + i * sh.sp;
+      const float* p = probs + i * sh.sp;
+      for (int64_t j = 0; j < sh.sp; ++j) ds[j] = p[j] * (ds[j] - dot);
+    }
+    // dq = dS k * scale; dk = dS^T q * scale; dv = P^T g.
+    product(dscores, sh.sp, ks, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
+    copy_out(dq + h * head);
+    product<true>(dscores, sh.sp, qs, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
+    copy_out(dk + h * head);
+    product<true>(probs, sh.sp, gp, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
+    copy_out(dv + h * head);
+  }
+}
+
+Shape shape_of(const at::Tensor& q, bool causal) {
+  Shape sh;
+  sh.s = q.size(-2);
+  sh.d = q.size(-1);
+  sh.sp = padded(sh.s);
+  sh.dp = padded(sh.d);
+  sh.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.d)));
+  sh.causal = causal;
+  return sh;
+}
+
+int64_t heads_of(const at::Tensor& q) { return q.numel() / std::max<int64_t>(q.size(-2) * q.size(-1), 1); }
+
+// One thread's scratch for a chunk of heads; the chunk's first task allocates it.
+void run_over_heads(const at::Tensor& q, const Shape& sh,
+                    const std::function<void(int64_t, int64_t, float*)>& body) {
+  at::parallel_for(0, heads_of(q), 1, [&](int64_t begin, int64_t end) {
+    // exp_approx's floor (1.2e-38) times a value gives subnormals, each a microcode assist on
+    // Intel; only results below float's smallest normal change.
+    const cpu::DenormalsFlushed flushed;
+    std::vector<float> scratch(static_cast<size_t>(scratch_floats(sh)));
+    body(begin, end, scratch.data());
+  });
+}
+
+at::Tensor attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                             at::Tensor* lse) {
+  const Shape sh = shape_of(q, causal);
+  at::Tensor out = at::empty_like(q);
+  if (lse) *lse = at::empty({heads_of(q), sh.s}, q.options());
+  float* lse_ptr = lse ? lse->data_ptr<float>() : nullptr;
+  run_over_heads(q, sh, [&](int64_t begin, int64_t end, float* scratch) {
+    attention_forward_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(), lse_ptr,
+                          sh, begin, end, scratch);
+  });
+  return out;
+}
+
+struct ShortAttention : public torch::autograd::Function<ShortAttention> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            bool causal) {
+    at::Tensor lse;
+    at::Tensor out = attention_forward(q, k, v, causal, &lse);
+    ctx->save_for_backward({q, k, v, out, lse});
+    ctx->saved_data["causal"] = causal;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("mlh::short_attention_backward", std::vector<c10::IValue>());
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &out = saved[3], &lse = saved[4];
+    const at::Tensor g = grads[0].to(at::kFloat).contiguous();
+    const Shape sh = shape_of(q, ctx->saved_data["causal"].toBool());
+    at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
+    run_over_heads(q, sh, [&](int64_t begin, int64_t end, float* scratch) {
+      attention_backward_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(),
+                             g.data_ptr<float>(), lse.data_ptr<float>(), dq.data_ptr<float>(), dk.data_ptr<float>(),
+                             dv.data_ptr<float>(), sh, begin, end, scratch);
+    });
+    return {dq, dk, dv, at::Tensor()};
+  }
+};
+
+bool grad_wanted(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  return at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+}
+
+}  // namespace
+
+bool short_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  auto fits = [&](const at::Tensor& t) {
+    return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && t.scalar_type() == at::kFloat &&
+           t.dim() >= 2 && t.sizes() == q.sizes();
+  };
+  return fits(q) && fits(k) && fits(v) && q.numel() > 0 && q.size(-2) <= kShortAttentionMaxSequence;
+}
+
+at::Tensor short_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+  RECORD_FUNCTION("mlh::short_attention", std::vector<c10::IValue>({q}));
+  TORCH_CHECK(short_attention_applies(q, k, v), "short_attention: q, k and v must be float32 CPU tensors of one shape ",
+              "with at most ", kShortAttentionMaxSequence, " positions; got ", q.sizes(), ", ", k.sizes(), ", ",
+              v.sizes());
+  const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+  if (grad_wanted(q, k, v)) return ShortAttention::apply(qc, kc, vc, causal);
+  return attention_forward(qc, kc, vc, causal, nullptr);
+}
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+  if (short_attention_applies(q, k, v)) return short_attention(q, k, v, causal);
+  return compat::scaled_dot_product_attention(q, k, v, causal);
+}
+
+}  // namespace mlh::rt

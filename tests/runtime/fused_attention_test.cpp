@@ -1,0 +1,119 @@
+// short_attention against attention computed in double with ATen's ops: outputs and the three
+// gradients, causal or not, sizes that are and are not multiples of a vector, the no-grad path,
+// extreme scores, and results that do not depend on the thread count; what it refuses, and
+// mlh::rt::attention's fallback for what it refuses.
+#include <algorithm>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <mlh/runtime/fused_attention.hpp>
+#include <torch/autograd.h>
+
+namespace {
+
+at::Tensor attention_in_double(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+  const at::Tensor qd = q.to(at::kDouble), kd = k.to(at::kDouble), vd = v.to(at::kDouble);
+  at::Tensor scores = at::matmul(qd, kd.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (causal) {
+    const at::Tensor future = at::ones({q.size(-2), q.size(-2)}, q.options().dtype(at::kBool)).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  }
+  return at::matmul(at::softmax(scores, -1), vd);
+}
+
+void expect_close(const at::Tensor& got, const at::Tensor& want, const char* what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  EXPECT_EQ(got.scalar_type(), at::kFloat) << what;
+  const double err = (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>();
+  const double scale = want.abs().max().item<double>();
+  EXPECT_LE(err, 2e-5 * std::max(1.0, scale)) << what << ": max difference " << err << " against " << scale;
+  EXPECT_FALSE(at::isnan(got).any().item<bool>()) << what;
+}
+
+struct Case {
+  std::vector<int64_t> shape;  // [..., seq, head_dim]
+  double spread;               // the inputs' scale: scores grow with its square
+};
+
+// Forward and backward of short_attention against the double reference, causal and not.
+void check_against_double(const Case& c) {
+  for (const bool causal : {false, true}) {
+    SCOPED_TRACE(testing::Message() << "shape " << at::IntArrayRef(c.shape) << (causal ? " causal" : ""));
+    at::manual_seed(static_cast<uint64_t>(c.shape[c.shape.size() - 2] * 100 + c.shape.back()));
+    const at::Tensor q0 = at::randn(c.shape) * c.spread, k0 = at::randn(c.shape) * c.spread, v0 = at::randn(c.shape);
+    const at::Tensor up = at::randn(c.shape);
+    at::Tensor q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
+    ASSERT_TRUE(mlh::rt::short_attention_applies(q, k, v));
+    const at::Tensor out = mlh::rt::short_attention(q, k, v, causal);
+    (out * up).sum().backward();
+    at::Tensor qd = q0.to(at::kDouble).requires_grad_(), kd = k0.to(at::kDouble).requires_grad_(),
+               vd = v0.to(at::kDouble).requires_grad_();
+    (attention_in_double(qd, kd, vd, causal) * up.to(at::kDouble)).sum().backward();
+    expect_close(out, attention_in_double(q0, k0, v0, causal), "output");
+    expect_close(q.grad(), qd.grad(), "q's gradient");
+    expect_close(k.grad(), kd.grad(), "k's gradient");
+    expect_close(v.grad(), vd.grad(), "v's gradient");
+    at::NoGradGuard no_grad;
+    EXPECT_TRUE(at::equal(mlh::rt::short_attention(q0, k0, v0, causal), out.detach())) << "the no-grad path";
+  }
+}
+
+TEST(ShortAttention, MatchesAttentionInDoubleAtTrmShapes) {
+  check_against_double({{4, 4, 81, 32}, 1.0});  // TRM's small model: 81 positions, head_dim 32
+  check_against_double({{2, 2, 97, 64}, 1.0});  // the default model's head_dim, 16 prefix positions
+}
+
+TEST(ShortAttention, MatchesAttentionInDoubleAtSizesOffTheVectorWidth) {
+  check_against_double({{2, 3, 7, 24}, 1.0});    // fewer positions than a vector, head_dim 24
+  check_against_double({{1, 1, 1, 8}, 1.0});     // one position: the output is v
+  check_against_double({{3, 33, 48}, 1.0});      // three dimensions, 33 positions
+  check_against_double({{1, 2, 256, 16}, 1.0});  // the longest it takes
+}
+
+TEST(ShortAttention, StaysFiniteAndExactWithScoresInTheHundreds) {
+  // Scores of +-several hundred: exp overflows unless each row is shifted by its largest score.
+  check_against_double({{1, 2, 40, 32}, 8.0});
+}
+
+TEST(ShortAttention, ResultsDoNotDependOnTheThreadCount) {
+  at::manual_seed(3);
+  const at::Tensor q0 = at::randn({8, 4, 81, 32}), k0 = at::randn({8, 4, 81, 32}), v0 = at::randn({8, 4, 81, 32});
+  auto run = [&](int threads) {
+    at::set_num_threads(threads);
+    at::Tensor q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
+    const at::Tensor out = mlh::rt::short_attention(q, k, v, false);
+    out.square().sum().backward();
+    return std::vector<at::Tensor>{out.detach(), q.grad(), k.grad(), v.grad()};
+  };
+  const int threads = at::get_num_threads();
+  const auto one = run(1), two = run(std::max(threads, 2));
+  at::set_num_threads(threads);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(at::equal(one[i], two[i])) << "tensor " << i;
+}
+
+TEST(ShortAttention, TakesStridedInputsAsTheirValues) {
+  at::manual_seed(5);
+  const at::Tensor q = at::randn({2, 81, 4, 32}).transpose(1, 2), k = at::randn({2, 81, 4, 32}).transpose(1, 2),
+                   v = at::randn({2, 81, 4, 32}).transpose(1, 2);
+  ASSERT_FALSE(q.is_contiguous());
+  expect_close(mlh::rt::short_attention(q, k, v, true), attention_in_double(q, k, v, true), "output");
+}
+
+TEST(ShortAttention, RefusesWhatItDoesNotComputeAndAttentionFallsBackForIt) {
+  const at::Tensor q = at::randn({1, 2, 9, 16});
+  EXPECT_FALSE(mlh::rt::short_attention_applies(q.to(at::kBFloat16), q.to(at::kBFloat16), q.to(at::kBFloat16)));
+  EXPECT_FALSE(mlh::rt::short_attention_applies(q.to(at::kDouble), q.to(at::kDouble), q.to(at::kDouble)));
+  EXPECT_FALSE(mlh::rt::short_attention_applies(q, q, at::randn({1, 2, 9, 8})));  // v of another head_dim
+  const at::Tensor long_q = at::randn({1, 1, mlh::rt::kShortAttentionMaxSequence + 1, 8});
+  EXPECT_FALSE(mlh::rt::short_attention_applies(long_q, long_q, long_q));
+  EXPECT_THROW(mlh::rt::short_attention(long_q, long_q, long_q, false), c10::Error);
+  // attention() takes LibTorch's kernels for these, with the same result.
+  expect_close(mlh::rt::attention(long_q, long_q, long_q, true), attention_in_double(long_q, long_q, long_q, true),
+               "a sequence too long, through LibTorch");
+  const at::Tensor qd = q.to(at::kDouble);
+  EXPECT_TRUE(at::allclose(mlh::rt::attention(qd, qd, qd, false), attention_in_double(qd, qd, qd, false)));
+}
+
+}  // namespace
