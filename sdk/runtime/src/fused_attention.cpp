@@ -109,31 +109,53 @@ MLH_CPU_INLINE void transpose_padded(const float* src, int64_t ld_src, int64_t r
 // The columns of row i that attend: all s, or the first i + 1 when causal.
 MLH_CPU_INLINE int64_t attended(int64_t i, int64_t s, bool causal) { return causal ? i + 1 : s; }
 
-// A row's sum and maximum over n16 (a multiple of 16) floats, in 16 lanes and then across
-// them in a fixed order: a loop carrying one float total cannot be reordered, and GCC would
-// leave it (and the exps feeding it) scalar.
-MLH_CPU_INLINE float sum_of(const float* x, int64_t n16) {
-  Vec16 lanes = {};
-  for (int64_t j = 0; j < n16; j += 16) {
-    Vec16 v;
-    load16(v, x + j);
-    lanes += v;
-  }
-  float total = 0.0f;
-  for (int l = 0; l < 16; ++l) total += lanes[l];
-  return total;
+typedef int32_t Vec16i __attribute__((vector_size(64)));
+
+// The sum and the maximum of a vector's 16 lanes, folded in halves (8 + 8, 4 + 4, ...): four
+// dependent steps where adding lane after lane takes sixteen, once per row of scores.
+MLH_CPU_INLINE float lanes_sum(Vec16 v) {
+  v += __builtin_shuffle(v, Vec16i{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
+  v += __builtin_shuffle(v, Vec16i{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+  v += __builtin_shuffle(v, Vec16i{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
+  v += __builtin_shuffle(v, Vec16i{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
+  return v[0];
 }
 
-MLH_CPU_INLINE float max_of(const float* x, int64_t n16) {
-  Vec16 lanes, v;
-  load16(lanes, x);
-  for (int64_t j = 16; j < n16; j += 16) {
-    load16(v, x + j);
-    lanes = v > lanes ? v : lanes;
-  }
-  float top = lanes[0];
-  for (int l = 1; l < 16; ++l) top = lanes[l] > top ? lanes[l] : top;
-  return top;
+MLH_CPU_INLINE float lanes_max(Vec16 v) {
+  Vec16 t = __builtin_shuffle(v, Vec16i{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
+  v = v > t ? v : t;
+  t = __builtin_shuffle(v, Vec16i{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+  v = v > t ? v : t;
+  t = __builtin_shuffle(v, Vec16i{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
+  v = v > t ? v : t;
+  t = __builtin_shuffle(v, Vec16i{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
+  v = v > t ? v : t;
+  return v[0];
+}
+
+// exp(x) in 16 lanes for x <= 0 (softmax's arguments once shifted by the row's maximum or its
+// log-sum-exp): cpu::exp_approx's method without its upper clamp, written on
+// vectors so that it fuses with the row's sum in one loop.
+
+MLH_CPU_INLINE void exp_nonpositive(Vec16& x) {
+  Vec16 floor = {};
+  floor += -87.33654f;
+  x = x < floor ? floor : x;
+  const Vec16 shifted = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to an integer
+  const Vec16 n = shifted - 12582912.0f;
+  Vec16i bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  const Vec16i exponent = (bits - (0x4B400000 - 127)) << 23;
+  Vec16 r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  Vec16 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  Vec16 scale;
+  std::memcpy(&scale, &exponent, sizeof scale);
+  x = (p * r * r + r + 1.0f) * scale;
 }
 
 // The same in 16 lanes for any n (the backward's rowsum of g * o over head_dim).
@@ -155,29 +177,51 @@ struct Shape {
 };
 
 // Scratch per thread, in floats (the backward's, the larger): four [s, dp] operands, k and v
-// transposed, the probabilities and their gradient.
+// transposed, the probabilities and their gradient; the forward's row sums fit in the rest.
 int64_t scratch_floats(const Shape& sh) { return 4 * sh.s * sh.dp + 2 * sh.dp * sh.sp + 2 * sh.s * sh.sp; }
 
-// probs [s, sp] = softmax(q k^T * scale) for one head, from qs (q * scale, [s, dp]) and kt
-// (k^T, [dp, sp]); masked and padded columns 0. With lse, each row's log-sum-exp is written;
-// without (the backward), the row is normalized by the saved one instead.
-MLH_CPU_INLINE void probabilities(const Shape& sh, const float* qs, const float* kt, float* probs, float* lse_out,
-                                  const float* lse_in) {
+// probs [s, sp] = exp(q k^T * scale - shift) for one head, from qs (q * scale, [s, dp]) and kt
+// (k^T, [dp, sp]); masked and padded columns 0. In the forward (lse_in null) the shift is the
+// row's maximum and the rows are left unnormalized: 1 / each row's sum goes to inv_sum_out (the
+// forward scales the output's row by it, d floats where normalizing would take s) and, with
+// lse_out, its log-sum-exp. In the backward the shift is the saved log-sum-exp, which makes
+// the rows the probabilities.
+MLH_CPU_INLINE void probabilities(const Shape& sh, const float* qs, const float* kt, float* probs, float* inv_sum_out,
+                                  float* lse_out, const float* lse_in) {
   product(qs, sh.dp, kt, sh.sp, probs, sh.sp, sh.s, sh.sp, sh.d);
-  const float none = -std::numeric_limits<float>::infinity();
+  const Vec16i lane_index = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  Vec16 none = {}, zero = {};
+  none -= std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < sh.s; ++i) {
-    // Whole rows of sp (a multiple of 16) in every loop: the columns that do not attend (the
-    // padding, the future when causal) take no part in the maximum and become 0 after the exp.
+    // Whole rows of sp (a multiple of 16), in vectors: the columns that do not attend (the
+    // padding, the future when causal) are masked out of the maximum and set to 0 after the exp.
     float* row = probs + i * sh.sp;
-    const int64_t n = attended(i, sh.s, sh.causal);
-    for (int64_t j = n; j < sh.sp; ++j) row[j] = none;
-    const float shift = lse_in ? lse_in[i] : max_of(row, sh.sp);
-    for (int64_t j = 0; j < sh.sp; ++j) row[j] = cpu::exp_approx(row[j] - shift);
-    for (int64_t j = n; j < sh.sp; ++j) row[j] = 0.0f;  // exp_approx's floor is 1.2e-38, not 0
+    const auto n = static_cast<int32_t>(attended(i, sh.s, sh.causal));
+    float shift;
+    if (lse_in) {
+      shift = lse_in[i];
+    } else {
+      Vec16 top = none, v;
+      for (int64_t j = 0; j < sh.sp; j += 16) {
+        load16(v, row + j);
+        v = lane_index + static_cast<int32_t>(j) < n ? v : none;
+        top = v > top ? v : top;
+      }
+      shift = lanes_max(top);
+    }
+    Vec16 lanes = {};
+    for (int64_t j = 0; j < sh.sp; j += 16) {
+      Vec16 v;
+      load16(v, row + j);
+      v -= shift;
+      exp_nonpositive(v);
+      v = lane_index + static_cast<int32_t>(j) < n ? v : zero;
+      std::memcpy(row + j, &v, sizeof v);
+      lanes += v;
+    }
     if (lse_in) continue;
-    const float sum = sum_of(row, sh.sp);
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < sh.sp; ++j) row[j] *= inv;
+    const float sum = lanes_sum(lanes);
+    inv_sum_out[i] = 1.0f / sum;
     if (lse_out) lse_out[i] = shift + std::log(sum);
   }
 }
@@ -190,15 +234,16 @@ MLH_CPU_CLONES void attention_forward_f32(const float* q, const float* k, const 
   float* op = vp + sh.s * sh.dp;      // [s, dp]
   float* kt = op + sh.s * sh.dp;      // [dp, sp]
   float* probs = kt + sh.dp * sh.sp;  // [s, sp]
+  float* inv_sum = probs + sh.s * sh.sp;  // [s]
   const int64_t head = sh.s * sh.d;
   for (int64_t h = begin; h < end; ++h) {
     copy_padded(q + h * head, sh.s, sh.d, sh.scale, qs, sh.dp);
     transpose_padded(k + h * head, sh.d, sh.s, sh.d, kt, sh.sp);
-    probabilities(sh, qs, kt, probs, lse ? lse + h * sh.s : nullptr, nullptr);
+    probabilities(sh, qs, kt, probs, inv_sum, lse ? lse + h * sh.s : nullptr, nullptr);
     copy_padded(v + h * head, sh.s, sh.d, 1.0f, vp, sh.dp);
     product(probs, sh.sp, vp, sh.dp, op, sh.dp, sh.s, sh.dp, sh.s);
     for (int64_t i = 0; i < sh.s; ++i)
-      for (int64_t j = 0; j < sh.d; ++j) out[h * head + i * sh.d + j] = op[i * sh.dp + j];
+      for (int64_t j = 0; j < sh.d; ++j) out[h * head + i * sh.d + j] = op[i * sh.dp + j] * inv_sum[i];
   }
 }
 
@@ -229,7 +274,7 @@ MLH_CPU_CLONES void attention_backward_f32(const float* q, const float* k, const
     copy_padded(gh, sh.s, sh.d, 1.0f, gp, sh.dp);
     transpose_padded(k + h * head, sh.d, sh.s, sh.d, kt, sh.sp);
     transpose_padded(v + h * head, sh.d, sh.s, sh.d, vt, sh.sp);
-    probabilities(sh, qs, kt, probs, nullptr, lse + h * sh.s);
+    probabilities(sh, qs, kt, probs, nullptr, nullptr, lse + h * sh.s);
     // dP = g v^T; dS = P (dP - rowsum(g o)): the softmax's backward, 0 where P is.
     product(gp, sh.dp, vt, sh.sp, dscores, sh.sp, sh.s, sh.sp, sh.d);
     for (int64_t i = 0; i < sh.s; ++i) {
