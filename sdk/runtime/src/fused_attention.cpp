@@ -113,7 +113,8 @@ typedef int32_t Vec16i __attribute__((vector_size(64)));
 
 // The sum and the maximum of a vector's 16 lanes, folded in halves (8 + 8, 4 + 4, ...): four
 // dependent steps where adding lane after lane takes sixteen, once per row of scores.
-MLH_CPU_INLINE float lanes_sum(Vec16 v) {
+MLH_CPU_INLINE float lanes_sum(const Vec16& lanes) {
+  Vec16 v = lanes;
   v += __builtin_shuffle(v, Vec16i{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
   v += __builtin_shuffle(v, Vec16i{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
   v += __builtin_shuffle(v, Vec16i{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
@@ -121,7 +122,8 @@ MLH_CPU_INLINE float lanes_sum(Vec16 v) {
   return v[0];
 }
 
-MLH_CPU_INLINE float lanes_max(Vec16 v) {
+MLH_CPU_INLINE float lanes_max(const Vec16& lanes) {
+  Vec16 v = lanes;
   Vec16 t = __builtin_shuffle(v, Vec16i{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
   v = v > t ? v : t;
   t = __builtin_shuffle(v, Vec16i{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
