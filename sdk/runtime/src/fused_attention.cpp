@@ -1,12 +1,12 @@
 // Attention for short sequences on a CPU in float32 (see fused_attention.hpp).
 //
 // Each (batch, head) pair is one task: its q, k and v ([seq, head_dim], a few KiB each) and its
-// [seq, seq] scores stay in the core's L1 and L2 caches from the first product to the last, and
-// the softmax runs over a row of scores while it is still in registers' reach. The products are
-// small matrix multiplications written for GCC to vectorize (a block of 4 rows by 32 columns of
-// the result held in registers while the inner dimension streams past), compiled once per
-// instruction set (cpu_kernel_support.hpp). Operands whose rows are not a multiple of 16 floats
-// wide are copied into zero-padded scratch first, so every product runs on whole vectors.
+// [seq, seq] scores stay in the core's L1 and L2 caches from the first product to the last. The
+// products are small matrix multiplications written for GCC to vectorize (a block of 4 rows by
+// 32 columns of the result held in registers while the inner dimension streams past), and the
+// softmax works on whole vectors of a row, all compiled once per instruction set
+// (cpu_kernel_support.hpp). The operands are first copied into scratch whose rows are padded
+// with zeros to a multiple of 16 floats, so that every loop runs on whole vectors.
 //
 // The backward recomputes the probabilities from the saved log-sum-exp of each row (as flash
 // attention does), so the forward keeps [seq] floats per head rather than [seq, seq].
@@ -136,9 +136,8 @@ MLH_CPU_INLINE float lanes_max(const Vec16& lanes) {
 }
 
 // exp(x) in 16 lanes for x <= 0 (softmax's arguments once shifted by the row's maximum or its
-// log-sum-exp): cpu::exp_approx's method without its upper clamp, written on
-// vectors so that it fuses with the row's sum in one loop.
-
+// log-sum-exp): cpu::exp_approx's method without its upper clamp, written on vectors so that
+// it fuses with the row's sum in one loop.
 MLH_CPU_INLINE void exp_nonpositive(Vec16& x) {
   Vec16 floor = {};
   floor += -87.33654f;
@@ -160,7 +159,8 @@ MLH_CPU_INLINE void exp_nonpositive(Vec16& x) {
   x = (p * r * r + r + 1.0f) * scale;
 }
 
-// The same in 16 lanes for any n (the backward's rowsum of g * o over head_dim).
+// x . y in 16 lanes, then across them in a fixed order (the backward's rowsum of g * o over
+// head_dim, any length).
 MLH_CPU_INLINE float dot_of(const float* x, const float* y, int64_t n) {
   float lanes[16] = {};
   int64_t j = 0;
@@ -308,11 +308,13 @@ Shape shape_of(const at::Tensor& q, bool causal) {
 
 int64_t heads_of(const at::Tensor& q) { return q.numel() / std::max<int64_t>(q.size(-2) * q.size(-1), 1); }
 
-// One thread's scratch for a chunk of heads; the chunk's first task allocates it.
+// body(begin, end, scratch) over chunks of heads on LibTorch's threads, each chunk with its own
+// scratch. Each head is one thread's work from start to end, so results do not depend on the
+// thread count.
 void run_over_heads(const at::Tensor& q, const Shape& sh,
                     const std::function<void(int64_t, int64_t, float*)>& body) {
   at::parallel_for(0, heads_of(q), 1, [&](int64_t begin, int64_t end) {
-    // exp_approx's floor (1.2e-38) times a value gives subnormals, each a microcode assist on
+    // The exp's floor (1.2e-38) times a value gives subnormals, each a microcode assist on
     // Intel; only results below float's smallest normal change.
     const cpu::DenormalsFlushed flushed;
     std::vector<float> scratch(static_cast<size_t>(scratch_floats(sh)));
