@@ -136,27 +136,12 @@ MLH_CPU_INLINE float lanes_max(const Vec16& lanes) {
 }
 
 // exp(x) in 16 lanes for x <= 0 (softmax's arguments once shifted by the row's maximum or its
-// log-sum-exp): cpu::exp_approx's method without its upper clamp, written on vectors so that
-// it fuses with the row's sum in one loop.
+// log-sum-exp), on vectors so that it fuses with the row's sum in one loop.
 MLH_CPU_INLINE void exp_nonpositive(Vec16& x) {
   Vec16 floor = {};
   floor += -87.33654f;
   x = x < floor ? floor : x;
-  const Vec16 shifted = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to an integer
-  const Vec16 n = shifted - 12582912.0f;
-  Vec16i bits;
-  std::memcpy(&bits, &shifted, sizeof bits);
-  const Vec16i exponent = (bits - (0x4B400000 - 127)) << 23;
-  Vec16 r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  Vec16 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  Vec16 scale;
-  std::memcpy(&scale, &exponent, sizeof scale);
-  x = (p * r * r + r + 1.0f) * scale;
+  cpu::exp_in_range<Vec16, Vec16i>(x);
 }
 
 // x . y in 16 lanes, then across them in a fixed order (the backward's rowsum of g * o over

@@ -53,28 +53,36 @@ MLH_CPU_INLINE float round_to(float v) {
   return load(&stored, 0);
 }
 
-// exp(x) in float without a library call, so that loops using it vectorize: Cephes' expf
-// (range reduction by ln 2, a degree-6 polynomial, the exponent set through the bits), within
-// 2 ulp of std::exp; clamped to float's finite range.
-MLH_CPU_INLINE float exp_approx(float x) {
-  x = x < -87.33654f ? -87.33654f : x;  // selects on values (not std::min's references): they vectorize
-  x = x > 88.37626f ? 88.37626f : x;
-  const float shifted = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to an integer
-  const float n = shifted - 12582912.0f;
-  int32_t n_bits;
+// exp(x) for x within float's finite range of exp ([-87.34, 88.38]), as a float or as a GCC
+// vector of floats (Bits: int32_t, or the integer vector of the same size), in place: Cephes'
+// expf (range reduction by ln 2, a degree-6 polynomial, the exponent set through the bits),
+// within 2 ulp of std::exp.
+template <class F, class Bits>
+MLH_CPU_INLINE void exp_in_range(F& x) {
+  const F shifted = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to an integer
+  const F n = shifted - 12582912.0f;
+  Bits n_bits;
   std::memcpy(&n_bits, &shifted, sizeof n_bits);
-  const int32_t exponent = (n_bits - 0x4B400000 + 127) << 23;
-  float r = x - n * 0.693359375f;
+  const Bits exponent = (n_bits - (0x4B400000 - 127)) << 23;
+  F r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
+  F p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  float scale;
+  F scale;
   std::memcpy(&scale, &exponent, sizeof scale);
-  return (p * r * r + r + 1.0f) * scale;
+  x = (p * r * r + r + 1.0f) * scale;
+}
+
+// exp(x) in float without a library call, so that loops using it vectorize, clamped to float's
+// finite range.
+MLH_CPU_INLINE float exp_approx(float x) {
+  x = x < -87.33654f ? -87.33654f : x;  // selects on values (not std::min's references): they vectorize
+  x = x > 88.37626f ? 88.37626f : x;
+  exp_in_range<float, int32_t>(x);
+  return x;
 }
 
 // While one lives, this thread's float arithmetic treats subnormal inputs as zero and flushes
