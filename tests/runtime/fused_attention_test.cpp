@@ -23,18 +23,19 @@ at::Tensor attention_in_double(const at::Tensor& q, const at::Tensor& k, const a
   return at::matmul(at::softmax(scores, -1), vd);
 }
 
-void expect_close(const at::Tensor& got, const at::Tensor& want, const char* what) {
+void expect_close(const at::Tensor& got, const at::Tensor& want, const char* what, double tolerance = 2e-5) {
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
   EXPECT_EQ(got.scalar_type(), at::kFloat) << what;
   const double err = (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>();
   const double scale = want.abs().max().item<double>();
-  EXPECT_LE(err, 2e-5 * std::max(1.0, scale)) << what << ": max difference " << err << " against " << scale;
+  EXPECT_LE(err, tolerance * std::max(1.0, scale)) << what << ": max difference " << err << " against " << scale;
   EXPECT_FALSE(at::isnan(got).any().item<bool>()) << what;
 }
 
 struct Case {
   std::vector<int64_t> shape;  // [..., seq, head_dim]
   double spread;               // the inputs' scale: scores grow with its square
+  double tolerance = 2e-5;     // relative to the largest value expected
 };
 
 // Forward and backward of short_attention against the double reference, causal and not.
@@ -51,10 +52,10 @@ void check_against_double(const Case& c) {
     at::Tensor qd = q0.to(at::kDouble).requires_grad_(), kd = k0.to(at::kDouble).requires_grad_(),
                vd = v0.to(at::kDouble).requires_grad_();
     (attention_in_double(qd, kd, vd, causal) * up.to(at::kDouble)).sum().backward();
-    expect_close(out, attention_in_double(q0, k0, v0, causal), "output");
-    expect_close(q.grad(), qd.grad(), "q's gradient");
-    expect_close(k.grad(), kd.grad(), "k's gradient");
-    expect_close(v.grad(), vd.grad(), "v's gradient");
+    expect_close(out, attention_in_double(q0, k0, v0, causal), "output", c.tolerance);
+    expect_close(q.grad(), qd.grad(), "q's gradient", c.tolerance);
+    expect_close(k.grad(), kd.grad(), "k's gradient", c.tolerance);
+    expect_close(v.grad(), vd.grad(), "v's gradient", c.tolerance);
     at::NoGradGuard no_grad;
     EXPECT_TRUE(at::equal(mlh::rt::short_attention(q0, k0, v0, causal), out.detach())) << "the no-grad path";
   }
@@ -74,7 +75,9 @@ TEST(ShortAttention, MatchesAttentionInDoubleAtSizesOffTheVectorWidth) {
 
 TEST(ShortAttention, StaysFiniteAndExactWithScoresInTheHundreds) {
   // Scores of +-several hundred: exp overflows unless each row is shifted by its largest score.
-  check_against_double({{1, 2, 40, 32}, 8.0});
+  // Float's rounding of such a score is already about 1.5e-5 in the exponent, so the tolerance
+  // is wider (this CPU's kernels reach half of 2e-5; other instruction sets round otherwise).
+  check_against_double({{1, 2, 40, 32}, 8.0, 6e-5});
 }
 
 TEST(ShortAttention, ResultsDoNotDependOnTheThreadCount) {
