@@ -15,9 +15,9 @@
 
 namespace mlh::rt {
 
-// The longest sequence short_attention takes: its scratch holds three [seq, seq] float
-// matrices per thread, which stay within a core's L2 up to here; longer sequences take
-// LibTorch's blocked kernels.
+// The longest sequence short_attention takes: its scratch holds two [seq, seq] float matrices
+// per thread (the probabilities and their gradient), which stay within a core's L2 up to here;
+// longer sequences take LibTorch's blocked kernels.
 inline constexpr int64_t kShortAttentionMaxSequence = 256;
 
 // softmax(q k^T / sqrt(head_dim)) v over [..., seq, head_dim] float32 CPU tensors of one
