@@ -105,6 +105,7 @@ TEST(DeviceBackend, OnlyTheBackendFilesTestADevicesType) {
       // Hand-written CPU kernels check that their input is a CPU tensor.
       {"src/fused_ops.cpp", "a CPU kernel's input check"},
       {"src/fused_attention.cpp", "a CPU kernel's input check"},
+      {"src/cpu_linear.cpp", "a CPU kernel's input check"},
   };
   std::vector<std::string> found;
   for (const char* dir : {"src", "include"})

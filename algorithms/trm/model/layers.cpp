@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <mlh/runtime/compat.hpp>
+#include <mlh/runtime/cpu_linear.hpp>
 #include <mlh/runtime/fused_attention.hpp>
 #include <mlh/runtime/fused_ops.hpp>
 
@@ -53,7 +54,8 @@ at::Tensor CastedLinearImpl::forward(const at::Tensor& x) {
   const auto device = x.device().type();
   if (!at::GradMode::is_enabled() && mlh::rt::compat::autocast_enabled(device) && at::isFloatingType(dtype))
     dtype = mlh::rt::compat::autocast_dtype(device);
-  return at::linear(x, weight.to(dtype), bias.defined() ? bias.to(dtype) : at::Tensor());
+  if (!bias.defined()) return mlh::rt::linear(x, weight.to(dtype));  // our GEMM in float32 on an AVX-512 CPU
+  return at::linear(x, weight.to(dtype), bias.to(dtype));
 }
 
 CastedEmbeddingImpl::CastedEmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, double init_std) {

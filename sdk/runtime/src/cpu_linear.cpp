@@ -1,0 +1,230 @@
+// Float32 matrix products for linear layers on an AVX-512 CPU (see cpu_linear.hpp).
+//
+// One routine, c = a b, serves the forward (x w^T) and both gradients (dy w, dy^T x):
+//   - the right-hand side b is packed, a block of kDepth rows at a time, into panels of 32
+//     columns, each panel's rows consecutive, so the inner loop reads it as two vectors a row;
+//     the threads share one packed copy;
+//   - each thread takes whole blocks of 8 rows of c and, for each panel, keeps the 8 x 32
+//     block of c in 16 AVX-512 registers while the depth streams past: per step two vector
+//     loads of b, eight broadcasts of a, sixteen fused multiply-adds;
+//   - a is read where it lies: row-major (x, dy) or transposed (dy^T for the weight's
+//     gradient), 8 consecutive floats a step in the latter case.
+// An element of c is summed over the depth in order, block after block, by whichever thread
+// holds its row block: the thread count does not change it.
+#include "mlh/runtime/cpu_linear.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+#include <torch/autograd.h>
+
+#include "mlh/runtime/compat.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MLH_HAS_AVX512_GEMM 1
+#define MLH_AVX512 __attribute__((target("avx512f")))
+#else
+#define MLH_HAS_AVX512_GEMM 0
+#define MLH_AVX512
+#endif
+
+namespace mlh::rt {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+#if MLH_HAS_AVX512_GEMM
+
+constexpr int kRows = 8;      // rows of c held in registers
+constexpr int kCols = 32;     // columns of c held in registers: two 16-float vectors
+constexpr int64_t kDepth = 512;  // rows of b packed at a time: a panel (64 KiB) stays in L2
+
+typedef float Vec16 __attribute__((vector_size(64)));
+
+// How a is laid out: a(i, p) = a[i * lda + p], or with kTransposed a[p * lda + i].
+template <int kBlockRows, bool kTransposed>
+MLH_AVX512 void multiply_block(int64_t depth, const float* a, int64_t lda, const float* packed_b, float* c,
+                               int64_t ldc, int cols, bool add_to_c) {
+  Vec16 acc[kBlockRows][2] = {};
+  for (int64_t p = 0; p < depth; ++p) {
+    Vec16 b0, b1;
+    std::memcpy(&b0, packed_b, sizeof b0);
+    std::memcpy(&b1, packed_b + 16, sizeof b1);
+#pragma GCC unroll 8
+    for (int r = 0; r < kBlockRows; ++r) {
+      const float ar = kTransposed ? a[p * lda + r] : a[r * lda + p];
+      acc[r][0] += ar * b0;
+      acc[r][1] += ar * b1;
+    }
+    packed_b += kCols;
+  }
+  if (cols == kCols) {
+    for (int r = 0; r < kBlockRows; ++r)
+      for (int half = 0; half < 2; ++half) {
+        float* out = c + r * ldc + 16 * half;
+        Vec16 v = acc[r][half];
+        if (add_to_c) {
+          Vec16 old;
+          std::memcpy(&old, out, sizeof old);
+          v += old;
+        }
+        std::memcpy(out, &v, sizeof v);
+      }
+    return;
+  }
+  for (int r = 0; r < kBlockRows; ++r) {  // the last panel, narrower than 32 columns
+    float row[kCols];
+    std::memcpy(row, &acc[r][0], sizeof acc[r][0]);
+    std::memcpy(row + 16, &acc[r][1], sizeof acc[r][1]);
+    for (int j = 0; j < cols; ++j) c[r * ldc + j] = add_to_c ? c[r * ldc + j] + row[j] : row[j];
+  }
+}
+
+template <bool kTransposed>
+MLH_AVX512 void multiply_rows(int64_t row_begin, int64_t row_end, int64_t n, int64_t depth, const float* a,
+                              int64_t lda, const float* packed_b, float* c, int64_t ldc, bool add_to_c) {
+  auto a_row = [&](int64_t i) { return kTransposed ? a + i : a + i * lda; };
+  auto each_panel = [&](int64_t i, auto block) {
+    for (int64_t j = 0; j < n; j += kCols)
+      block(a_row(i), packed_b + j * depth, c + i * ldc + j, static_cast<int>(std::min<int64_t>(kCols, n - j)));
+  };
+  int64_t i = row_begin;
+  for (; i + kRows <= row_end; i += kRows)
+    each_panel(i, [&](const float* ai, const float* bj, float* cij, int cols) {
+      multiply_block<kRows, kTransposed>(depth, ai, lda, bj, cij, ldc, cols, add_to_c);
+    });
+  for (; i < row_end; ++i)  // the rows past the last whole block: always the last thread's
+    each_panel(i, [&](const float* ai, const float* bj, float* cij, int cols) {
+      multiply_block<1, kTransposed>(depth, ai, lda, bj, cij, ldc, cols, add_to_c);
+    });
+}
+
+// Rows [p0, p0 + depth) of b, where b(p, j) = b[p * b_row + j * b_col], as panels of 32
+// columns ([depth, 32] each, zero-padded past n). The threads split the rows: the weight's
+// gradient packs all of x, 2592 x 128 floats at TRM's shapes, in as few as four panels.
+void pack_b(const float* b, int64_t b_row, int64_t b_col, int64_t n, int64_t p0, int64_t depth, float* packed) {
+  const int64_t panels = (n + kCols - 1) / kCols;
+  at::parallel_for(0, depth, std::max<int64_t>(16, 8192 / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t j0 = panel * kCols, cols = std::min<int64_t>(kCols, n - j0);
+      float* dst = packed + j0 * depth;
+      for (int64_t p = begin; p < end; ++p) {
+        const float* src = b + (p0 + p) * b_row + j0 * b_col;
+        float* row = dst + p * kCols;
+        if (b_col == 1) {
+          std::memcpy(row, src, cols * sizeof(float));
+        } else {  // the weight read transposed
+          for (int64_t j = 0; j < cols; ++j) row[j] = src[j * b_col];
+        }
+        std::fill(row + cols, row + kCols, 0.f);
+      }
+    }
+  });
+}
+
+// c [m, n] = a b over the depth k: a row-major [m, k] (lda apart) or, with transposed_a,
+// stored [k, m]; b(p, j) = b[p * b_row + j * b_col]; c row-major, ldc apart.
+void gemm(bool transposed_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t b_row, int64_t b_col, float* c, int64_t ldc) {
+  // The packed block (up to 512 x n floats) is kept by the calling thread between calls: a
+  // step calls this a hundred times with the same few sizes.
+  thread_local std::vector<float> packed;
+  const int64_t padded_n = (n + kCols - 1) / kCols * kCols;
+  packed.resize(static_cast<size_t>(std::min(k, kDepth) * padded_n));
+  float* const packed_b = packed.data();  // the caller's copy: the workers' thread_local is another
+  const int64_t row_blocks = (m + kRows - 1) / kRows;
+  for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
+    const int64_t depth = std::min(kDepth, k - p0);
+    pack_b(b, b_row, b_col, n, p0, depth, packed_b);
+    const float* a_block = transposed_a ? a + p0 * lda : a + p0;
+    at::parallel_for(0, row_blocks, 1, [&](int64_t begin, int64_t end) {
+      const int64_t rows_begin = begin * kRows, rows_end = std::min(m, end * kRows);
+      if (transposed_a)
+        multiply_rows<true>(rows_begin, rows_end, n, depth, a_block, lda, packed_b, c, ldc, p0 > 0);
+      else
+        multiply_rows<false>(rows_begin, rows_end, n, depth, a_block, lda, packed_b, c, ldc, p0 > 0);
+    });
+  }
+}
+
+// x [rows, in] w^T: [rows, out].
+at::Tensor forward_product(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
+  at::Tensor y = in == 0 ? at::zeros({rows, out}, x.options()) : at::empty({rows, out}, x.options());
+  if (in > 0 && rows > 0 && out > 0)
+    gemm(false, rows, out, in, x.data_ptr<float>(), in, w.data_ptr<float>(), 1, in, y.data_ptr<float>(), out);
+  return y;
+}
+
+struct CpuLinear : public torch::autograd::Function<CpuLinear> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w) {
+    ctx->save_for_backward({x, w});
+    return forward_product(x, w);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("mlh::linear_backward", std::vector<c10::IValue>());
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &w = saved[1];
+    const at::Tensor g = grads[0].to(at::kFloat).contiguous();
+    const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
+    at::Tensor dx, dw;
+    if (ctx->needs_input_grad(0)) {  // dy [rows, out] w [out, in]
+      dx = out == 0 ? at::zeros({rows, in}, x.options()) : at::empty({rows, in}, x.options());
+      if (rows > 0 && in > 0 && out > 0)
+        gemm(false, rows, in, out, g.data_ptr<float>(), out, w.data_ptr<float>(), in, 1, dx.data_ptr<float>(), in);
+    }
+    if (ctx->needs_input_grad(1)) {  // dy^T [out, rows] x [rows, in]
+      dw = rows == 0 ? at::zeros({out, in}, w.options()) : at::empty({out, in}, w.options());
+      if (rows > 0 && in > 0 && out > 0)
+        gemm(true, out, in, rows, g.data_ptr<float>(), out, x.data_ptr<float>(), in, 1, dw.data_ptr<float>(), in);
+    }
+    return {dx, dw};
+  }
+};
+
+bool cpu_has_avx512f() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+#endif  // MLH_HAS_AVX512_GEMM
+
+}  // namespace
+
+bool cpu_linear_applies(const at::Tensor& x, const at::Tensor& weight) {
+#if MLH_HAS_AVX512_GEMM
+  auto float_cpu = [](const at::Tensor& t) {
+    return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && t.scalar_type() == at::kFloat;
+  };
+  return cpu_has_avx512f() && float_cpu(x) && float_cpu(weight) && x.dim() >= 1 && weight.dim() == 2 &&
+         x.size(-1) == weight.size(1) && !compat::autocast_enabled(at::kCPU);
+#else
+  (void)x;
+  (void)weight;
+  return false;
+#endif
+}
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight) {
+#if MLH_HAS_AVX512_GEMM
+  if (cpu_linear_applies(x, weight)) {
+    RECORD_FUNCTION("mlh::linear", std::vector<c10::IValue>({x}));
+    std::vector<int64_t> out_shape(x.sizes().begin(), x.sizes().end());
+    out_shape.back() = weight.size(0);
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
+    const at::Tensor x2 = x.reshape({rows, x.size(-1)}).contiguous(), w = weight.contiguous();
+    const bool grad = at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad());
+    return (grad ? CpuLinear::apply(x2, w) : forward_product(x2, w)).view(out_shape);
+  }
+#endif
+  return at::linear(x, weight);
+}
+
+}  // namespace mlh::rt
