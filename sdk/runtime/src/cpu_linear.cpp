@@ -50,7 +50,8 @@ typedef float Vec16 __attribute__((vector_size(64)));
 template <int kBlockRows, bool kTransposed>
 MLH_AVX512 void multiply_block(int64_t depth, const float* a, int64_t lda, const float* packed_b, float* c,
                                int64_t ldc, int cols, bool add_to_c) {
-  Vec16 acc[kBlockRows][2] = {};
+  Vec16 acc[kBlockRows][2];
+  for (int r = 0; r < kBlockRows; ++r) acc[r][0] = acc[r][1] = Vec16{};  // `= {}` became a rep stos on the stack
   for (int64_t p = 0; p < depth; ++p) {
     Vec16 b0, b1;
     std::memcpy(&b0, packed_b, sizeof b0);
