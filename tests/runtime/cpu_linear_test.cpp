@@ -63,6 +63,7 @@ TEST(CpuLinear, MatchesDoubleOffTheBlockSizes) {
   check_against_double({3, 5, 33}, 31);  // three dimensions; fewer than one panel of columns
   check_against_double({9, 1100}, 70);   // a depth over 512: the packed blocks add up
   check_against_double({600, 20}, 16);   // the weight's gradient 600 deep, over 512
+  check_against_double({10, 20}, 2100);  // over 2048 outputs: packed 2048 columns at a time
 }
 
 TEST(CpuLinear, EmptyDimensionsGiveEmptyOrZeroResults) {

@@ -1,9 +1,9 @@
 // Float32 matrix products for linear layers on an AVX-512 CPU (see cpu_linear.hpp).
 //
 // One routine, c = a b, serves the forward (x w^T) and both gradients (dy w, dy^T x):
-//   - the right-hand side b is packed, a block of kDepth rows at a time, into panels of 32
-//     columns, each panel's rows consecutive, so the inner loop reads it as two vectors a row;
-//     the threads share one packed copy;
+//   - the right-hand side b is packed, kDepth rows by kWidth columns at a time, into panels
+//     of 32 columns, each panel's rows consecutive, so the inner loop reads it as two vectors
+//     a row; the threads share one packed copy;
 //   - each thread takes whole blocks of 8 rows of c and, for each panel, keeps the 8 x 32
 //     block of c in 16 AVX-512 registers while the depth streams past: per step two vector
 //     loads of b, eight broadcasts of a, sixteen fused multiply-adds;
@@ -43,6 +43,7 @@ using torch::autograd::variable_list;
 constexpr int kRows = 8;      // rows of c held in registers
 constexpr int kCols = 32;     // columns of c held in registers: two 16-float vectors
 constexpr int64_t kDepth = 512;  // rows of b packed at a time: a panel (64 KiB) stays in L2
+constexpr int64_t kWidth = 2048;  // columns of b packed at a time, a multiple of kCols
 
 typedef float Vec16 __attribute__((vector_size(64)));
 
@@ -132,24 +133,26 @@ void pack_b(const float* b, int64_t b_row, int64_t b_col, int64_t n, int64_t p0,
 // stored [k, m]; b(p, j) = b[p * b_row + j * b_col]; c row-major, ldc apart.
 void gemm(bool transposed_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
           int64_t b_row, int64_t b_col, float* c, int64_t ldc) {
-  // The packed block (up to 512 x n floats) is kept by the calling thread between calls: a
-  // step calls this a hundred times with the same few sizes.
+  // The packed block (at most kDepth x kWidth floats, 4 MiB) is kept by the calling thread
+  // between calls: a step calls this a hundred times with the same few sizes.
   thread_local std::vector<float> packed;
-  const int64_t padded_n = (n + kCols - 1) / kCols * kCols;
-  packed.resize(static_cast<size_t>(std::min(k, kDepth) * padded_n));
+  packed.resize(static_cast<size_t>(std::min(k, kDepth) * std::min((n + kCols - 1) / kCols * kCols, kWidth)));
   float* const packed_b = packed.data();  // the caller's copy: the workers' thread_local is another
   const int64_t row_blocks = (m + kRows - 1) / kRows;
-  for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
-    const int64_t depth = std::min(kDepth, k - p0);
-    pack_b(b, b_row, b_col, n, p0, depth, packed_b);
-    const float* a_block = transposed_a ? a + p0 * lda : a + p0;
-    at::parallel_for(0, row_blocks, 1, [&](int64_t begin, int64_t end) {
-      const int64_t rows_begin = begin * kRows, rows_end = std::min(m, end * kRows);
-      if (transposed_a)
-        multiply_rows<true>(rows_begin, rows_end, n, depth, a_block, lda, packed_b, c, ldc, p0 > 0);
-      else
-        multiply_rows<false>(rows_begin, rows_end, n, depth, a_block, lda, packed_b, c, ldc, p0 > 0);
-    });
+  for (int64_t j0 = 0; j0 < n; j0 += kWidth) {
+    const int64_t width = std::min(kWidth, n - j0);
+    for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
+      const int64_t depth = std::min(kDepth, k - p0);
+      pack_b(b + j0 * b_col, b_row, b_col, width, p0, depth, packed_b);
+      const float* a_block = transposed_a ? a + p0 * lda : a + p0;
+      at::parallel_for(0, row_blocks, 1, [&](int64_t begin, int64_t end) {
+        const int64_t rows_begin = begin * kRows, rows_end = std::min(m, end * kRows);
+        if (transposed_a)
+          multiply_rows<true>(rows_begin, rows_end, width, depth, a_block, lda, packed_b, c + j0, ldc, p0 > 0);
+        else
+          multiply_rows<false>(rows_begin, rows_end, width, depth, a_block, lda, packed_b, c + j0, ldc, p0 > 0);
+      });
+    }
   }
 }
 
