@@ -136,8 +136,11 @@ void gemm(bool transposed_a, int64_t m, int64_t n, int64_t k, const float* a, in
   // The packed block (at most kDepth x kWidth floats, 4 MiB) is kept by the calling thread
   // between calls: a step calls this a hundred times with the same few sizes.
   thread_local std::vector<float> packed;
-  packed.resize(static_cast<size_t>(std::min(k, kDepth) * std::min((n + kCols - 1) / kCols * kCols, kWidth)));
-  float* const packed_b = packed.data();  // the caller's copy: the workers' thread_local is another
+  packed.resize(static_cast<size_t>(std::min(k, kDepth) * std::min((n + kCols - 1) / kCols * kCols, kWidth) + 16));
+  // On a 64-byte boundary, so that no vector load of b straddles two cache lines (malloc's
+  // large blocks start 16 bytes past one). The caller's copy: the workers' thread_local is another.
+  float* packed_b = packed.data();
+  packed_b += (64 - reinterpret_cast<uintptr_t>(packed_b) % 64) % 64 / sizeof(float);
   const int64_t row_blocks = (m + kRows - 1) / kRows;
   for (int64_t j0 = 0; j0 < n; j0 += kWidth) {
     const int64_t width = std::min(kWidth, n - j0);
