@@ -4,7 +4,10 @@
 # (`HOST --algorithm A --benchmark --json --no-calibrate --device D --precision P`) and the
 # reference's, so that both see the same machine load; then the median over the rounds of each
 # and the ratio ours/theirs, as Markdown table rows printed when each algorithm's rounds end (a
-# run cut short by RUN_TIMEOUT, BUDGET or a signal still leaves the rows it finished).
+# run cut short by RUN_TIMEOUT, BUDGET or a signal still leaves the rows it finished). After
+# each algorithm's rows, a line gives how far apart two cores were before each side's run
+# (bench/core_round_trip.cpp, compiled with $CXX or c++): tens of nanoseconds for cores that
+# share a cache, hundreds for distant ones, where a virtual machine's figures drop.
 #   bench/peer_bench.sh [HOST]
 #     HOST: the host binary (default: build-gpu/bin/host for DEVICE=cuda, else build/bin/host)
 # Environment:
@@ -56,6 +59,27 @@ peer_args=(--device "$device")
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+# How far apart two of the machine's cores are, before every run (bench/core_round_trip.cpp):
+# on a virtual machine the hypervisor places its CPUs, and moves them, and two threads that
+# share data run slower on distant cores. A row's figures are read with the distance each side
+# ran at (a line after the table).
+round_trip=""
+if (($(nproc) < 2)); then
+  echo "not measured: one core" >"$out/round-trip-why"
+elif "${CXX:-c++}" -O2 -std=c++17 -pthread bench/core_round_trip.cpp -o "$out/core_round_trip" 2>"$out/round-trip-why"; then
+  round_trip=$out/core_round_trip
+else
+  echo "not measured: bench/core_round_trip.cpp did not compile with ${CXX:-c++}" >"$out/round-trip-why"
+fi
+# apart ALGORITHM WHO: the round trip now, as "WHO N ns" in $out/apart-ALGORITHM and on stderr.
+apart() {
+  [[ -n $round_trip ]] || return 0
+  local ns
+  ns=$("$round_trip" | sed -n 's/.*: \([0-9]*\) ns round trip.*/\1/p')
+  [[ -n $ns ]] || return 0
+  echo "$2 $ns ns" >>"$out/apart-$1"
+  echo "$2: cores ${ns} ns apart (round trip)" >&2
+}
 current=""  # the algorithm whose rounds are running: its rows so far when a signal stops us
 trap '[[ -n $current ]] && rows "$current" "(cut short)"; exit 130' INT TERM
 echo "ours: $host; theirs: $python ($("$python" -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -1));" \
@@ -78,6 +102,7 @@ ours() {
   ((t > 0)) || return 1
   local extra=()
   [[ $a == trm && -n ${TRM_BATCH:-} ]] && extra+=(--set "batch_size=$TRM_BATCH")
+  apart "$a" "ours $p round $r"
   local start=$SECONDS rc why
   timeout "$t" "$host" --log-level warn --algorithm "$a" --benchmark --json --no-calibrate --device "$device" \
     --precision "$p" "${extra[@]}" --run-dir "$out/run-$a-$p-$r" >"$out/ours-$a-$p-$r.json" 2>"$out/ours-$a-$p-$r.err"
@@ -115,6 +140,7 @@ PY
 )
     args+=(--batch "${batch:-${TRM_BATCH:-32}}")
   fi
+  apart "$a" "theirs round $r"
   local start=$SECONDS
   timeout "$t" "$python" bench/peers.py "${args[@]}" >>"$out/theirs-$a" 2>"$out/theirs-$a-$r.err"
   local rc=$?
@@ -217,6 +243,14 @@ for path in sorted(glob.glob(os.path.join(out, f"run-{algorithm}-*", "summary.js
     for key, m in sorted(mfu.items()):
         peak = "datasheet" if "mfu_vs_datasheet" in m else "measured matmul"
         print(f"  ours {key}: MFU {100 * m.get('mfu_vs_datasheet', m.get('mfu_vs_measured_matmul', 0)):.1f}% ({peak} peak)")
+try:
+    apart = ", ".join(open(os.path.join(out, f"apart-{algorithm}")).read().splitlines())
+except OSError:
+    try:
+        apart = open(os.path.join(out, "round-trip-why")).read().strip().splitlines()[-1]
+    except (OSError, IndexError):
+        apart = "not measured"
+print(f"  cores' round trip before each run (bench/core_round_trip.cpp): {apart}")
 for f in failures:
     print(f"<!-- {algorithm}: {f} -->")
 sys.stdout.flush()

@@ -3,7 +3,8 @@ for protonet and ppo at least one row with a numeric ours/theirs ratio, and no r
 (a failed run of ours or of a reference). TRM's reference step runs alone (bench/peers.py,
 tiny): our TRM benchmark is the longest of ours (over a minute on 2 cores), and its rows are
 matched by the same code as the others'; the reference must give a throughput, and its
-profiled steps (--profile) a trace whose attention calls bench/profile_summary.py --calls lists;
+profiled steps (--profile) a trace whose attention calls bench/profile_summary.py --calls lists; after each
+algorithm's rows, the cores' round trip before each side's run (bench/core_round_trip.cpp);
 bench/kernel_times.sh refuses an unknown algorithm, precision or host with exit 2. Exit 77 (ctest: skipped) when the Python
 of $MLH_TORCH_VENV (default .venv/) lacks torch, numpy, einops or pydantic; and, after the protonet
 and ppo rows are checked (a failure there still fails), when the TRM reference is absent
@@ -14,6 +15,7 @@ and ppo rows are checked (a failure there still fails), when the TRM reference i
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,27 @@ def check(table):
         elif algorithm in found:
             found[algorithm] += 1
     problems += [f"no row with a ratio for {a}" for a, n in found.items() if n == 0]
+    problems += check_round_trips(table)
+    return problems
+
+
+def check_round_trips(table):
+    """One line per algorithm after its rows: the cores' round trip before ours' run and before
+    the reference's (bench/core_round_trip.cpp), each a positive number of nanoseconds; on one
+    core, that it was not measured and why."""
+    lines = [line for line in table.splitlines() if line.startswith("  cores' round trip before each run")]
+    if len(lines) != len(ALGORITHMS):
+        return [f"{len(lines)} lines of the cores' round trip, expected {len(ALGORITHMS)}: {lines}"]
+    pattern = re.compile(r": ours \S+ round 1 ([0-9]+) ns, theirs round 1 ([0-9]+) ns$")
+    problems = []
+    for line in lines:
+        if (os.cpu_count() or 1) < 2:
+            if not line.endswith("not measured: one core"):
+                problems.append(f"one core, yet: {line}")
+            continue
+        found = pattern.search(line)
+        if not found or not all(int(n) > 0 for n in found.groups()):
+            problems.append(f"no round trip before each side's run: {line}")
     return problems
 
 
