@@ -5,8 +5,8 @@
 // and may move them while a program runs. Two threads that share data (a matrix product
 // split by rows, then an element-wise kernel reading the rows the other thread wrote) pay for
 // the distance: cores that share a last-level cache pass a line in tens of nanoseconds, cores
-// on different dies or sockets in hundreds. A benchmark's figure moves with it, which no
-// setting inside the machine changes, so the figure is read together with this one.
+// on different dies or sockets in hundreds. A benchmark's figure can move with it, and no
+// setting inside the machine changes it, so the figure is read together with this one.
 //
 //   core_round_trip [CPU_A CPU_B]   (default: the first two CPUs this process may run on)
 //
@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <thread>
 #include <vector>
 

@@ -61,8 +61,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # How far apart two of the machine's cores are, before every run (bench/core_round_trip.cpp):
 # on a virtual machine the hypervisor places its CPUs, and moves them, and two threads that
-# share data run slower on distant cores. A row's figures are read with the distance each side
-# ran at (a line after the table).
+# share data can run slower on distant cores. A row's figures are read with the distance
+# measured before each side ran (a line after the table).
 round_trip=""
 if (($(nproc) < 2)); then
   echo "not measured: one core" >"$out/round-trip-why"
