@@ -7,7 +7,7 @@
 # run cut short by RUN_TIMEOUT, BUDGET or a signal still leaves the rows it finished). After
 # each algorithm's rows, a line gives how far apart two cores were before each side's run
 # (bench/core_round_trip.cpp, compiled with $CXX or c++): tens of nanoseconds for cores that
-# share a cache, hundreds for distant ones, where a virtual machine's figures drop.
+# share a cache, hundreds for distant ones, where a virtual machine's figures can drop.
 #   bench/peer_bench.sh [HOST]
 #     HOST: the host binary (default: build-gpu/bin/host for DEVICE=cuda, else build/bin/host)
 # Environment:
@@ -75,10 +75,13 @@ fi
 apart() {
   [[ -n $round_trip ]] || return 0
   local ns
-  ns=$("$round_trip" | sed -n 's/.*: \([0-9]*\) ns round trip.*/\1/p')
-  [[ -n $ns ]] || return 0
-  echo "$2 $ns ns" >>"$out/apart-$1"
-  echo "$2: cores ${ns} ns apart (round trip)" >&2
+  ns=$("$round_trip" 2>&1 | sed -n 's/.*: \([0-9]*\) ns round trip.*/\1/p')
+  if [[ -n $ns ]]; then
+    echo "$2 $ns ns" >>"$out/apart-$1"
+    echo "$2: cores ${ns} ns apart (round trip)" >&2
+  else
+    echo "$2 not measured (bench/core_round_trip.cpp failed)" >>"$out/apart-$1"
+  fi
 }
 current=""  # the algorithm whose rounds are running: its rows so far when a signal stops us
 trap '[[ -n $current ]] && rows "$current" "(cut short)"; exit 130' INT TERM
