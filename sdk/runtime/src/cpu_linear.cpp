@@ -192,15 +192,19 @@ void multiply_rows_alone(int64_t row_begin, int64_t row_end, int64_t n, int64_t 
   }
 }
 
-// How many parts the weight's gradient splits its depth (the batch's rows) into: by the row
-// count alone, so that the thread count does not change the sum; a power of two, so that two
-// or four threads each get whole parts; each at least kPartRows deep.
+// How many parts the weight's gradient splits its depth (the batch's rows) into: by the shapes
+// alone, so that the thread count does not change the sum; a power of two, so that two or four
+// threads each get whole parts; each at least kPartRows deep; and the parts' sums past the
+// first, which the calling thread keeps between calls, at most kPartSumFloats (32 MiB): a
+// weight too large for that is one part, where the product's own work dwarfs the reads.
 constexpr int64_t kPartRows = 256;
 constexpr int64_t kMaxParts = 4;
+constexpr int64_t kPartSumFloats = int64_t{8} << 20;
 
-int64_t depth_parts(int64_t rows) {
+int64_t depth_parts(int64_t rows, int64_t weight_floats) {
   int64_t parts = 1;
-  while (parts * 2 <= kMaxParts && parts * 2 * kPartRows <= rows) parts *= 2;
+  while (parts * 2 <= kMaxParts && parts * 2 * kPartRows <= rows && (parts * 2 - 1) * weight_floats <= kPartSumFloats)
+    parts *= 2;
   return parts;
 }
 
@@ -214,7 +218,7 @@ int64_t depth_parts(int64_t rows) {
 // wrote; a part's sum goes to a buffer of its own (the first to dw), and the parts are added
 // in order at the end: every element is summed the same way whatever the thread count.
 void weight_gradient(int64_t out, int64_t in, int64_t rows, const float* g, const float* x, float* dw) {
-  const int64_t parts = depth_parts(rows);
+  const int64_t parts = depth_parts(rows, out * in);
   if (parts == 1) {
     gemm(true, out, in, rows, g, out, x, in, 1, dw, in);
     return;
