@@ -11,8 +11,8 @@
 //     gradient), 8 consecutive floats a step in the latter case.
 // An element of c is summed over the depth in order, block after block, by whichever thread
 // holds its row block: the thread count does not change it. The weight's gradient first splits
-// its depth (the batch's rows) into parts by the row count alone, each thread summing whole
-// parts with b packed by itself, and adds the parts in order (weight_gradient, below).
+// its depth (the batch's rows) into parts by the shapes alone, each thread summing whole parts
+// with b packed by itself, and adds the parts in order (weight_gradient, below).
 #include "mlh/runtime/cpu_linear.hpp"
 
 #include <algorithm>
@@ -109,9 +109,8 @@ MLH_AVX512 void multiply_rows(int64_t row_begin, int64_t row_end, int64_t n, int
 }
 
 // Rows [p0, p0 + depth) of b, where b(p, j) = b[p * b_row + j * b_col], as panels of 32
-// columns ([depth, 32] each, zero-padded past n). The threads split the rows: the weight's
-// gradient packs all of x, 2592 x 128 floats at TRM's shapes, in as few as four panels.
-// Rows [begin, end) of that block, packed by the calling thread.
+// columns ([depth, 32] each, zero-padded past n): here rows [begin, end) of that block, packed
+// by the calling thread.
 void pack_b_rows(const float* b, int64_t b_row, int64_t b_col, int64_t n, int64_t p0, int64_t depth, float* packed,
                  int64_t begin, int64_t end) {
   const int64_t panels = (n + kCols - 1) / kCols;
@@ -131,6 +130,7 @@ void pack_b_rows(const float* b, int64_t b_row, int64_t b_col, int64_t n, int64_
   }
 }
 
+// The whole block, the threads splitting its rows.
 void pack_b(const float* b, int64_t b_row, int64_t b_col, int64_t n, int64_t p0, int64_t depth, float* packed) {
   at::parallel_for(0, depth, std::max<int64_t>(16, 8192 / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
     pack_b_rows(b, b_row, b_col, n, p0, depth, packed, begin, end);
@@ -281,7 +281,8 @@ struct CpuLinear : public torch::autograd::Function<CpuLinear> {
     }
     if (ctx->needs_input_grad(1)) {  // dy^T [out, rows] x [rows, in]
       dw = rows == 0 ? at::zeros({out, in}, w.options()) : at::empty({out, in}, w.options());
-      if (rows > 0 && in > 0 && out > 0) weight_gradient(out, in, rows, g.data_ptr<float>(), x.data_ptr<float>(), dw.data_ptr<float>());
+      if (rows > 0 && in > 0 && out > 0)
+        weight_gradient(out, in, rows, g.data_ptr<float>(), x.data_ptr<float>(), dw.data_ptr<float>());
     }
     return {dx, dw};
   }
