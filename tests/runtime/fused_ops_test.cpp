@@ -127,6 +127,9 @@ TEST_P(FusedOps, SplitHeadsRotaryMatchesTheReferencesRotationAndItsGradient) {
   EXPECT_TRUE(at::equal(qkv2.grad().view({b, s, 3 * h, d}).narrow(2, h, 2 * h), at::zeros({b, s, 2 * h, d}).to(t)));
   const auto plain = mlh::rt::split_heads_rotary(qkv0, h, at::Tensor(), at::Tensor());
   EXPECT_TRUE(at::equal(plain[0], parts.narrow(2, 0, h).transpose(1, 2).detach().contiguous()));
+  at::Tensor qkv3 = qkv0.clone().requires_grad_();  // and its gradient: the split's, unrotated
+  mlh::rt::split_heads_rotary(qkv3, h, at::Tensor(), at::Tensor())[1].to(at::kFloat).sum().backward();
+  EXPECT_TRUE(at::equal(qkv3.grad().view({b, s, 3 * h, d}).narrow(2, h, h), at::ones({b, s, h, d}).to(t)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, FusedOps, ::testing::Values(at::kFloat, at::kBFloat16),

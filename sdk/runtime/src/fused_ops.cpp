@@ -304,27 +304,7 @@ struct SiluMul : public torch::autograd::Function<SiluMul> {
 
 // ---- Rotary embedding and the split into heads -------------------------------------------------
 
-// One head's row of d values rotated by angle tables c and s (the half-rotation convention:
-// out[j] = x[j] c[j] - x[j + h] s[j], out[j + h] = x[j + h] c[j + h] + x[j] s[j + h]), or its
-// transpose (the backward: by the negative angle); without tables, copied.
-template <bool kBackward>
-MLH_CPU_INLINE void rotate_row(const float* x, float* out, const float* c, const float* s, int64_t d) {
-  if (!c) {
-    for (int64_t j = 0; j < d; ++j) out[j] = x[j];
-    return;
-  }
-  const int64_t h = d / 2;
-  for (int64_t j = 0; j < h; ++j) {
-    const float a = x[j], b = x[j + h];
-    if (kBackward) {
-      out[j] = a * c[j] + b * s[j + h];
-      out[j + h] = b * c[j + h] - a * s[j];
-    } else {
-      out[j] = a * c[j] - b * s[j];
-      out[j + h] = b * c[j + h] + a * s[j + h];
-    }
-  }
-}
+using cpu::rotate_row;
 
 // Where row (b, pos)'s head h of q, k or v lies in a [B, H, S, D] tensor.
 MLH_CPU_INLINE int64_t head_offset(int64_t row, int64_t h, int64_t seq, int64_t heads, int64_t d) {
@@ -398,8 +378,8 @@ MLH_CPU_CLONES void heads_backward_bf16(bf16* dqkv, const bf16* dq, const bf16* 
 void run_heads(bool backward, const at::Tensor& qkv, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                const at::Tensor& cos, const at::Tensor& sin, int64_t heads) {
   const int64_t batch = qkv.size(0), seq = qkv.size(1), d = qkv.size(2) / (3 * heads);
-  const float* cp = cos.defined() ? cos.data_ptr<float>() : nullptr;
-  const float* sp = sin.defined() ? sin.data_ptr<float>() : nullptr;
+  const float* cp = cos.numel() > 0 ? cos.data_ptr<float>() : nullptr;  // no elements: no rotation
+  const float* sp = sin.numel() > 0 ? sin.data_ptr<float>() : nullptr;
   const bool is_float = qkv.scalar_type() == at::kFloat;
   at::parallel_for(
       0, batch * seq, grain(3 * heads * d),
@@ -514,8 +494,10 @@ std::array<at::Tensor, 3> split_heads_rotary(const at::Tensor& qkv, int64_t head
   const bool tables_fit = !rotary || (cos.dim() == 2 && cos.size(0) == s && cos.size(1) == d && d % 2 == 0 &&
                                       sin.sizes() == cos.sizes() && cos.device() == qkv.device());
   if (fused_ops_apply(qkv) && qkv.is_contiguous() && tables_fit) {
-    const at::Tensor c = rotary ? cos.to(at::kFloat).contiguous() : at::Tensor();
-    const at::Tensor sn = rotary ? sin.to(at::kFloat).contiguous() : at::Tensor();
+    // No tables as empty ones: an autograd function takes no undefined tensor as an input.
+    const at::Tensor none = at::empty({0}, qkv.options().dtype(at::kFloat));
+    const at::Tensor c = rotary ? cos.to(at::kFloat).contiguous() : none;
+    const at::Tensor sn = rotary ? sin.to(at::kFloat).contiguous() : none;
     if (grad_wanted({qkv})) {
       const variable_list out = SplitHeadsRotary::apply(qkv, heads, c, sn);
       return {out[0], out[1], out[2]};

@@ -85,6 +85,29 @@ MLH_CPU_INLINE float exp_approx(float x) {
   return x;
 }
 
+// A rotary embedding on one head's row of d values: out is x rotated by angle tables c and s
+// (the half-rotation convention: out[j] = x[j] c[j] - x[j + h] s[j], out[j + h] = x[j + h]
+// c[j + h] + x[j] s[j + h]), or by its transpose (the backward: the negative angle); without
+// tables, x copied.
+template <bool kBackward>
+MLH_CPU_INLINE void rotate_row(const float* x, float* out, const float* c, const float* s, int64_t d) {
+  if (!c) {
+    for (int64_t j = 0; j < d; ++j) out[j] = x[j];
+    return;
+  }
+  const int64_t h = d / 2;
+  for (int64_t j = 0; j < h; ++j) {
+    const float a = x[j], b = x[j + h];
+    if (kBackward) {
+      out[j] = a * c[j] + b * s[j + h];
+      out[j + h] = b * c[j + h] - a * s[j];
+    } else {
+      out[j] = a * c[j] - b * s[j];
+      out[j + h] = b * c[j + h] + a * s[j + h];
+    }
+  }
+}
+
 // While one lives, this thread's float arithmetic treats subnormal inputs as zero and flushes
 // subnormal results to zero (x86's DAZ and FTZ); the thread's mode is put back when it ends.
 // Hold one in each thread of a kernel whose vectorized loop computes both sides of a clamp:
