@@ -1,7 +1,8 @@
 // short_attention against attention computed in double with ATen's ops: outputs and the three
 // gradients, causal or not, sizes that are and are not multiples of a vector, the no-grad path,
 // extreme scores, and results that do not depend on the thread count; what it refuses, and
-// mlh::rt::attention's fallback for what it refuses.
+// mlh::rt::attention's fallback for what it refuses. attention_from_qkv against the three steps
+// it stands for, bit for bit, and its fallback.
 #include <algorithm>
 #include <limits>
 
@@ -9,6 +10,7 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <mlh/runtime/fused_attention.hpp>
+#include <mlh/runtime/fused_ops.hpp>
 #include <torch/autograd.h>
 
 namespace {
@@ -117,6 +119,78 @@ TEST(ShortAttention, RefusesWhatItDoesNotComputeAndAttentionFallsBackForIt) {
                "a sequence too long, through LibTorch");
   const at::Tensor qd = q.to(at::kDouble);
   EXPECT_TRUE(at::allclose(mlh::rt::attention(qd, qd, qd, false), attention_in_double(qd, qd, qd, false)));
+}
+
+// split_heads_rotary, attention, the heads merged: what attention_from_qkv stands for.
+at::Tensor three_steps(const at::Tensor& qkv, int64_t heads, const at::Tensor& cos, const at::Tensor& sin, bool causal) {
+  const auto [q, k, v] = mlh::rt::split_heads_rotary(qkv, heads, cos, sin);
+  return mlh::rt::attention(q, k, v, causal).transpose(1, 2).reshape({qkv.size(0), qkv.size(1), -1});
+}
+
+struct QkvCase {
+  int64_t batch, seq, heads, head_dim;
+  bool rotary;
+};
+
+// The output and qkv's gradient, through attention_from_qkv and through the three steps.
+std::array<at::Tensor, 4> both_ways(const QkvCase& c, bool causal) {
+  at::manual_seed(static_cast<uint64_t>(c.seq * 1000 + c.head_dim * 10 + c.heads));
+  const at::Tensor qkv0 = at::randn({c.batch, c.seq, 3 * c.heads * c.head_dim});
+  const at::Tensor cos = c.rotary ? at::randn({c.seq, c.head_dim}) : at::Tensor();
+  const at::Tensor sin = c.rotary ? at::randn({c.seq, c.head_dim}) : at::Tensor();
+  const at::Tensor up = at::randn({c.batch, c.seq, c.heads * c.head_dim});
+  at::Tensor fused_in = qkv0.clone().requires_grad_(), steps_in = qkv0.clone().requires_grad_();
+  EXPECT_TRUE(mlh::rt::attention_from_qkv_applies(fused_in, c.heads, cos, sin));
+  const at::Tensor fused = mlh::rt::attention_from_qkv(fused_in, c.heads, cos, sin, causal);
+  const at::Tensor steps = three_steps(steps_in, c.heads, cos, sin, causal);
+  (fused * up).sum().backward();
+  (steps * up).sum().backward();
+  {
+    at::NoGradGuard no_grad;
+    EXPECT_TRUE(at::equal(mlh::rt::attention_from_qkv(qkv0, c.heads, cos, sin, causal), fused.detach()))
+        << "the no-grad path";
+  }
+  return {fused.detach(), steps.detach(), fused_in.grad(), steps_in.grad()};
+}
+
+TEST(AttentionFromQkv, GivesTheThreeStepsOutputAndGradientBitForBit) {
+  // TRM's head shape; one off the vector width, with an odd head count; no rotary tables.
+  for (const QkvCase& c : {QkvCase{3, 81, 4, 32, true}, QkvCase{2, 19, 3, 10, true}, QkvCase{2, 33, 2, 16, false}})
+    for (const bool causal : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "batch " << c.batch << ", seq " << c.seq << ", " << c.heads << " heads of "
+                                      << c.head_dim << (c.rotary ? ", rotary" : "") << (causal ? ", causal" : ""));
+      const auto [fused, steps, fused_grad, steps_grad] = both_ways(c, causal);
+      ASSERT_EQ(fused.sizes(), steps.sizes());
+      EXPECT_TRUE(at::equal(fused, steps)) << "output: max difference " << (fused - steps).abs().max().item<double>();
+      EXPECT_TRUE(at::equal(fused_grad, steps_grad))
+          << "qkv's gradient: max difference " << (fused_grad - steps_grad).abs().max().item<double>();
+    }
+}
+
+TEST(AttentionFromQkv, ResultsDoNotDependOnTheThreadCount) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto one = both_ways({5, 81, 4, 32, true}, false);
+  at::set_num_threads(3);
+  const auto three = both_ways({5, 81, 4, 32, true}, false);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(one[0], three[0]));
+  EXPECT_TRUE(at::equal(one[2], three[2]));
+}
+
+TEST(AttentionFromQkv, RefusesWhatItDoesNotComputeAndFallsBackToTheThreeSteps) {
+  const at::Tensor qkv = at::randn({2, 9, 3 * 2 * 8}), cos = at::randn({9, 8}), sin = at::randn({9, 8});
+  EXPECT_FALSE(mlh::rt::attention_from_qkv_applies(qkv.to(at::kDouble), 2, cos, sin)) << "double";
+  EXPECT_FALSE(mlh::rt::attention_from_qkv_applies(qkv, 5, cos, sin)) << "heads that do not divide the width";
+  EXPECT_FALSE(mlh::rt::attention_from_qkv_applies(qkv, 2, cos.narrow(0, 0, 8), sin.narrow(0, 0, 8)))
+      << "tables of another length";
+  EXPECT_FALSE(mlh::rt::attention_from_qkv_applies(qkv, 2, cos, at::Tensor())) << "cos without sin";
+  const at::Tensor long_qkv = at::randn({1, mlh::rt::kShortAttentionMaxSequence + 1, 3 * 2 * 8});
+  EXPECT_FALSE(mlh::rt::attention_from_qkv_applies(long_qkv, 2, at::Tensor(), at::Tensor())) << "too long";
+  const at::Tensor qd = qkv.to(at::kDouble);
+  EXPECT_TRUE(at::allclose(mlh::rt::attention_from_qkv(qd, 2, cos, sin, true), three_steps(qd, 2, cos, sin, true)));
+  EXPECT_TRUE(at::allclose(mlh::rt::attention_from_qkv(long_qkv, 2, at::Tensor(), at::Tensor(), false),
+                           three_steps(long_qkv, 2, at::Tensor(), at::Tensor(), false)));
 }
 
 }  // namespace

@@ -91,11 +91,8 @@ AttentionImpl::AttentionImpl(int64_t hidden, int64_t num_heads, bool causal)
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  const int64_t b = x.size(0), s = x.size(1), h = num_heads_, d = head_dim_;
-  const auto [q, k, v] = mlh::rt::split_heads_rotary(qkv_proj->forward(x), h, cos, sin);  // [B, heads, S, d]
-  const at::Tensor attended = mlh::rt::attention(q, k, v, causal_);
-  const at::Tensor out = attended.transpose(1, 2).reshape({b, s, h * d});
-  return o_proj->forward(out);
+  // split_heads_rotary, attention, the heads merged back: one kernel in float32 on a CPU.
+  return o_proj->forward(mlh::rt::attention_from_qkv(qkv_proj->forward(x), num_heads_, cos, sin, causal_));
 }
 
 BlockImpl::BlockImpl(const ModelConfig& config) : eps_(config.rms_norm_eps) {

@@ -10,6 +10,11 @@
 //
 // The backward recomputes the probabilities from the saved log-sum-exp of each row (as flash
 // attention does), so the forward keeps [seq] floats per head rather than [seq, seq].
+//
+// attention_from_qkv does the same work per head, a task per batch element: it first copies the
+// element's q (rotated), k (rotated) and v out of the qkv projection's rows into scratch, and
+// writes each head's output rows into the merged [seq, heads * head_dim] layout; its backward
+// writes qkv's gradient row by row, dq and dk rotated back.
 #include "mlh/runtime/fused_attention.hpp"
 
 #include <algorithm>
@@ -26,6 +31,7 @@
 
 #include "mlh/runtime/compat.hpp"
 #include "mlh/runtime/cpu_kernel_support.hpp"
+#include "mlh/runtime/fused_ops.hpp"
 
 namespace mlh::rt {
 namespace {
@@ -89,10 +95,12 @@ MLH_CPU_INLINE void product(const float* a, int64_t lda, const float* b, int64_t
   if (j < n) product_columns<16, kTransposedA>(a, lda, b + j, ldb, c + j, ldc, m, k);
 }
 
-// dst [rows, ld_dst] = src [rows, cols] * factor, the columns from cols to ld_dst zeroed.
-MLH_CPU_INLINE void copy_padded(const float* src, int64_t rows, int64_t cols, float factor, float* dst, int64_t ld_dst) {
+// dst [rows, ld_dst] = src [rows, cols] (rows ld_src apart) * factor, the columns from cols to
+// ld_dst zeroed.
+MLH_CPU_INLINE void copy_padded(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float factor, float* dst,
+                                int64_t ld_dst) {
   for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) dst[i * ld_dst + j] = src[i * cols + j] * factor;
+    for (int64_t j = 0; j < cols; ++j) dst[i * ld_dst + j] = src[i * ld_src + j] * factor;
     for (int64_t j = cols; j < ld_dst; ++j) dst[i * ld_dst + j] = 0.0f;
   }
 }
@@ -213,32 +221,29 @@ MLH_CPU_INLINE void probabilities(const Shape& sh, const float* qs, const float*
   }
 }
 
-// Heads [begin, end) of q, k, v [heads, s, d] -> out [heads, s, d] and lse [heads, s] (may be null).
-MLH_CPU_CLONES void attention_forward_f32(const float* q, const float* k, const float* v, float* out, float* lse,
-                                          const Shape sh, int64_t begin, int64_t end, float* scratch) {
+// One head: q, k, v [s, d] -> out (rows ld_out apart) and lse [s] (may be null).
+MLH_CPU_INLINE void forward_head(const float* q, const float* k, const float* v, float* out, int64_t ld_out,
+                                 float* lse, const Shape& sh, float* scratch) {
   float* qs = scratch;                // [s, dp]
   float* vp = qs + sh.s * sh.dp;      // [s, dp]
   float* op = vp + sh.s * sh.dp;      // [s, dp]
   float* kt = op + sh.s * sh.dp;      // [dp, sp]
   float* probs = kt + sh.dp * sh.sp;  // [s, sp]
   float* inv_sum = probs + sh.s * sh.sp;  // [s]
-  const int64_t head = sh.s * sh.d;
-  for (int64_t h = begin; h < end; ++h) {
-    copy_padded(q + h * head, sh.s, sh.d, sh.scale, qs, sh.dp);
-    transpose_padded(k + h * head, sh.d, sh.s, sh.d, kt, sh.sp);
-    probabilities(sh, qs, kt, probs, inv_sum, lse ? lse + h * sh.s : nullptr, nullptr);
-    copy_padded(v + h * head, sh.s, sh.d, 1.0f, vp, sh.dp);
-    product(probs, sh.sp, vp, sh.dp, op, sh.dp, sh.s, sh.dp, sh.s);
-    for (int64_t i = 0; i < sh.s; ++i)
-      for (int64_t j = 0; j < sh.d; ++j) out[h * head + i * sh.d + j] = op[i * sh.dp + j] * inv_sum[i];
-  }
+  copy_padded(q, sh.d, sh.s, sh.d, sh.scale, qs, sh.dp);
+  transpose_padded(k, sh.d, sh.s, sh.d, kt, sh.sp);
+  probabilities(sh, qs, kt, probs, inv_sum, lse, nullptr);
+  copy_padded(v, sh.d, sh.s, sh.d, 1.0f, vp, sh.dp);
+  product(probs, sh.sp, vp, sh.dp, op, sh.dp, sh.s, sh.dp, sh.s);
+  for (int64_t i = 0; i < sh.s; ++i)
+    for (int64_t j = 0; j < sh.d; ++j) out[i * ld_out + j] = op[i * sh.dp + j] * inv_sum[i];
 }
 
-// The gradients of heads [begin, end): dq, dk, dv [heads, s, d] from the output's gradient g,
-// the output o and the forward's lse.
-MLH_CPU_CLONES void attention_backward_f32(const float* q, const float* k, const float* v, const float* o,
-                                           const float* g, const float* lse, float* dq, float* dk, float* dv,
-                                           const Shape sh, int64_t begin, int64_t end, float* scratch) {
+// One head's gradients dq, dk, dv [s, d] from q, k, v [s, d], the output o and its gradient g
+// (rows ld_o and ld_g apart) and the forward's lse.
+MLH_CPU_INLINE void backward_head(const float* q, const float* k, const float* v, const float* o, int64_t ld_o,
+                                  const float* g, int64_t ld_g, const float* lse, float* dq, float* dk, float* dv,
+                                  const Shape& sh, float* scratch) {
   float* qs = scratch;                // q * scale [s, dp]
   float* ks = qs + sh.s * sh.dp;      // k * scale [s, dp]
   float* gp = ks + sh.s * sh.dp;      // g [s, dp]
@@ -247,36 +252,129 @@ MLH_CPU_CLONES void attention_backward_f32(const float* q, const float* k, const
   float* vt = kt + sh.dp * sh.sp;     // v^T [dp, sp]
   float* probs = vt + sh.dp * sh.sp;  // [s, sp]
   float* dscores = probs + sh.s * sh.sp;  // [s, sp]
-  const int64_t head = sh.s * sh.d;
   auto copy_out = [&](float* dst) {
     for (int64_t i = 0; i < sh.s; ++i)
       for (int64_t j = 0; j < sh.d; ++j) dst[i * sh.d + j] = grad[i * sh.dp + j];
   };
-  for (int64_t h = begin; h < end; ++h) {
-    const float* qh = q + h * head;
-    const float* oh = o + h * head;
-    const float* gh = g + h * head;
-    copy_padded(qh, sh.s, sh.d, sh.scale, qs, sh.dp);
-    copy_padded(k + h * head, sh.s, sh.d, sh.scale, ks, sh.dp);
-    copy_padded(gh, sh.s, sh.d, 1.0f, gp, sh.dp);
-    transpose_padded(k + h * head, sh.d, sh.s, sh.d, kt, sh.sp);
-    transpose_padded(v + h * head, sh.d, sh.s, sh.d, vt, sh.sp);
-    probabilities(sh, qs, kt, probs, nullptr, nullptr, lse + h * sh.s);
-    // dP = g v^T; dS = P (dP - rowsum(g o)): the softmax's backward, 0 where P is.
-    product(gp, sh.dp, vt, sh.sp, dscores, sh.sp, sh.s, sh.sp, sh.d);
-    for (int64_t i = 0; i < sh.s; ++i) {
-      const float dot = dot_of(gh + i * sh.d, oh + i * sh.d, sh.d);
-      float* ds = dscores + i * sh.sp;
-      const float* p = probs + i * sh.sp;
-      for (int64_t j = 0; j < sh.sp; ++j) ds[j] = p[j] * (ds[j] - dot);
+  copy_padded(q, sh.d, sh.s, sh.d, sh.scale, qs, sh.dp);
+  copy_padded(k, sh.d, sh.s, sh.d, sh.scale, ks, sh.dp);
+  copy_padded(g, ld_g, sh.s, sh.d, 1.0f, gp, sh.dp);
+  transpose_padded(k, sh.d, sh.s, sh.d, kt, sh.sp);
+  transpose_padded(v, sh.d, sh.s, sh.d, vt, sh.sp);
+  probabilities(sh, qs, kt, probs, nullptr, nullptr, lse);
+  // dP = g v^T; dS = P (dP - rowsum(g o)): the softmax's backward, 0 where P is.
+  product(gp, sh.dp, vt, sh.sp, dscores, sh.sp, sh.s, sh.sp, sh.d);
+  for (int64_t i = 0; i < sh.s; ++i) {
+    const float dot = dot_of(g + i * ld_g, o + i * ld_o, sh.d);
+    float* ds = dscores + i * sh.sp;
+    const float* p = probs + i * sh.sp;
+    for (int64_t j = 0; j < sh.sp; ++j) ds[j] = p[j] * (ds[j] - dot);
+  }
+  // dq = dS k * scale; dk = dS^T q * scale; dv = P^T g.
+  product(dscores, sh.sp, ks, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
+  copy_out(dq);
+  product<true>(dscores, sh.sp, qs, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
+  copy_out(dk);
+  product<true>(probs, sh.sp, gp, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
+  copy_out(dv);
+}
+
+// Heads [begin, end) of q, k, v [heads, s, d] -> out [heads, s, d] and lse [heads, s] (may be null).
+MLH_CPU_CLONES void attention_forward_f32(const float* q, const float* k, const float* v, float* out, float* lse,
+                                          const Shape sh, int64_t begin, int64_t end, float* scratch) {
+  const int64_t head = sh.s * sh.d;
+  for (int64_t h = begin; h < end; ++h)
+    forward_head(q + h * head, k + h * head, v + h * head, out + h * head, sh.d, lse ? lse + h * sh.s : nullptr, sh,
+                 scratch);
+}
+
+// The gradients of heads [begin, end): dq, dk, dv [heads, s, d] from the output's gradient g,
+// the output o and the forward's lse.
+MLH_CPU_CLONES void attention_backward_f32(const float* q, const float* k, const float* v, const float* o,
+                                           const float* g, const float* lse, float* dq, float* dk, float* dv,
+                                           const Shape sh, int64_t begin, int64_t end, float* scratch) {
+  const int64_t head = sh.s * sh.d;
+  for (int64_t h = begin; h < end; ++h)
+    backward_head(q + h * head, k + h * head, v + h * head, o + h * head, sh.d, g + h * head, sh.d, lse + h * sh.s,
+                  dq + h * head, dk + h * head, dv + h * head, sh, scratch);
+}
+
+// ---- From a qkv projection: qkv [B, s, 3, H, d] in, out [B, s, H, d] ----
+//
+// A task is a batch element, all its heads: its rows of qkv are read, and those of the output
+// and of qkv's gradient written, in order, one row after another (by heads, the rows would be
+// read and written in slices of d floats, a row of the projection apart). Each head's work is
+// the same as above, so the grouping changes no result.
+
+// Scratch per thread, in floats: a head's (scratch_floats), then the batch element's q, k, v
+// and (backward) their gradients, [heads, s, d] each.
+int64_t qkv_scratch_floats(const Shape& sh, int64_t heads) { return scratch_floats(sh) + 6 * heads * sh.s * sh.d; }
+
+struct QkvHeads {
+  int64_t heads;
+  const float* cos;  // rotary tables [s, d]; null: no rotation
+  const float* sin;
+};
+
+// Batch element b's q and k rotated, and v, into [heads, s, d] each, as split_heads_rotary
+// writes them.
+MLH_CPU_INLINE void gather_batch(const float* qkv, const QkvHeads& layout, const Shape& sh, int64_t b, float* q,
+                                 float* k, float* v) {
+  const int64_t heads = layout.heads, width = heads * sh.d;
+  for (int64_t i = 0; i < sh.s; ++i) {
+    const float* row = qkv + (b * sh.s + i) * 3 * width;
+    const float* c = layout.cos ? layout.cos + i * sh.d : nullptr;
+    const float* s = layout.sin ? layout.sin + i * sh.d : nullptr;
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t to = (h * sh.s + i) * sh.d;
+      cpu::rotate_row<false>(row + h * sh.d, q + to, c, s, sh.d);
+      cpu::rotate_row<false>(row + width + h * sh.d, k + to, c, s, sh.d);
+      cpu::rotate_row<false>(row + 2 * width + h * sh.d, v + to, nullptr, nullptr, sh.d);
     }
-    // dq = dS k * scale; dk = dS^T q * scale; dv = P^T g.
-    product(dscores, sh.sp, ks, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
-    copy_out(dq + h * head);
-    product<true>(dscores, sh.sp, qs, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
-    copy_out(dk + h * head);
-    product<true>(probs, sh.sp, gp, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
-    copy_out(dv + h * head);
+  }
+}
+
+// Batch elements [begin, end) of qkv -> out [B, s, heads * d] and lse [B * heads, s] (may be null).
+MLH_CPU_CLONES void qkv_attention_forward_f32(const float* qkv, const QkvHeads layout, float* out, float* lse,
+                                              const Shape sh, int64_t begin, int64_t end, float* scratch) {
+  const int64_t heads = layout.heads, head = sh.s * sh.d;
+  float* q = scratch + scratch_floats(sh);
+  float *k = q + heads * head, *v = k + heads * head;
+  for (int64_t b = begin; b < end; ++b) {
+    gather_batch(qkv, layout, sh, b, q, k, v);
+    for (int64_t h = 0; h < heads; ++h)
+      forward_head(q + h * head, k + h * head, v + h * head, out + (b * sh.s * heads + h) * sh.d, heads * sh.d,
+                   lse ? lse + (b * heads + h) * sh.s : nullptr, sh, scratch);
+  }
+}
+
+// The gradient of qkv for batch elements [begin, end) from the output's gradient g, the output
+// o and lse: each head's dq and dk rotated back, as split_heads_rotary's backward does.
+MLH_CPU_CLONES void qkv_attention_backward_f32(const float* qkv, const QkvHeads layout, const float* o, const float* g,
+                                               const float* lse, float* dqkv, const Shape sh, int64_t begin,
+                                               int64_t end, float* scratch) {
+  const int64_t heads = layout.heads, head = sh.s * sh.d, width = heads * sh.d;
+  float* q = scratch + scratch_floats(sh);
+  float *k = q + heads * head, *v = k + heads * head;
+  float *dq = v + heads * head, *dk = dq + heads * head, *dv = dk + heads * head;
+  for (int64_t b = begin; b < end; ++b) {
+    gather_batch(qkv, layout, sh, b, q, k, v);
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t merged = (b * sh.s * heads + h) * sh.d;
+      backward_head(q + h * head, k + h * head, v + h * head, o + merged, width, g + merged, width,
+                    lse + (b * heads + h) * sh.s, dq + h * head, dk + h * head, dv + h * head, sh, scratch);
+    }
+    for (int64_t i = 0; i < sh.s; ++i) {
+      float* row = dqkv + (b * sh.s + i) * 3 * width;
+      const float* c = layout.cos ? layout.cos + i * sh.d : nullptr;
+      const float* s = layout.sin ? layout.sin + i * sh.d : nullptr;
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t from = (h * sh.s + i) * sh.d;
+        cpu::rotate_row<true>(dq + from, row + h * sh.d, c, s, sh.d);
+        cpu::rotate_row<true>(dk + from, row + width + h * sh.d, c, s, sh.d);
+        cpu::rotate_row<true>(dv + from, row + 2 * width + h * sh.d, nullptr, nullptr, sh.d);
+      }
+    }
   }
 }
 
@@ -296,13 +394,12 @@ int64_t heads_of(const at::Tensor& q) { return q.numel() / std::max<int64_t>(q.s
 // body(begin, end, scratch) over chunks of heads on LibTorch's threads, each chunk with its own
 // scratch. Each head is one thread's work from start to end, so results do not depend on the
 // thread count.
-void run_over_heads(const at::Tensor& q, const Shape& sh,
-                    const std::function<void(int64_t, int64_t, float*)>& body) {
-  at::parallel_for(0, heads_of(q), 1, [&](int64_t begin, int64_t end) {
+void run_over_heads(int64_t heads, int64_t scratch_size, const std::function<void(int64_t, int64_t, float*)>& body) {
+  at::parallel_for(0, heads, 1, [&](int64_t begin, int64_t end) {
     // The exp's floor (1.2e-38) times a value gives subnormals, each a microcode assist on
     // Intel; only results below float's smallest normal change.
     const cpu::DenormalsFlushed flushed;
-    std::vector<float> scratch(static_cast<size_t>(scratch_floats(sh)));
+    std::vector<float> scratch(static_cast<size_t>(scratch_size));
     body(begin, end, scratch.data());
   });
 }
@@ -313,7 +410,7 @@ at::Tensor attention_forward(const at::Tensor& q, const at::Tensor& k, const at:
   at::Tensor out = at::empty_like(q);
   if (lse) *lse = at::empty({heads_of(q), sh.s}, q.options());
   float* lse_ptr = lse ? lse->data_ptr<float>() : nullptr;
-  run_over_heads(q, sh, [&](int64_t begin, int64_t end, float* scratch) {
+  run_over_heads(heads_of(q), scratch_floats(sh), [&](int64_t begin, int64_t end, float* scratch) {
     attention_forward_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(), lse_ptr,
                           sh, begin, end, scratch);
   });
@@ -337,12 +434,72 @@ struct ShortAttention : public torch::autograd::Function<ShortAttention> {
     const at::Tensor g = grads[0].to(at::kFloat).contiguous();
     const Shape sh = shape_of(q, ctx->saved_data["causal"].toBool());
     at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
-    run_over_heads(q, sh, [&](int64_t begin, int64_t end, float* scratch) {
+    run_over_heads(heads_of(q), scratch_floats(sh), [&](int64_t begin, int64_t end, float* scratch) {
       attention_backward_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(),
                              g.data_ptr<float>(), lse.data_ptr<float>(), dq.data_ptr<float>(), dk.data_ptr<float>(),
                              dv.data_ptr<float>(), sh, begin, end, scratch);
     });
     return {dq, dk, dv, at::Tensor()};
+  }
+};
+
+// Shape of a qkv projection [B, s, 3 * heads * d]'s heads.
+Shape qkv_shape(const at::Tensor& qkv, int64_t heads, bool causal) {
+  Shape sh;
+  sh.s = qkv.size(1);
+  sh.d = qkv.size(2) / (3 * heads);
+  sh.sp = padded(sh.s);
+  sh.dp = padded(sh.d);
+  sh.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.d)));
+  sh.causal = causal;
+  return sh;
+}
+
+// Tables without elements: no rotation.
+QkvHeads qkv_heads(int64_t heads, const at::Tensor& cos, const at::Tensor& sin) {
+  return {heads, cos.numel() > 0 ? cos.data_ptr<float>() : nullptr, sin.numel() > 0 ? sin.data_ptr<float>() : nullptr};
+}
+
+// out [B, s, heads * d] and, with lse, lse [B * heads, s].
+at::Tensor qkv_attention_forward(const at::Tensor& qkv, int64_t heads, const at::Tensor& cos, const at::Tensor& sin,
+                                 bool causal, at::Tensor* lse) {
+  const Shape sh = qkv_shape(qkv, heads, causal);
+  const int64_t tasks = qkv.size(0) * heads;
+  at::Tensor out = at::empty({qkv.size(0), sh.s, heads * sh.d}, qkv.options());
+  if (lse) *lse = at::empty({tasks, sh.s}, qkv.options());
+  float* lse_ptr = lse ? lse->data_ptr<float>() : nullptr;
+  const QkvHeads layout = qkv_heads(heads, cos, sin);
+  run_over_heads(qkv.size(0), qkv_scratch_floats(sh, heads), [&](int64_t begin, int64_t end, float* scratch) {
+    qkv_attention_forward_f32(qkv.data_ptr<float>(), layout, out.data_ptr<float>(), lse_ptr, sh, begin, end, scratch);
+  });
+  return out;
+}
+
+struct QkvAttention : public torch::autograd::Function<QkvAttention> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, int64_t heads, const at::Tensor& cos,
+                            const at::Tensor& sin, bool causal) {
+    at::Tensor lse;
+    at::Tensor out = qkv_attention_forward(qkv, heads, cos, sin, causal, &lse);
+    ctx->save_for_backward({qkv, cos, sin, out, lse});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["causal"] = causal;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("mlh::attention_from_qkv_backward", std::vector<c10::IValue>());
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &qkv = saved[0], &cos = saved[1], &sin = saved[2], &out = saved[3], &lse = saved[4];
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    const Shape sh = qkv_shape(qkv, heads, ctx->saved_data["causal"].toBool());
+    const at::Tensor g = grads[0].to(at::kFloat).contiguous();
+    at::Tensor dqkv = at::empty_like(qkv);
+    const QkvHeads layout = qkv_heads(heads, cos, sin);
+    run_over_heads(qkv.size(0), qkv_scratch_floats(sh, heads), [&](int64_t begin, int64_t end, float* scratch) {
+      qkv_attention_backward_f32(qkv.data_ptr<float>(), layout, out.data_ptr<float>(), g.data_ptr<float>(),
+                                 lse.data_ptr<float>(), dqkv.data_ptr<float>(), sh, begin, end, scratch);
+    });
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -368,6 +525,33 @@ at::Tensor short_attention(const at::Tensor& q, const at::Tensor& k, const at::T
   const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   if (grad_wanted(q, k, v)) return ShortAttention::apply(qc, kc, vc, causal);
   return attention_forward(qc, kc, vc, causal, nullptr);
+}
+
+bool attention_from_qkv_applies(const at::Tensor& qkv, int64_t heads, const at::Tensor& cos, const at::Tensor& sin) {
+  if (!qkv.defined() || !qkv.device().is_cpu() || qkv.layout() != at::kStrided || qkv.scalar_type() != at::kFloat ||
+      qkv.dim() != 3 || heads <= 0 || qkv.size(2) == 0 || qkv.size(2) % (3 * heads) != 0 || qkv.size(1) == 0 ||
+      qkv.size(1) > kShortAttentionMaxSequence)
+    return false;
+  if (!cos.defined()) return !sin.defined();
+  const int64_t d = qkv.size(2) / (3 * heads);
+  return cos.dim() == 2 && cos.size(0) == qkv.size(1) && cos.size(1) == d && d % 2 == 0 && sin.defined() &&
+         sin.sizes() == cos.sizes() && cos.device().is_cpu() && sin.device().is_cpu();
+}
+
+at::Tensor attention_from_qkv(const at::Tensor& qkv, int64_t heads, const at::Tensor& cos, const at::Tensor& sin,
+                              bool causal) {
+  if (attention_from_qkv_applies(qkv, heads, cos, sin)) {
+    RECORD_FUNCTION("mlh::attention_from_qkv", std::vector<c10::IValue>({qkv}));
+    const at::Tensor x = qkv.contiguous();
+    // No tables as empty ones: an autograd function takes no undefined tensor as an input.
+    const at::Tensor none = at::empty({0}, x.options());
+    const at::Tensor c = cos.defined() ? cos.to(at::kFloat).contiguous() : none;
+    const at::Tensor s = sin.defined() ? sin.to(at::kFloat).contiguous() : none;
+    if (at::GradMode::is_enabled() && x.requires_grad()) return QkvAttention::apply(x, heads, c, s, causal);
+    return qkv_attention_forward(x, heads, c, s, causal, nullptr);
+  }
+  const auto [q, k, v] = split_heads_rotary(qkv, heads, cos, sin);
+  return attention(q, k, v, causal).transpose(1, 2).reshape({qkv.size(0), qkv.size(1), -1});
 }
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {

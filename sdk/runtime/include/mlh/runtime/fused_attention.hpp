@@ -30,4 +30,18 @@ bool short_attention_applies(const at::Tensor& q, const at::Tensor& k, const at:
 // LibTorch's (compat::scaled_dot_product_attention).
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal);
 
+// Attention straight from one qkv projection [batch, seq, 3 * heads * head_dim]: what
+// split_heads_rotary(qkv, heads, cos, sin), then attention(q, k, v, causal), then the heads
+// merged back give, [batch, seq, heads * head_dim], the same values. Where
+// attention_from_qkv_applies (a float32 CPU qkv, at most kShortAttentionMaxSequence positions,
+// rotary tables [seq, head_dim] or none), one kernel: each batch element's task reads its rows
+// of qkv in order, rotates q and k into its scratch and writes its rows of the merged output,
+// so q, k, v and the output in heads' order never go through memory (nor, in the backward,
+// their gradients: dq and dk are rotated back into qkv's gradient). On a 2-core EPYC that made
+// TRM small's float32 step about 3% faster where the two cores run at their slower level, and
+// no slower at the faster one (docs/benchmarks.md). Elsewhere the three steps.
+at::Tensor attention_from_qkv(const at::Tensor& qkv, int64_t heads, const at::Tensor& cos, const at::Tensor& sin,
+                              bool causal);
+bool attention_from_qkv_applies(const at::Tensor& qkv, int64_t heads, const at::Tensor& cos, const at::Tensor& sin);
+
 }  // namespace mlh::rt
