@@ -378,16 +378,18 @@ MLH_CPU_CLONES void qkv_attention_backward_f32(const float* qkv, const QkvHeads 
   }
 }
 
-Shape shape_of(const at::Tensor& q, bool causal) {
+Shape shape_of(int64_t seq, int64_t head_dim, bool causal) {
   Shape sh;
-  sh.s = q.size(-2);
-  sh.d = q.size(-1);
+  sh.s = seq;
+  sh.d = head_dim;
   sh.sp = padded(sh.s);
   sh.dp = padded(sh.d);
   sh.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.d)));
   sh.causal = causal;
   return sh;
 }
+
+Shape shape_of(const at::Tensor& q, bool causal) { return shape_of(q.size(-2), q.size(-1), causal); }
 
 int64_t heads_of(const at::Tensor& q) { return q.numel() / std::max<int64_t>(q.size(-2) * q.size(-1), 1); }
 
@@ -445,14 +447,7 @@ struct ShortAttention : public torch::autograd::Function<ShortAttention> {
 
 // Shape of a qkv projection [B, s, 3 * heads * d]'s heads.
 Shape qkv_shape(const at::Tensor& qkv, int64_t heads, bool causal) {
-  Shape sh;
-  sh.s = qkv.size(1);
-  sh.d = qkv.size(2) / (3 * heads);
-  sh.sp = padded(sh.s);
-  sh.dp = padded(sh.d);
-  sh.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.d)));
-  sh.causal = causal;
-  return sh;
+  return shape_of(qkv.size(1), qkv.size(2) / (3 * heads), causal);
 }
 
 // Tables without elements: no rotation.
