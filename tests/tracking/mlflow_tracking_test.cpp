@@ -343,6 +343,40 @@ TEST_F(MlflowTrackingTest, AServerThatIsDownGetsEverythingOnceItIsUp) {
   expect_same_metrics(run, dir);
 }
 
+// The state a kill between a batch's post and the cursor's update leaves: the server holds the
+// points, the cursor does not say so, only that a batch was in flight. The next sync asks the
+// server and sends none of them again.
+TEST_F(MlflowTrackingTest, ABatchTheServerTookButTheCursorMissedIsNotSentTwice) {
+  const int port = free_loopback_port_for_test();
+  const std::string uri = "http://127.0.0.1:" + std::to_string(port);
+  const fs::path dir = tmp_ / "run";
+  start_run_folder(dir);
+  Server server(tmp_ / "server", port);
+  ASSERT_TRUE(server.ready());
+  const MlflowTracking tracking = tracking_of(uri, "mlhost-in-flight");
+  ASSERT_TRUE(mlhost::sync_mlflow(dir, tracking, SyncMode::kLive).ok);  // the run, no metrics yet
+  json cursor_before = json::parse(read_text(mlhost::mlflow_cursor_path(dir)));
+  {
+    mlhost::RunSink sink(dir, /*console=*/false);
+    for (int64_t step = 0; step < 30; ++step) sink.metric("train/loss", 0.25 * static_cast<double>(step), step);
+  }
+  const SyncResult sent = mlhost::sync_mlflow(dir, tracking, SyncMode::kLive);
+  ASSERT_TRUE(sent.ok) << sent.error;
+  ASSERT_EQ(sent.metrics_sent, 30);
+
+  cursor_before["in_flight"] = {{"train/loss", 29}};
+  write_file(mlhost::mlflow_cursor_path(dir), cursor_before.dump(2));
+  end_run_folder(dir, "completed");
+  const SyncResult again = mlhost::sync_mlflow(dir, tracking, SyncMode::kEnded);
+  ASSERT_TRUE(again.ok) << again.error;
+  EXPECT_EQ(again.metrics_sent, 0);
+  const json cursor = json::parse(read_text(mlhost::mlflow_cursor_path(dir)));
+  EXPECT_FALSE(cursor.contains("in_flight")) << cursor.dump(2);
+  const json run = read_back(uri, sent.run_id);
+  ASSERT_TRUE(run.is_object());
+  expect_same_metrics(run, dir);
+}
+
 // The launcher's tracker: its thread sends the run while it goes on (RUNNING, the metrics so
 // far), and finish() closes it with summary.json's status.
 TEST_F(MlflowTrackingTest, TheLaunchersTrackerSendsWhileTheRunGoesOn) {

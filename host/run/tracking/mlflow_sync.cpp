@@ -257,6 +257,31 @@ class Syncer {
     save_cursor();
   }
 
+  // A batch an earlier attempt posted without recording that the server took it (killed
+  // between the two): per metric, the steps up to the highest the server holds count as sent
+  // and are not sent again, whether or not the resumed run rewinds past them.
+  void resolve_in_flight() {
+    if (!cursor_.contains("in_flight")) return;
+    for (const auto& [name, step] : cursor_["in_flight"].items()) {
+      int64_t held = -1;
+      std::string page;
+      do {
+        std::map<std::string, std::string> query{{"run_id", cursor_["run_id"].get<std::string>()},
+                                                 {"metric_key", mlflow_key(name)}};
+        if (!page.empty()) query["page_token"] = page;
+        const json history = client_.get("metrics/get-history", query);
+        for (const json& point : history.value("metrics", json::array()))
+          held = std::max(held, point.value("step", int64_t{-1}));
+        page = history.value("next_page_token", std::string());
+      } while (!page.empty());
+      if (held < 0) continue;
+      cursor_["sent_steps"][name] = std::max(held, cursor_["sent_steps"].value(name, held));
+      cursor_["resent_skip"][name] = std::max(held, cursor_["resent_skip"].value(name, held));
+    }
+    cursor_.erase("in_flight");
+    save_cursor();
+  }
+
   void send_metrics() {
     const fs::path file = dir_ / "metrics.jsonl";
     std::ifstream in(file, std::ios::binary);
@@ -267,6 +292,7 @@ class Syncer {
     // steps it already had then (resent_skip).
     if (!cursor_.value("sent_steps", json()).is_object()) cursor_["sent_steps"] = json::object();
     if (!cursor_.value("resent_skip", json()).is_object()) cursor_["resent_skip"] = json::object();
+    resolve_in_flight();
     // A resumed attempt dropped the rows its predecessor logged past the checkpoint
     // (run/run_sink.hpp) and logs those steps again: carry on from where the file now ends
     // before its own rows, but skip the points of each metric up to the step the server already
@@ -293,13 +319,20 @@ class Syncer {
     int64_t batch_bytes = 0, batch_lines = 0;
     auto flush = [&] {
       if (batch.empty() && batch_lines == 0) return;
-      if (!batch.empty()) client_.post("runs/log-batch", {{"run_id", cursor_["run_id"]}, {"metrics", batch}});
+      if (!batch.empty()) {
+        // Recorded before the post: an attempt killed after the server took the batch and before
+        // the cursor below says so leaves this, and the next attempt asks the server.
+        cursor_["in_flight"] = batch_steps;
+        save_cursor();
+        client_.post("runs/log-batch", {{"run_id", cursor_["run_id"]}, {"metrics", batch}});
+      }
       result_.metrics_sent += static_cast<int64_t>(batch.size());
       offset += batch_bytes;
       lines += batch_lines;
       for (const auto& [name, step] : batch_steps)
         cursor_["sent_steps"][name] = std::max(step, cursor_["sent_steps"].value(name, step));
       batch_steps.clear();
+      cursor_.erase("in_flight");
       cursor_["metrics_offset"] = offset;
       cursor_["metrics_lines"] = lines;
       save_cursor();
