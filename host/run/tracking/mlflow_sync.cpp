@@ -262,7 +262,8 @@ class Syncer {
   // and are not sent again, whether or not the resumed run rewinds past them.
   void resolve_in_flight() {
     if (!cursor_.contains("in_flight")) return;
-    for (const auto& [name, step] : cursor_["in_flight"].items()) {
+    for (const auto& metric : cursor_["in_flight"].items()) {
+      const std::string& name = metric.key();
       int64_t held = -1;
       std::string page;
       do {

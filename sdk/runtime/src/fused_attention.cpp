@@ -14,7 +14,9 @@
 // attention_from_qkv does the same work per head, a task per batch element: it first copies the
 // element's q (rotated), k (rotated) and v out of the qkv projection's rows into scratch, and
 // writes each head's output rows into the merged [seq, heads * head_dim] layout; its backward
-// writes qkv's gradient row by row, dq and dk rotated back.
+// rotates q and k again from the saved projection (a few operations a value, where keeping
+// them would write and read them through memory) and writes qkv's gradient row by row, dq and
+// dk rotated back.
 #include "mlh/runtime/fused_attention.hpp"
 
 #include <algorithm>
