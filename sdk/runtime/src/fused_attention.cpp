@@ -6,7 +6,9 @@
 // 32 columns of the result held in registers while the inner dimension streams past), and the
 // softmax works on whole vectors of a row, all compiled once per instruction set
 // (cpu_kernel_support.hpp). The operands are first copied into scratch whose rows are padded
-// with zeros to a multiple of 16 floats, so that every loop runs on whole vectors.
+// with zeros to a multiple of 16 floats, so that every loop runs on whole vectors; where
+// head_dim is a multiple of 16 already, v and the output's gradient are read where they lie and
+// the gradients' products write dq, dk and dv in place.
 //
 // The backward recomputes the probabilities from the saved log-sum-exp of each row (as flash
 // attention does), so the forward keeps [seq] floats per head rather than [seq, seq].
@@ -101,6 +103,16 @@ MLH_CPU_INLINE void product(const float* a, int64_t lda, const float* b, int64_t
 // ld_dst zeroed.
 MLH_CPU_INLINE void copy_padded(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float factor, float* dst,
                                 int64_t ld_dst) {
+  if (cols == ld_dst && cols % kLane == 0) {  // whole vectors, nothing to pad (head_dim 32, 64, ...)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; j += kLane) {
+        Vec16 v;
+        load16(v, src + i * ld_src + j);
+        v *= factor;
+        std::memcpy(dst + i * ld_dst + j, &v, sizeof v);
+      }
+    return;
+  }
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) dst[i * ld_dst + j] = src[i * ld_src + j] * factor;
     for (int64_t j = cols; j < ld_dst; ++j) dst[i * ld_dst + j] = 0.0f;
@@ -235,10 +247,10 @@ MLH_CPU_INLINE void forward_head(const float* q, const float* k, const float* v,
   copy_padded(q, sh.d, sh.s, sh.d, sh.scale, qs, sh.dp);
   transpose_padded(k, sh.d, sh.s, sh.d, kt, sh.sp);
   probabilities(sh, qs, kt, probs, inv_sum, lse, nullptr);
-  copy_padded(v, sh.d, sh.s, sh.d, 1.0f, vp, sh.dp);
-  product(probs, sh.sp, vp, sh.dp, op, sh.dp, sh.s, sh.dp, sh.s);
-  for (int64_t i = 0; i < sh.s; ++i)
-    for (int64_t j = 0; j < sh.d; ++j) out[i * ld_out + j] = op[i * sh.dp + j] * inv_sum[i];
+  const bool unpadded = sh.d == sh.dp;  // v's rows are whole vectors already: read in place
+  if (!unpadded) copy_padded(v, sh.d, sh.s, sh.d, 1.0f, vp, sh.dp);
+  product(probs, sh.sp, unpadded ? v : vp, sh.dp, op, sh.dp, sh.s, sh.dp, sh.s);
+  for (int64_t i = 0; i < sh.s; ++i) copy_padded(op + i * sh.dp, sh.dp, 1, sh.d, inv_sum[i], out + i * ld_out, sh.d);
 }
 
 // One head's gradients dq, dk, dv [s, d] from q, k, v [s, d], the output o and its gradient g
@@ -254,18 +266,25 @@ MLH_CPU_INLINE void backward_head(const float* q, const float* k, const float* v
   float* vt = kt + sh.dp * sh.sp;     // v^T [dp, sp]
   float* probs = vt + sh.dp * sh.sp;  // [s, sp]
   float* dscores = probs + sh.s * sh.sp;  // [s, sp]
-  auto copy_out = [&](float* dst) {
-    for (int64_t i = 0; i < sh.s; ++i)
-      for (int64_t j = 0; j < sh.d; ++j) dst[i * sh.d + j] = grad[i * sh.dp + j];
+  // Where rows are whole vectors (d == dp), g is read in place and the products write dq, dk
+  // and dv themselves; otherwise through padded scratch.
+  const bool unpadded = sh.d == sh.dp;
+  const float* g_rows = unpadded ? g : gp;
+  const int64_t ld_g_rows = unpadded ? ld_g : sh.dp;
+  auto product_into = [&](float* dst, auto multiply) {
+    multiply(unpadded ? dst : grad, unpadded ? sh.d : sh.dp);
+    if (!unpadded)
+      for (int64_t i = 0; i < sh.s; ++i)
+        for (int64_t j = 0; j < sh.d; ++j) dst[i * sh.d + j] = grad[i * sh.dp + j];
   };
   copy_padded(q, sh.d, sh.s, sh.d, sh.scale, qs, sh.dp);
   copy_padded(k, sh.d, sh.s, sh.d, sh.scale, ks, sh.dp);
-  copy_padded(g, ld_g, sh.s, sh.d, 1.0f, gp, sh.dp);
+  if (!unpadded) copy_padded(g, ld_g, sh.s, sh.d, 1.0f, gp, sh.dp);
   transpose_padded(k, sh.d, sh.s, sh.d, kt, sh.sp);
   transpose_padded(v, sh.d, sh.s, sh.d, vt, sh.sp);
   probabilities(sh, qs, kt, probs, nullptr, nullptr, lse);
   // dP = g v^T; dS = P (dP - rowsum(g o)): the softmax's backward, 0 where P is.
-  product(gp, sh.dp, vt, sh.sp, dscores, sh.sp, sh.s, sh.sp, sh.d);
+  product(g_rows, ld_g_rows, vt, sh.sp, dscores, sh.sp, sh.s, sh.sp, sh.d);
   for (int64_t i = 0; i < sh.s; ++i) {
     const float dot = dot_of(g + i * ld_g, o + i * ld_o, sh.d);
     float* ds = dscores + i * sh.sp;
@@ -273,12 +292,11 @@ MLH_CPU_INLINE void backward_head(const float* q, const float* k, const float* v
     for (int64_t j = 0; j < sh.sp; ++j) ds[j] = p[j] * (ds[j] - dot);
   }
   // dq = dS k * scale; dk = dS^T q * scale; dv = P^T g.
-  product(dscores, sh.sp, ks, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
-  copy_out(dq);
-  product<true>(dscores, sh.sp, qs, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
-  copy_out(dk);
-  product<true>(probs, sh.sp, gp, sh.dp, grad, sh.dp, sh.s, sh.dp, sh.s);
-  copy_out(dv);
+  product_into(dq, [&](float* c, int64_t ldc) { product(dscores, sh.sp, ks, sh.dp, c, ldc, sh.s, sh.dp, sh.s); });
+  product_into(dk, [&](float* c, int64_t ldc) { product<true>(dscores, sh.sp, qs, sh.dp, c, ldc, sh.s, sh.dp, sh.s); });
+  product_into(dv, [&](float* c, int64_t ldc) {
+    product<true>(probs, sh.sp, g_rows, ld_g_rows, c, ldc, sh.s, sh.dp, sh.s);
+  });
 }
 
 // Heads [begin, end) of q, k, v [heads, s, d] -> out [heads, s, d] and lse [heads, s] (may be null).

@@ -89,8 +89,37 @@ MLH_CPU_INLINE float exp_approx(float x) {
 // (the half-rotation convention: out[j] = x[j] c[j] - x[j + h] s[j], out[j + h] = x[j + h]
 // c[j + h] + x[j] s[j + h]), or by its transpose (the backward: the negative angle); without
 // tables, x copied.
+//
+// Where half a row is whole vectors of 16 (head_dim 32, 64, ...), it runs on them: the scalar
+// loop below, vectorized by GCC, checks for overlap and peels on every call, and a row is only
+// one or two vectors (attention_from_qkv's gather spent as long as its q k^T product).
 template <bool kBackward>
 MLH_CPU_INLINE void rotate_row(const float* x, float* out, const float* c, const float* s, int64_t d) {
+  typedef float Vec16 __attribute__((vector_size(64)));
+  constexpr int64_t kLane = 16;
+  auto load16 = [](Vec16& v, const float* p) { std::memcpy(&v, p, sizeof v); };
+  if (d % (2 * kLane) == 0) {
+    const int64_t h = d / 2;
+    for (int64_t j = 0; j < h; j += kLane) {
+      Vec16 a, b;
+      load16(a, x + j);
+      load16(b, x + j + h);
+      if (c) {
+        Vec16 c0, c1, s0, s1;
+        load16(c0, c + j);
+        load16(c1, c + j + h);
+        load16(s0, s + j);
+        load16(s1, s + j + h);
+        const Vec16 lo = kBackward ? a * c0 + b * s1 : a * c0 - b * s0;
+        const Vec16 hi = kBackward ? b * c1 - a * s0 : b * c1 + a * s1;
+        a = lo;
+        b = hi;
+      }
+      std::memcpy(out + j, &a, sizeof a);
+      std::memcpy(out + j + h, &b, sizeof b);
+    }
+    return;
+  }
   if (!c) {
     for (int64_t j = 0; j < d; ++j) out[j] = x[j];
     return;
