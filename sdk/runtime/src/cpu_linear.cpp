@@ -49,10 +49,14 @@ constexpr int64_t kWidth = 2048;  // columns of b packed at a time, a multiple o
 
 typedef float Vec16 __attribute__((vector_size(64)));
 
-// How a is laid out: a(i, p) = a[i * lda + p], or with kTransposed a[p * lda + i].
+// How a is laid out: a(i, p) = a[i * lda + p], or with kTransposed a[p * lda + i]. All 32
+// columns of c are written (or added to): the accumulators go straight from the registers to
+// c. (A narrower last panel is written through a tile, in multiply_rows: copying the
+// accumulators out column by column here made GCC keep them all on the stack, zeroed before
+// the loop and stored and reloaded after it, on every call: 2-5% of a product 128 deep.)
 template <int kBlockRows, bool kTransposed>
 MLH_AVX512 void multiply_block(int64_t depth, const float* a, int64_t lda, const float* packed_b, float* c,
-                               int64_t ldc, int cols, bool add_to_c) {
+                               int64_t ldc, bool add_to_c) {
   Vec16 acc[kBlockRows][2];
   for (int r = 0; r < kBlockRows; ++r) acc[r][0] = acc[r][1] = Vec16{};  // `= {}` became a rep stos on the stack
   for (int64_t p = 0; p < depth; ++p) {
@@ -67,44 +71,50 @@ MLH_AVX512 void multiply_block(int64_t depth, const float* a, int64_t lda, const
     }
     packed_b += kCols;
   }
-  if (cols == kCols) {
-    for (int r = 0; r < kBlockRows; ++r)
-      for (int half = 0; half < 2; ++half) {
-        float* out = c + r * ldc + 16 * half;
-        Vec16 v = acc[r][half];
-        if (add_to_c) {
-          Vec16 old;
-          std::memcpy(&old, out, sizeof old);
-          v += old;
-        }
-        std::memcpy(out, &v, sizeof v);
+#pragma GCC unroll 8
+  for (int r = 0; r < kBlockRows; ++r)
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; ++half) {
+      float* out = c + r * ldc + 16 * half;
+      Vec16 v = acc[r][half];
+      if (add_to_c) {
+        Vec16 old;
+        std::memcpy(&old, out, sizeof old);
+        v += old;
       }
-    return;
-  }
-  for (int r = 0; r < kBlockRows; ++r) {  // the last panel, narrower than 32 columns
-    float row[kCols];
-    std::memcpy(row, &acc[r][0], sizeof acc[r][0]);
-    std::memcpy(row + 16, &acc[r][1], sizeof acc[r][1]);
-    for (int j = 0; j < cols; ++j) c[r * ldc + j] = add_to_c ? c[r * ldc + j] + row[j] : row[j];
-  }
+      std::memcpy(out, &v, sizeof v);
+    }
 }
 
 template <bool kTransposed>
 MLH_AVX512 void multiply_rows(int64_t row_begin, int64_t row_end, int64_t n, int64_t depth, const float* a,
                               int64_t lda, const float* packed_b, float* c, int64_t ldc, bool add_to_c) {
   auto a_row = [&](int64_t i) { return kTransposed ? a + i : a + i * lda; };
-  auto each_panel = [&](int64_t i, auto block) {
-    for (int64_t j = 0; j < n; j += kCols)
-      block(a_row(i), packed_b + j * depth, c + i * ldc + j, static_cast<int>(std::min<int64_t>(kCols, n - j)));
+  // Each panel of 32 columns of c for the rows from i: whole panels in place, the last one,
+  // narrower, through a tile of 32 columns (its old values first where they are added to).
+  auto each_panel = [&](int64_t i, int rows, auto block) {
+    for (int64_t j = 0; j < n; j += kCols) {
+      const int64_t cols = std::min<int64_t>(kCols, n - j);
+      float* cij = c + i * ldc + j;
+      if (cols == kCols) {
+        block(a_row(i), packed_b + j * depth, cij, ldc);
+        continue;
+      }
+      alignas(64) float tile[kRows * kCols];
+      if (add_to_c)
+        for (int r = 0; r < rows; ++r) std::memcpy(tile + r * kCols, cij + r * ldc, cols * sizeof(float));
+      block(a_row(i), packed_b + j * depth, tile, kCols);
+      for (int r = 0; r < rows; ++r) std::memcpy(cij + r * ldc, tile + r * kCols, cols * sizeof(float));
+    }
   };
   int64_t i = row_begin;
   for (; i + kRows <= row_end; i += kRows)
-    each_panel(i, [&](const float* ai, const float* bj, float* cij, int cols) {
-      multiply_block<kRows, kTransposed>(depth, ai, lda, bj, cij, ldc, cols, add_to_c);
+    each_panel(i, kRows, [&](const float* ai, const float* bj, float* cij, int64_t ld) {
+      multiply_block<kRows, kTransposed>(depth, ai, lda, bj, cij, ld, add_to_c);
     });
   for (; i < row_end; ++i)  // the rows past the last whole block: always the last thread's
-    each_panel(i, [&](const float* ai, const float* bj, float* cij, int cols) {
-      multiply_block<1, kTransposed>(depth, ai, lda, bj, cij, ldc, cols, add_to_c);
+    each_panel(i, 1, [&](const float* ai, const float* bj, float* cij, int64_t ld) {
+      multiply_block<1, kTransposed>(depth, ai, lda, bj, cij, ld, add_to_c);
     });
 }
 
