@@ -100,7 +100,7 @@ MLH_AVX512 void multiply_rows(int64_t row_begin, int64_t row_end, int64_t n, int
         block(a_row(i), packed_b + j * depth, cij, ldc);
         continue;
       }
-      alignas(64) float tile[kRows * kCols];
+      alignas(64) float tile[kRows * kCols] = {};
       if (add_to_c)
         for (int r = 0; r < rows; ++r) std::memcpy(tile + r * kCols, cij + r * ldc, cols * sizeof(float));
       block(a_row(i), packed_b + j * depth, tile, kCols);
